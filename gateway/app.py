@@ -1,0 +1,69 @@
+"""The gateway ASGI application.
+
+``create_app(settings)`` opens its services in the lifespan (or takes ready ones, for tests);
+``uvicorn --factory gateway.app:app_from_environment`` is what the Procfile's ``web`` runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.routing import Route
+
+from gateway.clock import Clock
+from gateway.domain.errors import PaygateError
+from gateway.http import health, metrics, problems
+from gateway.http.middleware import RequestEnvelope
+from gateway.logging import configure_logging
+from gateway.services import Services
+from gateway.settings import Settings, load_settings
+
+
+def routes() -> list[Route]:
+    return [
+        Route("/healthz", health.healthz, methods=["GET"]),
+        Route("/readyz", health.readyz, methods=["GET"]),
+        Route("/metrics", metrics.metrics, methods=["GET"]),
+    ]
+
+
+def create_app(settings: Settings, *, clock: Clock | None = None, services: Services | None = None) -> Starlette:
+    """The app; with ``services`` given it uses them and leaves closing them to the caller."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if services is not None:
+            app.state.services = services
+            yield
+            return
+        opened = await Services.open(settings, clock)
+        app.state.services = opened
+        try:
+            yield
+        finally:
+            await opened.close()
+
+    app = Starlette(
+        routes=routes(),
+        middleware=[Middleware(RequestEnvelope, max_body_bytes=settings.max_body_bytes)],
+        exception_handlers={
+            PaygateError: problems.handle_paygate_error,
+            HTTPException: problems.handle_http_exception,
+            Exception: problems.handle_unexpected,
+        },
+        lifespan=lifespan,
+    )
+    if services is not None:
+        app.state.services = services
+    return app
+
+
+def app_from_environment() -> Starlette:
+    """Build settings from the environment and the app from them (the ``web`` process)."""
+    settings = load_settings()
+    configure_logging(settings.log_format, settings.log_level)
+    return create_app(settings)

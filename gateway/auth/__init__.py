@@ -1,0 +1,1 @@
+"""Bearer tokens and the principals they stand for (API.md, Conventions)."""

@@ -1,0 +1,143 @@
+"""The ``paygate`` command line (API.md, Command line).
+
+``paygate up``, ``paygate token create``, ``paygate db init``, ``paygate db check``. Commands
+other than ``up`` use ``DATABASE_URL`` when set; otherwise they find the database of a running
+``paygate up`` through ``--data-dir DIR`` or ``PAYGATE_DATA_DIR`` (default ``./.paygate``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gateway.auth.tokens import ROLES, Tokens
+from gateway.clock import SystemClock
+from gateway.settings import ConfigError
+from gateway.store.db import Database
+from gateway.store.schema import check_schema, init_schema
+
+DEFAULT_DATA_DIR = ".paygate"
+
+
+class CliError(Exception):
+    """A command could not run; the message says why and what to do."""
+
+
+def _data_dir(args: argparse.Namespace) -> Path:
+    return Path(args.data_dir or os.environ.get("PAYGATE_DATA_DIR") or DEFAULT_DATA_DIR)
+
+
+def _runtime(args: argparse.Namespace) -> dict[str, Any]:
+    path = _data_dir(args) / "runtime.json"
+    try:
+        loaded: dict[str, Any] = json.loads(path.read_text())
+    except OSError:
+        raise CliError(f"DATABASE_URL is not set and there is no running 'paygate up' in {path.parent} "
+                       "(use --data-dir or PAYGATE_DATA_DIR)") from None
+    return loaded
+
+
+def database_url(args: argparse.Namespace) -> str:
+    return os.environ.get("DATABASE_URL") or str(_runtime(args)["database_url"])
+
+
+def token_pepper(args: argparse.Namespace) -> str:
+    """The pepper tokens are hashed with: ``PAYGATE_TOKEN_PEPPER``, else the configuration file."""
+    if os.environ.get("PAYGATE_TOKEN_PEPPER"):
+        return os.environ["PAYGATE_TOKEN_PEPPER"]
+    config = os.environ.get("PAYGATE_CONFIG") or (None if os.environ.get("DATABASE_URL") else _runtime(args)["config"])
+    if config:
+        pepper = json.loads(Path(config).read_text()).get("token_pepper")
+        if pepper:
+            return str(pepper)
+    raise CliError("no token pepper: set PAYGATE_TOKEN_PEPPER (or PAYGATE_CONFIG with token_pepper)")
+
+
+async def _create_token(args: argparse.Namespace) -> str:
+    db = await Database.open(database_url(args), size=1, name="paygate-cli")
+    try:
+        tokens = Tokens(db, SystemClock(), token_pepper(args))
+        return await tokens.create(args.role, args.subject, tenant_id=args.tenant,
+                                   approval_limit_minor=args.approval_limit_minor)
+    finally:
+        await db.close()
+
+
+def cmd_token_create(args: argparse.Namespace) -> int:
+    try:
+        token = asyncio.run(_create_token(args))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    print(token)
+    return 0
+
+
+def cmd_db_init(args: argparse.Namespace) -> int:
+    init_schema(database_url(args))
+    print("schema applied", file=sys.stderr)
+    return 0
+
+
+def cmd_db_check(args: argparse.Namespace) -> int:
+    differences = check_schema(database_url(args))
+    if differences:
+        print("the database does not match schema.sql:", *differences, sep="\n  ")
+        return 1
+    print("the database matches schema.sql")
+    return 0
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from gateway.local.up import run  # imported late: it pulls in the embedded servers
+
+    return run(_data_dir(args), args.web_port, args.provider_port, args.rehearsal)
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="paygate", description=__doc__.splitlines()[0])
+    top.add_argument("--data-dir", help="the data directory of 'paygate up' (default ./.paygate)")
+    commands = top.add_subparsers(dest="command", required=True)
+
+    up = commands.add_parser("up", help="run the whole system locally")
+    up.add_argument("--data-dir", default=argparse.SUPPRESS)
+    up.add_argument("--web-port", type=int, default=8000)
+    up.add_argument("--provider-port", type=int, default=8100)
+    up.add_argument("--rehearsal", action="store_true", help="short timings for rehearsing incidents")
+    up.set_defaults(handler=cmd_up)
+
+    token = commands.add_parser("token", help="manage API tokens").add_subparsers(dest="action", required=True)
+    create = token.add_parser("create", help="create a token and print it")
+    create.add_argument("--role", required=True, choices=ROLES)
+    create.add_argument("--subject", required=True)
+    create.add_argument("--tenant")
+    create.add_argument("--approval-limit-minor", type=int)
+    create.add_argument("--data-dir", default=argparse.SUPPRESS)
+    create.set_defaults(handler=cmd_token_create)
+
+    db = commands.add_parser("db", help="schema management").add_subparsers(dest="action", required=True)
+    for name, handler, text in (("init", cmd_db_init, "apply schema.sql (idempotent)"),
+                                ("check", cmd_db_check, "compare the database with schema.sql")):
+        sub = db.add_parser(name, help=text)
+        sub.add_argument("--data-dir", default=argparse.SUPPRESS)
+        sub.set_defaults(handler=handler)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        code: int = args.handler(args)
+    except (CliError, ConfigError) as exc:
+        print(f"paygate: {exc}", file=sys.stderr)
+        return 2
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""The domain error tree. Each error's ``code`` is the stable problem+json ``code`` of API.md,
+its ``status`` the HTTP status, and its docstring its default title (STYLE, example 10)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class PaygateError(Exception):
+    """Something went wrong."""
+
+    code: ClassVar[str] = "internal"
+    status: ClassVar[int] = 500
+
+    def __init__(self, detail: str | None = None, **extra: Any) -> None:
+        self.detail = detail
+        self.extra = extra
+        super().__init__(detail or self.title)
+
+    @property
+    def title(self) -> str:
+        return (type(self).__doc__ or self.code).strip().splitlines()[0]
+
+
+class AuthMissing(PaygateError):
+    """Authentication required."""
+
+    code, status = "auth.missing", 401
+
+
+class AuthInvalid(PaygateError):
+    """The bearer token is not valid."""
+
+    code, status = "auth.invalid", 401
+
+
+class Forbidden(PaygateError):
+    """This role may not use this resource."""
+
+    code, status = "auth.forbidden", 403
+
+
+class RequestInvalid(PaygateError):
+    """The request is not valid."""
+
+    code, status = "request.invalid", 422
+
+
+class RequestTooLarge(PaygateError):
+    """The request body is too large."""
+
+    code, status = "request.too_large", 413
+
+
+class NotFound(PaygateError):
+    """Not found."""
+
+    code, status = "not_found", 404
+
+
+class MethodNotAllowed(PaygateError):
+    """Method not allowed."""
+
+    code, status = "request.method_not_allowed", 405
+
+
+class Unavailable(PaygateError):
+    """A dependency is unavailable; try again later."""
+
+    code, status = "service.unavailable", 503

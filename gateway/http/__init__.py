@@ -1,0 +1,1 @@
+"""The HTTP edge: thin handlers that parse, authorize, call one domain operation and map it."""

@@ -1,0 +1,52 @@
+"""Prometheus metrics: this process's HTTP counters plus gauges read from the database, which
+are the fleet-wide truth (attempts by state, outbox backlog, open escalations, process liveness)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from starlette.requests import Request
+from starlette.responses import Response
+
+from gateway.services import Services
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+HTTP_REQUESTS = Counter(
+    "paygate_http_requests", "HTTP requests handled", ["method", "route", "status"], registry=REGISTRY)
+HTTP_SECONDS = Histogram(
+    "paygate_http_request_seconds", "HTTP request latency", ["method", "route"], registry=REGISTRY)
+
+# One statement, one round trip: every gauge the database knows, as (name, labels, value) rows.
+_DATABASE_GAUGES = """
+SELECT 'paygate_payment_attempts' AS name, 'state="' || state || '"' AS labels, count(*)::float8 AS value
+  FROM payment_attempts GROUP BY state
+UNION ALL
+SELECT 'paygate_outbox_messages', 'state="' || CASE
+           WHEN dispatched_at IS NOT NULL THEN 'dispatched'
+           WHEN dead_lettered_at IS NOT NULL THEN 'dead' ELSE 'pending' END || '"', count(*)
+  FROM outbox_messages GROUP BY 2
+UNION ALL
+SELECT 'paygate_open_escalations', '', count(*) FROM payment_escalations WHERE resolved_at IS NULL
+UNION ALL
+SELECT 'paygate_process_last_seen_age_seconds', 'kind="' || kind || '"',
+       min(extract(epoch FROM (%(now)s - seen_at)))::float8
+  FROM process_heartbeats GROUP BY kind
+"""
+
+_HELP = {
+    "paygate_payment_attempts": "Payment attempts by state",
+    "paygate_outbox_messages": "Outbox messages by delivery state",
+    "paygate_open_escalations": "Escalation episodes not yet resolved",
+    "paygate_process_last_seen_age_seconds": "Seconds since the freshest heartbeat of each process kind",
+}
+
+
+async def metrics(request: Request) -> Response:
+    services: Services = request.app.state.services
+    rows = await services.db.fetch_all(_DATABASE_GAUGES, {"now": services.clock.now()})
+    lines: list[str] = []
+    for name, help_text in _HELP.items():
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
+        lines += [f"{name}{{{r['labels']}}} {r['value']}" if r["labels"] else f"{name} {r['value']}"
+                  for r in rows if r["name"] == name]
+    text = generate_latest(REGISTRY).decode() + "\n".join(lines) + "\n"
+    return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")

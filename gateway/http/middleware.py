@@ -1,0 +1,99 @@
+"""The request envelope: a correlation id for every request and a hard body-size limit.
+
+The body is read up front (it is at most ``max_body_bytes``), so a rejected request is refused
+before any handler runs and nothing is written for it (API.md: "Request bodies over 256 KiB:
+413 ... Nothing is written for a rejected request"). Handlers then see the exact bytes, which the
+webhook endpoint needs for signature verification.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+
+import structlog
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from gateway.domain.errors import RequestTooLarge
+from gateway.http.metrics import HTTP_REQUESTS, HTTP_SECONDS
+from gateway.http.problems import from_error
+
+CORRELATION_HEADER = b"x-correlation-id"
+_SAFE_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,128}$")
+log = structlog.get_logger("gateway.http")
+
+
+class RequestEnvelope:
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        presented = headers.get(CORRELATION_HEADER) or headers.get(b"x-request-id") or b""
+        correlation_id = presented.decode() if _SAFE_ID.match(presented) else f"cor_{uuid.uuid4().hex}"
+        scope.setdefault("state", {})["correlation_id"] = correlation_id
+        started = time.perf_counter()
+        status_holder = {"status": 500}
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status_holder["status"] = message["status"]
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], (CORRELATION_HEADER, correlation_id.encode())]
+            await send(message)
+
+        with structlog.contextvars.bound_contextvars(correlation_id=correlation_id):
+            try:
+                body = await self._read_body(scope, receive, headers)
+            except RequestTooLarge as error:
+                await from_error(error)(scope, receive, send_with_id)
+            else:
+                await self.app(scope, _replay(body, receive), send_with_id)
+            finally:
+                route = _route_template(scope)
+                elapsed = time.perf_counter() - started
+                HTTP_REQUESTS.labels(scope["method"], route, str(status_holder["status"])).inc()
+                HTTP_SECONDS.labels(scope["method"], route).observe(elapsed)
+
+    async def _read_body(self, scope: Scope, receive: Receive, headers: dict[bytes, bytes]) -> bytes:
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+            raise RequestTooLarge(f"the body may be at most {self.max_body_bytes} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise RequestTooLarge(f"the body may be at most {self.max_body_bytes} bytes")
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def _route_template(scope: Scope) -> str:
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    return str(path) if path else "unmatched"

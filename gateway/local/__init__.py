@@ -1,0 +1,1 @@
+"""Running the whole system on one machine with no configuration (``paygate up``)."""

@@ -1,0 +1,192 @@
+"""The demo world ``paygate up`` runs: two CardCo accounts, their keys and webhook secrets, the
+timings (normal or ``--rehearsal``), demo tokens for every role, a customer with an open order.
+
+Secrets are generated once per data directory and kept in ``secrets.json`` (mode 0600), so a
+restarted demo keeps verifying the webhooks its CardCo signs.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+from gateway.auth.tokens import Tokens
+from gateway.clock import Clock
+from gateway.store.db import Database
+
+ACCOUNTS = ("cardco:acct_store:test", "cardco:acct_store:live")
+CUSTOMER_ID = "cus_demo"
+TENANT_ID = "T-0417"
+DEMO_ORDER_ID = "ORD-DEMO-1"
+
+# API.md, Command line: "--rehearsal uses short timings ... with exactly these values".
+REHEARSAL_GLOBAL = {
+    "recovery_lease_s": 5, "reminder_interval_s": 10, "acknowledged_reminder_interval_s": 30,
+    "outbox_backoff_initial_s": 1, "outbox_backoff_max_s": 8, "outbox_max_failures": 5,
+    "clock_tick_s": 1, "readonly_cadence_s": 8,
+    "payout_grant_lead_s": 5, "payout_grant_window_s": 60, "payout_send_deadline_s": 20,
+    "provider_skew_s": 30,
+}
+REHEARSAL_ACCOUNT = {
+    "abandonment_threshold_s": 2, "call_budget_s": 3, "record_budget_s": 2, "start_budget_s": 2,
+    "maximum_call_duration_s": 5, "processing_allowance_s": 2, "lookup_backoff_s": [1, 2, 4, 8],
+    "key_window_s": 120, "escalation_safety_margin_s": 30,
+}
+
+
+@dataclass(frozen=True)
+class Urls:
+    gateway: str
+    provider: str
+    sinks: str
+
+    @property
+    def control(self) -> str:
+        return f"{self.provider}/_control"
+
+    @property
+    def merchant_sink(self) -> str:
+        return f"{self.sinks}/merchant"
+
+    @property
+    def alert_sink(self) -> str:
+        return f"{self.sinks}/alerts"
+
+
+def _endpoint_id(account_id: str) -> str:
+    return "cardco-" + account_id.rsplit(":", 1)[1]
+
+
+def _new_account_secrets(account_id: str) -> dict[str, str]:
+    environment = account_id.rsplit(":", 1)[1]
+    return {
+        "api_key": f"ck_{environment}_{secrets.token_urlsafe(24)}",
+        "webhook_secret": "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode(),
+        "signing_seed": base64.b64encode(secrets.token_bytes(32)).decode(),
+    }
+
+
+def load_or_create_secrets(data_dir: Path) -> dict[str, Any]:
+    """The data directory's secrets, created on first use with owner-only permissions."""
+    path = data_dir / "secrets.json"
+    if path.exists():
+        stored: dict[str, Any] = json.loads(path.read_text())
+        return stored
+    created = {
+        "token_pepper": secrets.token_urlsafe(32),
+        "merchant_signing_secret": "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode(),
+        "accounts": {account: _new_account_secrets(account) for account in ACCOUNTS},
+    }
+    path.touch(mode=0o600)
+    path.write_text(json.dumps(created, indent=2))
+    return created
+
+
+def public_key(seed_b64: str) -> str:
+    """The ``whpk_`` public key for an Ed25519 signing seed (Standard Webhooks v1a)."""
+    key = Ed25519PrivateKey.from_private_bytes(base64.b64decode(seed_b64)).public_key()
+    return "whpk_" + base64.b64encode(key.public_bytes(Encoding.Raw, PublicFormat.Raw)).decode()
+
+
+def gateway_config(stored: dict[str, Any], urls: Urls, *, rehearsal: bool) -> dict[str, Any]:
+    """The gateway's PAYGATE_CONFIG document (everything but the server URLs)."""
+    accounts = []
+    for account_id in ACCOUNTS:
+        account_secrets = stored["accounts"][account_id]
+        accounts.append({
+            "id": account_id,
+            "base_url": urls.provider,
+            "api_key": account_secrets["api_key"],
+            "webhook_endpoint_id": _endpoint_id(account_id),
+            "webhook_secrets": [account_secrets["webhook_secret"]],
+            "webhook_public_keys": [public_key(account_secrets["signing_seed"])],
+            **(REHEARSAL_ACCOUNT if rehearsal else {}),
+        })
+    return {
+        "token_pepper": stored["token_pepper"],
+        "merchant_sink_url": urls.merchant_sink,
+        "alert_sink_url": urls.alert_sink,
+        "merchant_signing_secret": stored["merchant_signing_secret"],
+        "provider_accounts": accounts,
+        **(REHEARSAL_GLOBAL if rehearsal else {}),
+    }
+
+
+def cardco_config(stored: dict[str, Any], urls: Urls, *, rehearsal: bool) -> dict[str, Any]:
+    """The CardCo fake's CARDCO_CONFIG document: the same accounts, delivering to the gateway."""
+    return {
+        "accounts": [{
+            "id": account_id,
+            "api_key": stored["accounts"][account_id]["api_key"],
+            "webhook_url": f"{urls.gateway}/v1/webhooks/{_endpoint_id(account_id)}",
+            "webhook_secrets": [stored["accounts"][account_id]["webhook_secret"]],
+            "webhook_signing_key": stored["accounts"][account_id]["signing_seed"],
+        } for account_id in ACCOUNTS],
+        **({"processing_complete_after_s": 2, "webhook_retry_schedule_s": [1, 2, 4, 8]} if rehearsal else {}),
+    }
+
+
+_DEMO_ORDER = """
+INSERT INTO orders (order_id, merchant_id, customer_id, amount_minor, currency, payment_method,
+                    provider_account, state, created_at, updated_at)
+VALUES (%(order_id)s, 'merchant_demo', %(customer_id)s, 4250, 'EUR', 'pm_card_visa',
+        'cardco:acct_store:test', 'Open', %(now)s, %(now)s)
+ON CONFLICT (order_id) DO NOTHING
+"""
+
+
+async def seed(db: Database, clock: Clock, pepper: str) -> dict[str, str]:
+    """Create one token per demo role and the customer's open order; return the tokens."""
+    tokens = Tokens(db, clock, pepper)
+    created = {
+        "merchant": await tokens.create("merchant", "merchant_demo"),
+        "customer": await tokens.create("customer", CUSTOMER_ID),
+        "operator": await tokens.create("operator", "op_demo"),
+        "clerk": await tokens.create("clerk", "clerk_demo", tenant_id=TENANT_ID, approval_limit_minor=500_000),
+        "approver": await tokens.create("clerk", "approver_demo", tenant_id=TENANT_ID,
+                                        approval_limit_minor=100_000_000),
+        "admin": await tokens.create("admin", "admin_demo"),
+    }
+    async with db.transaction() as conn:
+        await conn.execute(_DEMO_ORDER, {"order_id": DEMO_ORDER_ID, "customer_id": CUSTOMER_ID, "now": clock.now()})
+    return created
+
+
+def demo_document(stored: dict[str, Any], urls: Urls, tokens: dict[str, str],
+                  effective: dict[str, Any]) -> dict[str, Any]:
+    """``paygate-demo.json`` exactly as API.md, Command line, describes it."""
+    return {
+        "gateway_url": urls.gateway,
+        "provider_url": urls.provider,
+        "control_url": urls.control,
+        "tokens": tokens,
+        "customer_id": CUSTOMER_ID,
+        "tenant_id": TENANT_ID,
+        "demo_order_id": DEMO_ORDER_ID,
+        "provider_accounts": [{
+            "id": account_id,
+            "api_key": stored["accounts"][account_id]["api_key"],
+            "webhook_endpoint_id": _endpoint_id(account_id),
+            "webhook_secret": stored["accounts"][account_id]["webhook_secret"],
+            "webhook_public_key": public_key(stored["accounts"][account_id]["signing_seed"]),
+        } for account_id in ACCOUNTS],
+        "merchant_sink_url": urls.merchant_sink,
+        "alert_sink_url": urls.alert_sink,
+        "settings": effective,
+    }
+
+
+def write_private_json(path: Path, document: dict[str, Any]) -> None:
+    """Write ``document`` atomically, readable by the owner only (it holds tokens and secrets)."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.touch(mode=0o600)
+    tmp.write_text(json.dumps(document, indent=2) + "\n")
+    os.replace(tmp, path)

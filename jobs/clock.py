@@ -1,0 +1,69 @@
+"""The clock process (``python -m jobs.clock``): on every tick it enqueues the periodic work.
+
+A lost or duplicated wake-up changes nothing: every actor finds its due work in the database by
+``:now`` and claims it conditionally, so the clock only sets the pace (DESIGN.md). The tick comes
+from ``clock_tick_s``; SIGINT and SIGTERM stop it between ticks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+import dramatiq
+import structlog
+
+from gateway.clock import Clock, SystemClock
+from gateway.logging import configure_logging
+from gateway.settings import load_settings
+from gateway.store.db import Database
+from jobs import heartbeat as heartbeat_module
+
+log = structlog.get_logger("jobs.clock")
+
+# Every actor the clock wakes on each tick; issues that add sweeps add them here.
+PERIODIC: tuple[dramatiq.Actor, ...] = (heartbeat_module.heartbeat,)
+
+
+async def tick(db: Database, clock: Clock, periodic: tuple[dramatiq.Actor, ...] = PERIODIC) -> None:
+    """One tick: record the clock's own heartbeat, then wake each periodic actor once."""
+    await heartbeat_module.beat(db, clock, "clock")
+    for actor in periodic:
+        # redis-py is synchronous here; keep the event loop free while it talks to the broker.
+        await asyncio.to_thread(actor.send)
+
+
+async def run(stop: asyncio.Event) -> None:
+    settings = load_settings()
+    configure_logging(settings.log_format, settings.log_level)
+    clock = SystemClock()
+    db = await Database.open(settings.database_url, size=1, name="paygate-clock")
+    log.info("clock_started", tick_s=settings.clock_tick_s, actors=[a.actor_name for a in PERIODIC])
+    try:
+        while not stop.is_set():
+            try:
+                await tick(db, clock)
+            except Exception as exc:  # noqa: BLE001 - a failed tick is retried on the next one
+                log.warning("clock_tick_failed", error_type=type(exc).__name__, error=str(exc))
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=settings.clock_tick_s)
+            except TimeoutError:
+                pass
+    finally:
+        await db.close()
+        log.info("clock_stopped")
+
+
+def main() -> None:
+    async def _main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await run(stop)
+
+    asyncio.run(_main())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""Real servers for every test (DESIGN.md, "Embedded default and scale-out"; STYLE, example 5).
+
+PostgreSQL: ``DATABASE_URL`` when given, else an embedded server for the session. The schema is
+applied once to a template database; each test that asks for ``database_url`` gets its own
+``CREATE DATABASE ... TEMPLATE`` copy (about 30 ms), so tests never see each other's rows.
+Broker: ``REDIS_URL`` when given, else an embedded Valkey. Its URL is fixed when this file is
+imported, because ``jobs`` builds its broker from ``REDIS_URL`` at import (redis-py connects
+lazily, so the server only has to be up by the time a test uses it).
+Time: ``clock`` is a :class:`ManualClock`; tests move it, they never sleep for deadlines.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from gateway.app import create_app
+from gateway.clock import ManualClock
+from gateway.local.servers import EmbeddedPostgres, EmbeddedValkey, free_port
+from gateway.services import Services
+from gateway.settings import Settings, build_settings
+from gateway.store.db import Database
+from gateway.store.schema import init_schema
+
+_EMBEDDED_VALKEY_PORT: int | None = None
+if not os.environ.get("REDIS_URL"):
+    _EMBEDDED_VALKEY_PORT = free_port()
+    os.environ["REDIS_URL"] = f"redis://127.0.0.1:{_EMBEDDED_VALKEY_PORT}/0"
+
+TEST_PEPPER = "test-pepper-not-secret"
+TEST_ACCOUNT = "cardco:acct_store:test"
+LIVE_ACCOUNT = "cardco:acct_store:live"
+CARDCO_URL = "http://cardco.test"
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_url() -> Iterator[str]:
+    """A URL with the right to create databases."""
+    if os.environ.get("DATABASE_URL"):
+        yield os.environ["DATABASE_URL"]
+        return
+    server = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="paygate-test-pg-")) / "pg", ephemeral=True)
+    try:
+        yield server.url()
+    finally:
+        server.stop()
+
+
+def _url_for(admin_url: str, dbname: str) -> str:
+    return make_conninfo(admin_url, dbname=dbname)
+
+
+@pytest.fixture(scope="session")
+def template_database(postgres_admin_url: str) -> Iterator[str]:
+    name = f"paygate_template_{os.getpid()}"
+    with psycopg.connect(postgres_admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    init_schema(_url_for(postgres_admin_url, name))
+    yield name
+    with psycopg.connect(postgres_admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def database_url(postgres_admin_url: str, template_database: str) -> Iterator[str]:
+    """A fresh database with the schema applied, dropped after the test."""
+    name = f"paygate_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_database}"')
+    yield _url_for(postgres_admin_url, name)
+    with psycopg.connect(postgres_admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    if _EMBEDDED_VALKEY_PORT is None:
+        yield os.environ["REDIS_URL"]
+        return
+    server = EmbeddedValkey(_EMBEDDED_VALKEY_PORT)
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+def account_config(account_id: str, **overrides: object) -> dict[str, object]:
+    environment = account_id.rsplit(":", 1)[1]
+    return {
+        "id": account_id,
+        "base_url": CARDCO_URL,
+        "api_key": f"ck_{environment}_key",
+        "webhook_endpoint_id": f"cardco-{environment}",
+        "webhook_secrets": [f"whsec_{'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' if environment == 'test' else 'bGl2ZXNlY3JldGxpdmVzZWNyZXRsaXZlc2VjcmV0'}"],
+        **overrides,
+    }
+
+
+@pytest.fixture
+def settings(database_url: str, redis_url: str) -> Settings:
+    return build_settings({
+        "database_url": database_url,
+        "redis_url": redis_url,
+        "token_pepper": TEST_PEPPER,
+        "log_format": "console",
+        "provider_accounts": [account_config(TEST_ACCOUNT), account_config(LIVE_ACCOUNT)],
+    })
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    database = await Database.open(database_url, size=4, name="paygate-test")
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+@pytest.fixture
+async def services(settings: Settings, clock: ManualClock) -> AsyncIterator[Services]:
+    opened = await Services.open(settings, clock)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+@pytest.fixture
+async def client(settings: Settings, services: Services) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client for the real gateway app, in-process, over the real database and broker."""
+    app = create_app(settings, services=services)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as http:
+        yield http

@@ -1,0 +1,98 @@
+"""Configuration is validated at start-up, with messages naming the setting
+(seed 004 test matrix: "A MaximumCallDuration that is zero, negative, or out of range fails at startup")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gateway.settings import MAX_DURATION_S, ConfigError, load_settings
+
+BASE = {"DATABASE_URL": "postgresql:///x", "REDIS_URL": "redis://127.0.0.1:1/0", "PAYGATE_TOKEN_PEPPER": "p"}
+
+
+def account(**overrides: object) -> dict[str, object]:
+    return {"id": "cardco:acct_store:test", "base_url": "http://cardco.test", "api_key": "k",
+            "webhook_endpoint_id": "cardco-test", **overrides}
+
+
+def accounts_env(*accounts: dict[str, object]) -> dict[str, str]:
+    return {**BASE, "PAYGATE_PROVIDER_ACCOUNTS": json.dumps(list(accounts))}
+
+
+@pytest.mark.parametrize("value", [0, -1, MAX_DURATION_S + 1])
+def test_maximum_call_duration_zero_negative_or_out_of_range_fails_naming_the_setting(value: float) -> None:
+    """Seed 004 matrix: a MaximumCallDuration that is zero, negative, or out of range fails at startup."""
+    with pytest.raises(ConfigError, match=r"provider_accounts\.0\.maximum_call_duration_s"):
+        load_settings(accounts_env(account(maximum_call_duration_s=value)))
+
+
+@pytest.mark.parametrize("name", ["PAYGATE_RECOVERY_LEASE_S", "PAYGATE_CLOCK_TICK_S", "PAYGATE_REMINDER_INTERVAL_S"])
+def test_global_duration_of_zero_fails_naming_the_setting(name: str) -> None:
+    with pytest.raises(ConfigError, match=name.removeprefix("PAYGATE_").lower()):
+        load_settings({**BASE, name: "0"})
+
+
+def test_every_bad_setting_is_named_at_once() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings({**accounts_env(account(call_budget_s=-5)), "PAYGATE_RECOVERY_LEASE_S": "-1"})
+    assert "recovery_lease_s" in str(caught.value)
+    assert "provider_accounts.0.call_budget_s" in str(caught.value)
+
+
+def test_missing_database_url_is_named() -> None:
+    with pytest.raises(ConfigError, match="database_url"):
+        load_settings({"REDIS_URL": "redis://x", "PAYGATE_TOKEN_PEPPER": "p"})
+
+
+def test_safety_margin_must_sit_inside_the_key_window() -> None:
+    """Seed 004: the escalation deadline is first_sent_at + key window - safety margin, well inside the window."""
+    with pytest.raises(ConfigError, match="escalation_safety_margin_s"):
+        load_settings(accounts_env(account(key_window_s=100, escalation_safety_margin_s=100)))
+
+
+def test_account_id_names_provider_account_and_environment() -> None:
+    with pytest.raises(ConfigError, match="provider:account:test"):
+        load_settings(accounts_env(account(id="cardco-acct-store")))
+
+
+def test_webhook_secrets_must_be_whsec() -> None:
+    with pytest.raises(ConfigError, match="whsec_"):
+        load_settings(accounts_env(account(webhook_secrets=["plain"])))
+
+
+def test_duplicate_accounts_are_refused() -> None:
+    with pytest.raises(ConfigError, match="unique"):
+        load_settings(accounts_env(account(), account()))
+
+
+def test_unknown_setting_in_a_file_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "paygate.json"
+    config.write_text(json.dumps({"recovery_lease": 5}))
+    with pytest.raises(ConfigError, match="recovery_lease"):
+        load_settings({**BASE, "PAYGATE_CONFIG": str(config)})
+
+
+def test_file_then_environment_with_environment_winning(tmp_path: Path) -> None:
+    config = tmp_path / "paygate.toml"
+    config.write_text('recovery_lease_s = 7\nclock_tick_s = 2\n[[provider_accounts]]\nid = "cardco:acct_store:live"\n'
+                      'base_url = "http://cardco.test"\napi_key = "k"\nwebhook_endpoint_id = "cardco-live"\n')
+    settings = load_settings({**BASE, "PAYGATE_CONFIG": str(config), "PAYGATE_CLOCK_TICK_S": "3"})
+    assert settings.recovery_lease_s == 7
+    assert settings.clock_tick_s == 3
+    live = settings.account("cardco:acct_store:live")
+    assert live is not None and live.environment == "live"
+    assert settings.account("cardco:acct_store:test") is None
+
+
+def test_unreadable_config_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_settings({**BASE, "PAYGATE_CONFIG": str(tmp_path / "missing.json")})
+
+
+def test_secrets_do_not_appear_in_the_settings_repr() -> None:
+    settings = load_settings(accounts_env(account(api_key="ck_test_very_secret")))
+    assert "ck_test_very_secret" not in repr(settings)
+    assert "ck_test_very_secret" not in str(settings.model_dump())
