@@ -1,0 +1,184 @@
+"""CardCo's provider API, `/v1/...`.
+
+API.md "provider_fake: CardCo": every request needs `Authorization: Bearer <api key>` and
+`CardCo-Account: <account>` (401 `unauthorized` otherwise), and every one is logged for
+`GET /_control/requests` (method, path with query, lower-case headers with credentials
+redacted, exact body bytes) before anything else happens. Due scheduled changes are applied
+first, so a request always sees the state the fake clock implies.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from provider_fake.clock import rfc3339
+from provider_fake.config import Account
+from provider_fake.errors import InvalidRequest, NotFound, ProviderError
+from provider_fake.fake import CardCo
+from provider_fake.faults import FaultRule
+from provider_fake.objects import ProviderObject
+from provider_fake.payments import PaymentRequest, RefundRequest, create_payment, refund_payment
+from provider_fake.payouts import PayoutRequest, create_payout
+from provider_fake.replies import Reply, render
+
+REDACTED_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key"})
+
+Model = TypeVar("Model", bound=BaseModel)
+Handler = Callable[[Request, Account, bytes], Awaitable[tuple[Reply, FaultRule | None]]]
+
+
+def parse(model: type[Model], body: bytes) -> Model:
+    """The validated JSON body; 400 `invalid_request` (no effect, nothing saved) otherwise."""
+    try:
+        return model.model_validate(json.loads(body))
+    except (ValueError, ValidationError) as error:
+        raise InvalidRequest(f"invalid request body: {error}") from error
+
+
+def idempotency_key(request: Request) -> str:
+    key = request.headers.get("idempotency-key", "")
+    if not 0 < len(key) <= 255:
+        raise InvalidRequest("an Idempotency-Key header of 1 to 255 characters is required")
+    return key
+
+
+def bearer(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token if scheme.lower() == "bearer" and token else None
+
+
+def request_record(request: Request, body: bytes, received_at: str) -> dict[str, object]:
+    """One entry of `GET /_control/requests`."""
+    path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    headers = {
+        name: "[redacted]" if name in REDACTED_HEADERS else value
+        for name, value in request.headers.items()
+    }
+    return {
+        "method": request.method,
+        "path": path,
+        "headers": headers,
+        "body_base64": base64.b64encode(body).decode(),
+        "received_at": received_at,
+    }
+
+
+class ProviderApi:
+    def __init__(self, fake: CardCo) -> None:
+        self.fake = fake
+
+    def routes(self) -> list[Route]:
+        store = self.fake.store
+        return [
+            Route("/v1/payments", self._endpoint(self.create_payment), methods=["POST"]),
+            Route("/v1/payments", self._endpoint(self.list_of("list_payments", store.payments)), methods=["GET"]),
+            Route("/v1/payments/{id}", self._endpoint(self.one_of("get_payment", store.payments)), methods=["GET"]),
+            Route("/v1/payments/{id}/refunds", self._endpoint(self.refund_payment), methods=["POST"]),
+            Route("/v1/payouts", self._endpoint(self.create_payout), methods=["POST"]),
+            Route("/v1/payouts", self._endpoint(self.list_of("list_payouts", store.payouts)), methods=["GET"]),
+            Route("/v1/payouts/{id}", self._endpoint(self.one_of("get_payout", store.payouts)), methods=["GET"]),
+        ]
+
+    def _endpoint(self, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+        """Log, settle, authenticate, handle; render the reply under the request's fault rule."""
+
+        async def endpoint(request: Request) -> Response:
+            body = await request.body()
+            async with self.fake.store.lock:
+                self.fake.store.requests.append(request_record(request, body, rfc3339(self.fake.clock.now())))
+                self.fake.settle()
+            rule: FaultRule | None = None
+            try:
+                account = self.fake.authenticate(request.headers.get("cardco-account"), bearer(request))
+                reply, rule = await handler(request, account, body)
+            except ProviderError as error:
+                reply = Reply.error(error)
+            return await render(reply, rule)
+
+        return endpoint
+
+    async def create_payment(
+        self, request: Request, account: Account, body: bytes
+    ) -> tuple[Reply, FaultRule | None]:
+        key = idempotency_key(request)
+        params = parse(PaymentRequest, body)
+        rule = self.fake.faults.match("create_payment", params.client_reference)
+        base_url = str(request.base_url).rstrip("/")
+        reply = await self.fake.create(
+            "create_payment", account, key, params, rule,
+            lambda: create_payment(self.fake, account, key, params, rule, base_url),
+        )
+        return reply, rule
+
+    async def refund_payment(
+        self, request: Request, account: Account, body: bytes
+    ) -> tuple[Reply, FaultRule | None]:
+        key = idempotency_key(request)
+        payment_id = request.path_params["id"]
+        payment = self.fake.store.payments.get(payment_id)
+        rule = self.fake.faults.match("refund_payment", payment.client_reference if payment else None)
+        reply = await self.fake.create(
+            "refund_payment", account, key, RefundRequest(payment_id=payment_id), rule,
+            lambda: refund_payment(self.fake, account, payment_id),
+        )
+        return reply, rule
+
+    async def create_payout(
+        self, request: Request, account: Account, body: bytes
+    ) -> tuple[Reply, FaultRule | None]:
+        key = idempotency_key(request)
+        params = parse(PayoutRequest, body)
+        rule = self.fake.faults.match("create_payout", params.client_reference)
+        reply = await self.fake.create(
+            "create_payout", account, key, params, rule,
+            lambda: create_payout(self.fake, account, key, params, rule),
+        )
+        return reply, rule
+
+    def one_of(self, operation: str, objects: Mapping[str, ProviderObject]) -> Handler:
+        """`GET /v1/<objects>/{id}`: 404 for unknown, other accounts' and hidden objects."""
+
+        async def get(request: Request, account: Account, body: bytes) -> tuple[Reply, FaultRule | None]:
+            obj = objects.get(request.path_params["id"])
+            found = obj if obj is not None and obj.account == account.id else None
+            rule = self.fake.faults.match(operation, found.client_reference if found else None)
+
+            def produce() -> Reply:
+                if found is None or not self.fake.can_see(found, rule):
+                    raise NotFound()
+                return Reply.ok(found.public())
+
+            return await self.fake.read(rule, produce), rule
+
+        return get
+
+    def list_of(self, operation: str, objects: Mapping[str, ProviderObject]) -> Handler:
+        """`GET /v1/<objects>?client_reference=...` -> `{"data": [...]}`, visible objects only."""
+
+        async def list_(request: Request, account: Account, body: bytes) -> tuple[Reply, FaultRule | None]:
+            reference = request.query_params.get("client_reference")
+            if not reference:
+                raise InvalidRequest("the client_reference query parameter is required")
+            rule = self.fake.faults.match(operation, reference)
+
+            def produce() -> Reply:
+                data = [
+                    obj.public()
+                    for obj in objects.values()
+                    if obj.account == account.id
+                    and obj.client_reference == reference
+                    and self.fake.can_see(obj, rule)
+                ]
+                return Reply.ok({"data": data})
+
+            return await self.fake.read(rule, produce), rule
+
+        return list_

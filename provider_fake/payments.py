@@ -1,0 +1,108 @@
+"""Payments: create, refund.
+
+API.md "provider_fake: CardCo" and "Precise details": `pm_card_visa` succeeds,
+`pm_card_declined` is declined (402 `card_declined`, a decision: no money moved),
+`pm_card_3ds` answers `requires_action` with an expiring `next_action`; any other `pm_...`
+succeeds; anything else is a 400 `invalid_request`. Fault rules `decline`, `requires_action`
+and `processing` override the payment method's outcome. A declined payment is still an
+object: lookups find it, `payment.failed` is sent and the ledger lists it as `failed`
+(docs/decisions/0002-cardco-fault-semantics.md).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
+
+from provider_fake.errors import CardDeclined, InvalidRequest, NotFound
+from provider_fake.faults import FaultRule
+from provider_fake.objects import Payment, new_id
+from provider_fake.replies import Reply
+
+if TYPE_CHECKING:
+    from provider_fake.config import Account
+    from provider_fake.fake import CardCo
+
+METHOD_OUTCOMES = {"pm_card_declined": "decline", "pm_card_3ds": "requires_action"}
+OUTCOME_ACTIONS = frozenset({"decline", "requires_action", "processing"})
+
+AmountMinor = Annotated[StrictInt, Field(gt=0)]
+Currency = Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
+ClientReference = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class PaymentRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    amount_minor: AmountMinor
+    currency: Currency
+    payment_method: str
+    client_reference: ClientReference
+
+    @field_validator("payment_method")
+    @classmethod
+    def _is_a_payment_method(cls, value: str) -> str:
+        if not value.startswith("pm_"):
+            raise ValueError("payment_method must be a pm_... value")
+        return value
+
+
+class RefundRequest(BaseModel):
+    """What a refund's idempotency fingerprint covers: the payment it refunds."""
+
+    payment_id: str
+
+
+def create_payment(
+    fake: CardCo, account: Account, key: str, params: PaymentRequest, rule: FaultRule | None, base_url: str
+) -> Reply:
+    """The effect of `POST /v1/payments`: a new payment in the outcome its method or rule says."""
+    now = fake.clock.now()
+    payment = Payment(
+        id=new_id("pay"),
+        account=account.id,
+        client_reference=params.client_reference,
+        idempotency_key=key,
+        amount_minor=params.amount_minor,
+        currency=params.currency,
+        status="succeeded",
+        created_at=now,
+    )
+    outcome = METHOD_OUTCOMES.get(params.payment_method, "succeeded")
+    if rule is not None and rule.action in OUTCOME_ACTIONS:
+        outcome = rule.action
+    if outcome == "decline":
+        payment.status = "failed"
+        payment.failure_code = (rule.code if rule else None) or "card_declined"
+    elif outcome == "requires_action":
+        expires_in_s = (rule.expires_in_s if rule else None) or fake.config.requires_action_expires_in_s
+        payment.require_action(f"{base_url}/_control/payments/{payment.id}/authenticate", now, expires_in_s)
+    elif outcome == "processing":
+        fake.start_processing(payment, rule, "succeeded", "card_declined")
+    fake.record(payment, rule)
+    if payment.status == "failed":
+        return Reply.error(CardDeclined(payment=payment.public()))
+    return Reply.ok(payment.public())
+
+
+def refund_payment(fake: CardCo, account: Account, payment_id: str) -> Reply:
+    """The effect of `POST /v1/payments/{id}/refunds` (extension): a full refund of a succeeded
+    payment, announced as `payment.refunded`.
+    """
+    payment = fake.store.payments.get(payment_id)
+    if payment is None or payment.account != account.id or not fake.can_see(payment, None):
+        raise NotFound()
+    if payment.status != "succeeded":
+        raise InvalidRequest(f"only a succeeded payment can be refunded, this one is {payment.status}")
+    payment.change("refunded")
+    fake.announce(payment)
+    return Reply.ok(payment.public())
+
+
+def authenticate_payment(fake: CardCo, payment: Payment, succeeded: bool) -> None:
+    """The customer completes (or fails) 3-D Secure: `requires_action` -> succeeded/failed."""
+    if payment.status != "requires_action":
+        raise InvalidRequest(f"payment is {payment.status}, not requires_action")
+    payment.change("succeeded" if succeeded else "failed", None if succeeded else "authentication_failed")
+    fake.announce(payment)

@@ -1,0 +1,73 @@
+"""CardCo's in-memory state: objects, saved idempotent replies and the request log.
+
+API.md "provider_fake: CardCo": same key and same parameters within the retention window return
+the saved result of the first request; the same key with different parameters is a 409 with no
+effect. The idempotency scope is (account, key): the same key in two accounts is two requests.
+One asyncio lock guards the state so concurrent requests see a consistent check-then-effect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from provider_fake.errors import IdempotencyKeyInUse
+from provider_fake.objects import Payment, Payout, ProviderObject
+from provider_fake.replies import Reply
+
+
+@dataclass(frozen=True)
+class SavedReply:
+    fingerprint: str
+    reply: Reply
+    expires_at: datetime
+
+
+@dataclass
+class Store:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    payments: dict[str, Payment] = field(default_factory=dict)
+    payouts: dict[str, Payout] = field(default_factory=dict)
+    saved: dict[tuple[str, str], SavedReply] = field(default_factory=dict)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    def clear(self) -> None:
+        self.payments.clear()
+        self.payouts.clear()
+        self.saved.clear()
+        self.requests.clear()
+
+    def add(self, obj: ProviderObject) -> None:
+        if isinstance(obj, Payment):
+            self.payments[obj.id] = obj
+        elif isinstance(obj, Payout):
+            self.payouts[obj.id] = obj
+
+    def objects(self) -> list[ProviderObject]:
+        return [*self.payments.values(), *self.payouts.values()]
+
+    def saved_reply(
+        self, account: str, key: str, fingerprint: str, now: datetime
+    ) -> Reply | None:
+        """The reply saved under (account, key) if still retained; 409 if the params differ."""
+        saved = self.saved.get((account, key))
+        if saved is None or now >= saved.expires_at:
+            return None
+        if saved.fingerprint != fingerprint:
+            raise IdempotencyKeyInUse()
+        return saved.reply
+
+    def save_reply(
+        self, account: str, key: str, fingerprint: str, reply: Reply, now: datetime, retention_s: float
+    ) -> None:
+        expires_at = now + timedelta(seconds=retention_s)
+        self.saved[(account, key)] = SavedReply(fingerprint, reply, expires_at)
+
+    def ledger(self) -> dict[str, list[dict[str, Any]]]:
+        """API.md "CardCo control API": every payment and payout that took effect."""
+        return {
+            "payments": [p.ledger_entry() for p in self.payments.values()],
+            "payouts": [p.ledger_entry() for p in self.payouts.values()],
+        }
