@@ -15,11 +15,11 @@ from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 
 import httpx
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from provider_fake.clock import Clock
 from provider_fake.config import Account, CardCoConfig, demo_config
-from provider_fake.errors import InternalError, ProviderError, Unauthorized
+from provider_fake.errors import InternalError, InvalidRequest, ProviderError, Unauthorized
 from provider_fake.faults import FaultBook, FaultRule
 from provider_fake.objects import ProviderObject
 from provider_fake.replies import Reply, refusal
@@ -56,7 +56,10 @@ class CardCo:
     def replace_accounts(self, accounts: list[Account]) -> None:
         """PUT /_control/accounts: new accounts and webhook URLs; the timings stay."""
         updated = self.config.model_dump() | {"accounts": [a.model_dump() for a in accounts]}
-        self.config = CardCoConfig.model_validate(updated)
+        try:
+            self.config = CardCoConfig.model_validate(updated)
+        except ValidationError as error:
+            raise InvalidRequest(f"invalid accounts: {error}") from error
 
     # Time and lifecycle -------------------------------------------------------------------
 

@@ -61,21 +61,17 @@ def refusal(rule: FaultRule | None) -> Reply | None:
 
 
 class DroppedResponse(Response):
-    """Never answers: waits for the client to disconnect, at most `hold_s`, then closes.
+    """Never answers: waits for the client to disconnect, at most HOLD_DROPPED_S, then closes.
 
     When the client gives up first (its own timeout), nothing at all is sent and the server
-    closes the connection quietly; the client has seen a read timeout. When `hold_s` passes
+    closes the connection quietly; the client has seen a read timeout. When the hold passes
     first, the status line and a Content-Length are sent with no body and the connection is
     closed, so the client sees an incomplete message (a protocol error), never a response.
     """
 
-    def __init__(self, hold_s: float = HOLD_DROPPED_S) -> None:
-        super().__init__(status_code=200)
-        self.hold_s = hold_s
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await asyncio.wait_for(_until_disconnect(receive), timeout=self.hold_s)
+            await asyncio.wait_for(_until_disconnect(receive), timeout=HOLD_DROPPED_S)
         except TimeoutError:
             await send(
                 {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"1")]}
@@ -92,7 +88,7 @@ async def render(reply: Reply, rule: FaultRule | None) -> Response:
     """The response for `reply` under the request's fault rule (None: as is)."""
     action = rule.action if rule else None
     if rule is not None and action in DROP_ACTIONS:
-        return DroppedResponse()
+        return DroppedResponse(status_code=200)
     if rule is not None and action == "delay_ms":
         await asyncio.sleep(rule.delay_ms / 1000)
     body = reply.body
