@@ -1,0 +1,99 @@
+"""``paygate up`` end to end, as a user runs it (API.md, Command line): the real command starts the
+embedded servers and every process, answers ``/readyz`` with 200, writes ``paygate-demo.json``,
+lets the CLI create a token against it, and on SIGINT stops every process and server it started."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+import redis
+
+from gateway.local.servers import free_port
+
+pytestmark = pytest.mark.e2e
+
+START_TIMEOUT_S = 90
+STOP_TIMEOUT_S = 30
+DEMO_KEYS = {"gateway_url", "provider_url", "control_url", "tokens", "customer_id", "tenant_id",
+             "provider_accounts", "merchant_sink_url", "alert_sink_url", "settings"}
+
+
+def _environment() -> dict[str, str]:
+    # The user's machine: no servers configured, so paygate up starts the embedded ones.
+    return {key: value for key, value in os.environ.items() if key not in ("DATABASE_URL", "REDIS_URL")}
+
+
+def _wait_for(path: Path, process: subprocess.Popen[bytes]) -> dict[str, object]:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"paygate up exited early with {process.returncode}")
+        if path.exists():
+            loaded: dict[str, object] = json.loads(path.read_text())
+            return loaded
+        time.sleep(0.2)
+    raise AssertionError("paygate-demo.json did not appear")
+
+
+def test_paygate_up_runs_the_system_and_stops_it_cleanly(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    web_port, provider_port = free_port(), free_port()
+    log = (tmp_path / "up.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gateway.cli", "up", "--data-dir", str(data_dir), "--web-port", str(web_port),
+         "--provider-port", str(provider_port), "--rehearsal"],
+        stdout=log, stderr=subprocess.STDOUT, env=_environment(), cwd=tmp_path)
+    try:
+        demo = _wait_for(data_dir / "paygate-demo.json", process)
+        children = psutil.Process(process.pid).children(recursive=True)
+        # pg_ctl daemonizes the server, so it is not among the children: follow its pid file.
+        postgres = psutil.Process(int((data_dir / "pg" / "postmaster.pid").read_text().split()[0]))
+        broker_url = json.loads((data_dir / "runtime.json").read_text())["redis_url"]
+
+        assert DEMO_KEYS <= demo.keys()
+        assert demo["gateway_url"] == f"http://127.0.0.1:{web_port}"
+        assert demo["control_url"] == f"http://127.0.0.1:{provider_port}/_control"
+        assert set(demo["tokens"]) == {"merchant", "customer", "operator", "clerk", "approver", "admin"}  # type: ignore[arg-type]
+        accounts = demo["provider_accounts"]
+        assert [a["id"] for a in accounts] == ["cardco:acct_store:test", "cardco:acct_store:live"]  # type: ignore[union-attr,index]
+        settings = demo["settings"]
+        assert settings["recovery_lease_s"] == 5 and settings["abandonment_threshold_s"] == 2  # type: ignore[index]
+        assert settings["lookup_backoff_s"] == [1, 2, 4, 8] and settings["key_window_s"] == 120  # type: ignore[index]
+
+        ready = httpx.get(f"{demo['gateway_url']}/readyz", timeout=5)
+        assert ready.status_code == 200, ready.text
+        assert httpx.get(f"{demo['provider_url']}/_control/ledger", timeout=5).status_code == 200
+        assert httpx.get(str(demo["merchant_sink_url"]), timeout=5).json() == {"messages": []}
+
+        created = subprocess.run(
+            [sys.executable, "-m", "gateway.cli", "token", "create", "--role", "operator", "--subject", "op-e2e",
+             "--data-dir", str(data_dir)], capture_output=True, text=True, env=_environment(), timeout=60)
+        assert created.returncode == 0, created.stderr
+        assert created.stdout.strip().startswith("pgt_")
+
+        process.send_signal(signal.SIGINT)
+        assert process.wait(STOP_TIMEOUT_S) == 0 or process.returncode in (130, -signal.SIGINT)
+        psutil.wait_procs(children, timeout=10)
+        survivors = [child for child in children if child.is_running() and child.status() != psutil.STATUS_ZOMBIE]
+        assert survivors == [], f"left running: {[c.cmdline() for c in survivors]}"
+        postgres.wait(10)
+        assert not postgres.is_running()
+        with pytest.raises(redis.ConnectionError):
+            redis.Redis.from_url(broker_url, socket_connect_timeout=1).ping()
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"{demo['gateway_url']}/healthz", timeout=2)
+        assert not (data_dir / "paygate-demo.json").exists()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        log.close()
