@@ -32,6 +32,7 @@ from provider_fake.replies import Reply, render
 REDACTED_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key"})
 
 Model = TypeVar("Model", bound=BaseModel)
+Creation = TypeVar("Creation", PaymentRequest, PayoutRequest)
 Handler = Callable[[Request, Account, bytes], Awaitable[tuple[Reply, FaultRule | None]]]
 
 
@@ -59,8 +60,7 @@ def request_record(request: Request, body: bytes, received_at: str) -> dict[str,
     """One entry of `GET /_control/requests`."""
     path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
     headers = {
-        name: "[redacted]" if name in REDACTED_HEADERS else value
-        for name, value in request.headers.items()
+        name: "[redacted]" if name in REDACTED_HEADERS else value for name, value in request.headers.items()
     }
     return {
         "method": request.method,
@@ -79,12 +79,22 @@ class ProviderApi:
         store = self.fake.store
         return [
             Route("/v1/payments", self._endpoint(self.create_payment), methods=["POST"]),
-            Route("/v1/payments", self._endpoint(self.list_of("list_payments", store.payments)), methods=["GET"]),
-            Route("/v1/payments/{id}", self._endpoint(self.one_of("get_payment", store.payments)), methods=["GET"]),
+            Route(
+                "/v1/payments", self._endpoint(self.list_of("list_payments", store.payments)), methods=["GET"]
+            ),
+            Route(
+                "/v1/payments/{id}",
+                self._endpoint(self.one_of("get_payment", store.payments)),
+                methods=["GET"],
+            ),
             Route("/v1/payments/{id}/refunds", self._endpoint(self.refund_payment), methods=["POST"]),
             Route("/v1/payouts", self._endpoint(self.create_payout), methods=["POST"]),
-            Route("/v1/payouts", self._endpoint(self.list_of("list_payouts", store.payouts)), methods=["GET"]),
-            Route("/v1/payouts/{id}", self._endpoint(self.one_of("get_payout", store.payouts)), methods=["GET"]),
+            Route(
+                "/v1/payouts", self._endpoint(self.list_of("list_payouts", store.payouts)), methods=["GET"]
+            ),
+            Route(
+                "/v1/payouts/{id}", self._endpoint(self.one_of("get_payout", store.payouts)), methods=["GET"]
+            ),
         ]
 
     def _endpoint(self, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
@@ -108,13 +118,36 @@ class ProviderApi:
     async def create_payment(
         self, request: Request, account: Account, body: bytes
     ) -> tuple[Reply, FaultRule | None]:
-        key = idempotency_key(request)
-        params = parse(PaymentRequest, body)
-        rule = self.fake.faults.match("create_payment", params.client_reference)
         base_url = str(request.base_url).rstrip("/")
+
+        def effect(key: str, params: PaymentRequest, rule: FaultRule | None) -> Reply:
+            return create_payment(self.fake, account, key, params, rule, base_url)
+
+        return await self._create(request, account, body, "create_payment", PaymentRequest, effect)
+
+    async def create_payout(
+        self, request: Request, account: Account, body: bytes
+    ) -> tuple[Reply, FaultRule | None]:
+        def effect(key: str, params: PayoutRequest, rule: FaultRule | None) -> Reply:
+            return create_payout(self.fake, account, key, params, rule)
+
+        return await self._create(request, account, body, "create_payout", PayoutRequest, effect)
+
+    async def _create(
+        self,
+        request: Request,
+        account: Account,
+        body: bytes,
+        operation: str,
+        model: type[Creation],
+        effect: Callable[[str, Creation, FaultRule | None], Reply],
+    ) -> tuple[Reply, FaultRule | None]:
+        """An idempotent create: the key, the validated body, the rule for its client reference."""
+        key = idempotency_key(request)
+        params = parse(model, body)
+        rule = self.fake.faults.match(operation, params.client_reference)
         reply = await self.fake.create(
-            "create_payment", account, key, params, rule,
-            lambda: create_payment(self.fake, account, key, params, rule, base_url),
+            operation, account, key, params, rule, lambda: effect(key, params, rule)
         )
         return reply, rule
 
@@ -126,20 +159,12 @@ class ProviderApi:
         payment = self.fake.store.payments.get(payment_id)
         rule = self.fake.faults.match("refund_payment", payment.client_reference if payment else None)
         reply = await self.fake.create(
-            "refund_payment", account, key, RefundRequest(payment_id=payment_id), rule,
+            "refund_payment",
+            account,
+            key,
+            RefundRequest(payment_id=payment_id),
+            rule,
             lambda: refund_payment(self.fake, account, payment_id),
-        )
-        return reply, rule
-
-    async def create_payout(
-        self, request: Request, account: Account, body: bytes
-    ) -> tuple[Reply, FaultRule | None]:
-        key = idempotency_key(request)
-        params = parse(PayoutRequest, body)
-        rule = self.fake.faults.match("create_payout", params.client_reference)
-        reply = await self.fake.create(
-            "create_payout", account, key, params, rule,
-            lambda: create_payout(self.fake, account, key, params, rule),
         )
         return reply, rule
 

@@ -71,13 +71,13 @@ class CardCoConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     accounts: list[Account] = Field(default_factory=list)
-    visibility_delay_s: float = Field(0, ge=0)
-    idempotency_retention_s: float = Field(86400, gt=0)
-    request_expiry_skew_s: float = Field(30, ge=0)
-    processing_complete_after_s: float = Field(2, ge=0)
-    requires_action_expires_in_s: float = Field(600, gt=0)
-    webhook_retry_schedule_s: list[float] = Field(default_factory=lambda: [1, 2, 4, 8, 16, 32])
-    webhook_timeout_s: float = Field(5, gt=0)
+    visibility_delay_s: float = Field(default=0, ge=0)
+    idempotency_retention_s: float = Field(default=86400, gt=0)
+    request_expiry_skew_s: float = Field(default=30, ge=0)
+    processing_complete_after_s: float = Field(default=2, ge=0)
+    requires_action_expires_in_s: float = Field(default=600, gt=0)
+    webhook_retry_schedule_s: list[float] = Field(default_factory=lambda: [1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
+    webhook_timeout_s: float = Field(default=5, gt=0)
 
     @model_validator(mode="after")
     def _account_ids_are_unique(self) -> CardCoConfig:

@@ -75,7 +75,9 @@ class ControlApi:
             route("/payments/{id}/authenticate", self.authenticate_payment, "POST"),
         ]
 
-    def _endpoint(self, handler: Callable[[Request], Awaitable[Document]]) -> Callable[[Request], Awaitable[Response]]:
+    def _endpoint(
+        self, handler: Callable[[Request], Awaitable[Document]]
+    ) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             async with self.fake.store.lock:
                 self.fake.settle()

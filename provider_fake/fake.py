@@ -190,4 +190,3 @@ def _after_effect(reply: Reply, rule: FaultRule | None) -> Reply:
     if rule is not None and rule.action == "error_500_after_effect":
         return Reply.error(InternalError(), status=rule.status)
     return reply
-

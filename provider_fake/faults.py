@@ -46,7 +46,10 @@ OUTCOME_ACTIONS: dict[str, frozenset[str]] = {
     "requires_action": frozenset({"create_payment"}),
     "processing": frozenset({"create_payment", "create_payout"}),
 }
-FINAL_STATUSES = {"create_payment": frozenset({"succeeded", "failed"}), "create_payout": frozenset({"paid", "failed"})}
+FINAL_STATUSES = {
+    "create_payment": frozenset({"succeeded", "failed"}),
+    "create_payout": frozenset({"paid", "failed"}),
+}
 WEBHOOK_ACTIONS = frozenset(
     {"duplicate", "delay_ms", "reorder", "omit_event_id", "tamper_amount", "drop", "bad_signature"}
 )
@@ -64,26 +67,24 @@ class FaultRule(BaseModel):
     operation: Operation
     action: str
     client_reference: str | None = None
-    nth: int = Field(1, ge=1)
-    times: int = Field(1, ge=0)
-    expires_in_s: float | None = Field(None, gt=0)
-    complete_after_s: float | None = Field(None, ge=0)
+    nth: int = Field(default=1, ge=1)
+    times: int = Field(default=1, ge=0)
+    expires_in_s: float | None = Field(default=None, gt=0)
+    complete_after_s: float | None = Field(default=None, ge=0)
     final_status: str | None = None
-    count: int = Field(1, ge=1)
+    count: int = Field(default=1, ge=1)
     code: str | None = None
-    delay_ms: int = Field(0, ge=0)
-    not_found_for_s: float = Field(0, ge=0)
-    status: int = Field(500, ge=500, le=599)
-    retry_after_s: int = Field(1, ge=0)
+    delay_ms: int = Field(default=0, ge=0)
+    not_found_for_s: float = Field(default=0, ge=0)
+    status: int = Field(default=500, ge=500, le=599)
+    retry_after_s: int = Field(default=1, ge=0)
 
     @model_validator(mode="after")
     def _action_fits_operation(self) -> FaultRule:
         if self.operation == "webhook":
             allowed = self.action in WEBHOOK_ACTIONS
         else:
-            allowed = self.action in REQUEST_ACTIONS or self.operation in OUTCOME_ACTIONS.get(
-                self.action, ()
-            )
+            allowed = self.action in REQUEST_ACTIONS or self.operation in OUTCOME_ACTIONS.get(self.action, ())
         if not allowed:
             raise ValueError(f"action {self.action!r} does not apply to {self.operation!r}")
         if self.final_status is not None and self.final_status not in FINAL_STATUSES.get(self.operation, ()):

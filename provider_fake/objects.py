@@ -9,15 +9,23 @@ payout being paid) is kept on the object as `due_at` and applied by the fake clo
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, Self
 
 from provider_fake.clock import rfc3339
 
 
 def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(12)}"
+
+
+class MoneyRequest(Protocol):
+    """What every create request carries."""
+
+    client_reference: str
+    amount_minor: int
+    currency: str
 
 
 @dataclass
@@ -34,6 +42,7 @@ class ProviderObject:
     """What payments and payouts share: identity, money, status and the ledger view."""
 
     kind: ClassVar[str]
+    id_prefix: ClassVar[str]
 
     id: str
     account: str
@@ -47,6 +56,30 @@ class ProviderObject:
     sequence: int = 1
     hidden_until: datetime | None = None
     scheduled: Scheduled | None = None
+
+    @classmethod
+    def taken(
+        cls,
+        *,
+        account: str,
+        idempotency_key: str,
+        request: MoneyRequest,
+        now: datetime,
+        status: str,
+        **extra: Any,
+    ) -> Self:
+        """A new object for a create request that is taking effect now."""
+        return cls(
+            id=new_id(cls.id_prefix),
+            account=account,
+            client_reference=request.client_reference,
+            idempotency_key=idempotency_key,
+            amount_minor=request.amount_minor,
+            currency=request.currency,
+            status=status,
+            created_at=now,
+            **extra,
+        )
 
     def public(self) -> dict[str, Any]:
         """The API representation (API.md's CardCo payload `data.object`)."""
@@ -94,7 +127,9 @@ class ProviderObject:
     def start_processing(self, now: datetime, after_s: float, final_status: str, failure_code: str) -> None:
         """`processing` now; `final_status` (with `failure_code` if that is `failed`) later."""
         self.status = "processing"
-        self.schedule(now + timedelta(seconds=after_s), final_status, failure_code if final_status == "failed" else None)
+        self.schedule(
+            now + timedelta(seconds=after_s), final_status, failure_code if final_status == "failed" else None
+        )
 
     def apply_schedule(self) -> None:
         if self.scheduled is None:
@@ -105,6 +140,7 @@ class ProviderObject:
 @dataclass(kw_only=True)
 class Payment(ProviderObject):
     kind: ClassVar[str] = "payment"
+    id_prefix: ClassVar[str] = "pay"
 
     next_action: dict[str, Any] | None = None
 
@@ -128,6 +164,7 @@ class Payment(ProviderObject):
 @dataclass(kw_only=True)
 class Payout(ProviderObject):
     kind: ClassVar[str] = "payout"
+    id_prefix: ClassVar[str] = "po"
 
     destination_token: str
     expires_at: datetime

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
 from provider_fake.errors import CardDeclined, InvalidRequest, NotFound
 from provider_fake.faults import FaultRule
-from provider_fake.objects import Payment, new_id
+from provider_fake.objects import Payment
 from provider_fake.replies import Reply
 
 if TYPE_CHECKING:
@@ -59,15 +59,8 @@ def create_payment(
 ) -> Reply:
     """The effect of `POST /v1/payments`: a new payment in the outcome its method or rule says."""
     now = fake.clock.now()
-    payment = Payment(
-        id=new_id("pay"),
-        account=account.id,
-        client_reference=params.client_reference,
-        idempotency_key=key,
-        amount_minor=params.amount_minor,
-        currency=params.currency,
-        status="succeeded",
-        created_at=now,
+    payment = Payment.taken(
+        account=account.id, idempotency_key=key, request=params, now=now, status="succeeded"
     )
     outcome = METHOD_OUTCOMES.get(params.payment_method, "succeeded")
     if rule is not None and rule.action in OUTCOME_ACTIONS:

@@ -17,7 +17,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from provider_fake.errors import InvalidRequest, RequestExpired
 from provider_fake.faults import FaultRule
-from provider_fake.objects import Payout, new_id
+from provider_fake.objects import Payout
 from provider_fake.payments import AmountMinor, ClientReference, Currency
 from provider_fake.replies import Reply
 
@@ -43,15 +43,12 @@ def create_payout(
     now = fake.clock.now()
     if now > params.expires_at + timedelta(seconds=fake.config.request_expiry_skew_s):
         raise RequestExpired()
-    payout = Payout(
-        id=new_id("po"),
+    payout = Payout.taken(
         account=account.id,
-        client_reference=params.client_reference,
         idempotency_key=key,
-        amount_minor=params.amount_minor,
-        currency=params.currency,
+        request=params,
+        now=now,
         status="failed",
-        created_at=now,
         destination_token=params.destination_token,
         expires_at=params.expires_at,
     )

@@ -73,9 +73,7 @@ class DroppedResponse(Response):
         try:
             await asyncio.wait_for(_until_disconnect(receive), timeout=HOLD_DROPPED_S)
         except TimeoutError:
-            await send(
-                {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"1")]}
-            )
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"1")]})
         # Returning without completing the response makes the server close the connection.
 
 

@@ -48,9 +48,7 @@ class Store:
     def objects(self) -> list[ProviderObject]:
         return [*self.payments.values(), *self.payouts.values()]
 
-    def saved_reply(
-        self, account: str, key: str, fingerprint: str, now: datetime
-    ) -> Reply | None:
+    def saved_reply(self, account: str, key: str, fingerprint: str, now: datetime) -> Reply | None:
         """The reply saved under (account, key) if still retained; 409 if the params differ."""
         saved = self.saved.get((account, key))
         if saved is None or now >= saved.expires_at:

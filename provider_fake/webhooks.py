@@ -152,7 +152,9 @@ class Webhooks:
                 self._add(event, delivery.body)
 
     def _add(self, event: Event, body: bytes) -> Delivery:
-        delivery = Delivery(id=f"dlv_{next(self._order):06d}", event=event, body=body, due_at=self._clock.now())
+        delivery = Delivery(
+            id=f"dlv_{next(self._order):06d}", event=event, body=body, due_at=self._clock.now()
+        )
         self.deliveries.append(delivery)
         return delivery
 
@@ -189,7 +191,9 @@ class Webhooks:
         released = [
             held
             for held in self.deliveries[:position]
-            if held.held_for_reorder and held.state == "pending" and held.event.account == delivery.event.account
+            if held.held_for_reorder
+            and held.state == "pending"
+            and held.event.account == delivery.event.account
         ]
         for held in released:
             held.held_for_reorder = False
@@ -235,8 +239,12 @@ class Webhooks:
 
     def _signature(self, account: Account, delivery: Delivery, msg_id: str, timestamp: int) -> str:
         if not delivery.bad_signature:
-            return signature_header(account.webhook_secrets, account.signing_key(), msg_id, timestamp, delivery.body)
-        wrong_secrets = ["whsec_" + base64.b64encode(secrets.token_bytes(24)).decode() for _ in account.webhook_secrets]
+            return signature_header(
+                account.webhook_secrets, account.signing_key(), msg_id, timestamp, delivery.body
+            )
+        wrong_secrets = [
+            "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode() for _ in account.webhook_secrets
+        ]
         wrong_key = Ed25519PrivateKey.generate() if account.webhook_signing_key else None
         return signature_header(wrong_secrets, wrong_key, msg_id, timestamp, delivery.body)
 
@@ -247,4 +255,3 @@ class Webhooks:
             delivery.state = "failed"
         else:
             delivery.due_at = now + timedelta(seconds=schedule[failures - 1])
-

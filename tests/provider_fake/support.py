@@ -70,7 +70,9 @@ def client_for(
     )
 
 
-def payout_body(reference: str = "PO-1-a1", expires_at: datetime = START, amount: int = 10000) -> dict[str, Any]:
+def payout_body(
+    reference: str = "PO-1-a1", expires_at: datetime = START, amount: int = 10000
+) -> dict[str, Any]:
     return {
         "amount_minor": amount,
         "currency": "EUR",
@@ -89,8 +91,15 @@ async def set_faults(control: httpx.AsyncClient, *rules: dict[str, Any]) -> None
     response.raise_for_status()
 
 
-def payment_body(reference: str = "ORD-1-a1", method: str = "pm_card_visa", amount: int = 4250) -> dict[str, Any]:
-    return {"amount_minor": amount, "currency": "EUR", "payment_method": method, "client_reference": reference}
+def payment_body(
+    reference: str = "ORD-1-a1", method: str = "pm_card_visa", amount: int = 4250
+) -> dict[str, Any]:
+    return {
+        "amount_minor": amount,
+        "currency": "EUR",
+        "payment_method": method,
+        "client_reference": reference,
+    }
 
 
 async def pay(client: httpx.AsyncClient, key: str = "key-1", **body: Any) -> httpx.Response:

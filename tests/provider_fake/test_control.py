@@ -6,7 +6,15 @@ import base64
 
 from provider_fake import CardCo
 from provider_fake.config import CONFIG_ENV, config_from_env
-from tests.provider_fake.support import LIVE_ACCOUNT, RECEIVER_URL, TEST_ACCOUNT, TEST_KEY, client_for, pay, set_faults
+from tests.provider_fake.support import (
+    LIVE_ACCOUNT,
+    RECEIVER_URL,
+    TEST_ACCOUNT,
+    TEST_KEY,
+    client_for,
+    pay,
+    set_faults,
+)
 
 
 async def test_the_request_log_keeps_exact_bytes_and_redacts_credentials(client, control) -> None:
@@ -16,7 +24,8 @@ async def test_the_request_log_keeps_exact_bytes_and_redacts_credentials(client,
     await control.get("/ledger")
     requests = (await control.get("/requests")).json()["requests"]
     assert [(r["method"], r["path"]) for r in requests] == [
-        ("POST", "/v1/payments"), ("GET", "/v1/payments?client_reference=R"),
+        ("POST", "/v1/payments"),
+        ("GET", "/v1/payments?client_reference=R"),
     ]
     first = requests[0]
     assert base64.b64decode(first["body_base64"]) == raw
@@ -37,9 +46,21 @@ async def test_unauthorized_requests_are_logged_too(fake: CardCo, control) -> No
 async def test_the_ledger_lists_what_took_effect_in_the_documented_shape(client, control) -> None:
     await pay(client, key="k", reference="ORD-1-a1")
     [entry] = (await control.get("/ledger")).json()["payments"]
-    assert set(entry) == {"id", "account", "client_reference", "idempotency_key", "amount_minor", "currency",
-                          "status", "created_at"}
-    assert (entry["account"], entry["idempotency_key"], entry["client_reference"]) == (TEST_ACCOUNT, "k", "ORD-1-a1")
+    assert set(entry) == {
+        "id",
+        "account",
+        "client_reference",
+        "idempotency_key",
+        "amount_minor",
+        "currency",
+        "status",
+        "created_at",
+    }
+    assert (entry["account"], entry["idempotency_key"], entry["client_reference"]) == (
+        TEST_ACCOUNT,
+        "k",
+        "ORD-1-a1",
+    )
 
 
 async def test_the_clock_advances_and_reset_clears_everything(client, control, fake: CardCo) -> None:
@@ -71,7 +92,9 @@ async def test_accounts_can_be_replaced_at_runtime(fake: CardCo, control) -> Non
 def test_the_server_config_comes_from_cardco_config(tmp_path, monkeypatch) -> None:
     """`uvicorn provider_fake.app:app` reads the JSON file named by CARDCO_CONFIG."""
     path = tmp_path / "cardco.json"
-    path.write_text('{"accounts": [{"id": "cardco:acct_x:test", "api_key": "ck_x"}], "visibility_delay_s": 3}')
+    path.write_text(
+        '{"accounts": [{"id": "cardco:acct_x:test", "api_key": "ck_x"}], "visibility_delay_s": 3}'
+    )
     monkeypatch.setenv(CONFIG_ENV, str(path))
     config = config_from_env()
     assert ([a.id for a in config.accounts], config.visibility_delay_s) == (["cardco:acct_x:test"], 3)

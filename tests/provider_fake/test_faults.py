@@ -97,7 +97,9 @@ async def test_timeout_before_effect_never_answers_and_has_no_effect(client, con
 
 
 async def test_error_500_before_effect_has_no_effect_and_saves_nothing(client, control) -> None:
-    await set_faults(control, {"operation": "create_payment", "action": "error_500_before_effect", "status": 503})
+    await set_faults(
+        control, {"operation": "create_payment", "action": "error_500_before_effect", "status": 503}
+    )
     failed = await pay(client, key="k")
     assert (failed.status_code, failed.json()["error"]["code"]) == (503, "internal_error")
     assert await ledger_size(control) == 0
@@ -128,14 +130,18 @@ async def test_delay_ms_answers_late_after_the_effect(client, control) -> None:
 
 
 async def test_decline_rule_declines_a_good_card_with_its_code(client, control) -> None:
-    await set_faults(control, {"operation": "create_payment", "action": "decline", "code": "insufficient_funds"})
+    await set_faults(
+        control, {"operation": "create_payment", "action": "decline", "code": "insufficient_funds"}
+    )
     response = await pay(client, method="pm_card_visa")
     assert (response.status_code, response.json()["error"]["code"]) == (402, "card_declined")
     assert response.json()["error"]["payment"]["failure_code"] == "insufficient_funds"
 
 
 async def test_requires_action_rule_sets_its_expiry(client, control) -> None:
-    await set_faults(control, {"operation": "create_payment", "action": "requires_action", "expires_in_s": 30})
+    await set_faults(
+        control, {"operation": "create_payment", "action": "requires_action", "expires_in_s": 30}
+    )
     payment = (await pay(client)).json()
     assert payment["status"] == "requires_action"
     assert payment["next_action"]["expires_at"] == "2026-11-29T16:00:30Z"
@@ -146,7 +152,12 @@ async def test_processing_completes_by_the_fake_clock(client, control, fake: Car
     """processing completes after complete_after_s (checked lazily on every request)."""
     await set_faults(
         control,
-        {"operation": "create_payment", "action": "processing", "complete_after_s": 10, "final_status": final},
+        {
+            "operation": "create_payment",
+            "action": "processing",
+            "complete_after_s": 10,
+            "final_status": final,
+        },
     )
     payment = (await pay(client)).json()
     assert payment["status"] == "processing"
@@ -159,8 +170,12 @@ async def test_processing_completes_by_the_fake_clock(client, control, fake: Car
     assert [e["type"] for e in events] == ["payment.processing", f"payment.{final}"]
 
 
-async def test_not_found_for_s_on_create_hides_the_payment_from_the_effect(client, control, fake: CardCo) -> None:
-    await set_faults(control, {"operation": "create_payment", "action": "not_found_for_s", "not_found_for_s": 20})
+async def test_not_found_for_s_on_create_hides_the_payment_from_the_effect(
+    client, control, fake: CardCo
+) -> None:
+    await set_faults(
+        control, {"operation": "create_payment", "action": "not_found_for_s", "not_found_for_s": 20}
+    )
     payment = (await pay(client)).json()
     fake.clock.advance(19)
     assert (await client.get(f"/v1/payments/{payment['id']}")).status_code == 404

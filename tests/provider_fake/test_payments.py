@@ -14,13 +14,24 @@ async def test_visa_succeeds_with_the_documented_payment_object(client) -> None:
     assert response.status_code == 200
     payment = response.json()
     assert set(payment) == {
-        "object", "id", "client_reference", "amount_minor", "currency", "status",
-        "failure_code", "next_action", "sequence",
+        "object",
+        "id",
+        "client_reference",
+        "amount_minor",
+        "currency",
+        "status",
+        "failure_code",
+        "next_action",
+        "sequence",
     }
     assert payment["object"] == "payment"
     assert payment["id"].startswith("pay_")
     assert (payment["status"], payment["failure_code"], payment["sequence"]) == ("succeeded", None, 1)
-    assert (payment["amount_minor"], payment["currency"], payment["client_reference"]) == (4250, "EUR", "ORD-1-a1")
+    assert (payment["amount_minor"], payment["currency"], payment["client_reference"]) == (
+        4250,
+        "EUR",
+        "ORD-1-a1",
+    )
 
 
 async def test_any_other_pm_value_succeeds(client) -> None:
@@ -54,7 +65,10 @@ async def test_3ds_requires_an_action_that_expires_by_the_fake_clock(client, fak
     fake.clock.advance(1)
     expired = (await client.get(f"/v1/payments/{payment['id']}")).json()
     assert (expired["status"], expired["failure_code"], expired["next_action"], expired["sequence"]) == (
-        "failed", "action_expired", None, 2,
+        "failed",
+        "action_expired",
+        None,
+        2,
     )
 
 
@@ -91,7 +105,12 @@ async def test_missing_idempotency_key_is_invalid(client) -> None:
 
 @pytest.mark.parametrize(
     ("account", "key"),
-    [(TEST_ACCOUNT, "ck_wrong"), (LIVE_ACCOUNT, "ck_test_k1"), ("cardco:acct_other:test", "ck_test_k1"), ("", "")],
+    [
+        (TEST_ACCOUNT, "ck_wrong"),
+        (LIVE_ACCOUNT, "ck_test_k1"),
+        ("cardco:acct_other:test", "ck_test_k1"),
+        ("", ""),
+    ],
 )
 async def test_a_key_acts_only_on_its_own_account(fake: CardCo, account: str, key: str) -> None:
     """Keys are scoped per account and environment: the test key cannot act on live."""
@@ -113,7 +132,9 @@ async def test_other_accounts_payments_are_not_found(fake: CardCo, client) -> No
     payment = (await pay(client)).json()
     async with client_for(fake, account=LIVE_ACCOUNT, key=LIVE_KEY) as live:
         assert (await live.get(f"/v1/payments/{payment['id']}")).status_code == 404
-        assert (await live.get("/v1/payments", params={"client_reference": "ORD-1-a1"})).json() == {"data": []}
+        assert (await live.get("/v1/payments", params={"client_reference": "ORD-1-a1"})).json() == {
+            "data": []
+        }
 
 
 @pytest.mark.parametrize("timings", [{"visibility_delay_s": 5}])

@@ -13,7 +13,9 @@ from tests.provider_fake.support import START, send_payout, set_faults
 
 
 @pytest.mark.parametrize(("late_by_s", "status"), [(29, 200), (30, 200), (31, 400)])
-async def test_a_payout_received_after_expiry_plus_skew_is_rejected(client, control, fake, late_by_s, status) -> None:
+async def test_a_payout_received_after_expiry_plus_skew_is_rejected(
+    client, control, fake, late_by_s, status
+) -> None:
     """Received after expires_at + 30 s: 400 request_expired, no effect; at the edge: accepted."""
     fake.clock.advance(late_by_s)
     response = await send_payout(client, expires_at=START)
@@ -47,7 +49,9 @@ async def test_a_payout_is_idempotent_by_key(client, control) -> None:
 
 async def test_decline_destination_closed_answers_200_failed(client, control) -> None:
     """A documented no-effect: 200, status failed, failure_code destination_closed."""
-    await set_faults(control, {"operation": "create_payout", "action": "decline", "code": "destination_closed"})
+    await set_faults(
+        control, {"operation": "create_payout", "action": "decline", "code": "destination_closed"}
+    )
     response = await send_payout(client)
     assert response.status_code == 200
     assert (response.json()["status"], response.json()["failure_code"]) == ("failed", "destination_closed")
@@ -57,7 +61,12 @@ async def test_decline_destination_closed_answers_200_failed(client, control) ->
 async def test_processing_rule_can_fail_a_payout_later(client, control, fake: CardCo) -> None:
     await set_faults(
         control,
-        {"operation": "create_payout", "action": "processing", "complete_after_s": 60, "final_status": "failed"},
+        {
+            "operation": "create_payout",
+            "action": "processing",
+            "complete_after_s": 60,
+            "final_status": "failed",
+        },
     )
     payout = (await send_payout(client)).json()
     fake.clock.advance(60)

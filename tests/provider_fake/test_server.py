@@ -17,8 +17,7 @@ import pytest
 import respx
 import uvicorn
 
-from provider_fake import CardCo
-from provider_fake import replies
+from provider_fake import CardCo, replies
 from provider_fake.app import create_app
 from provider_fake.inprocess import mount
 from tests.provider_fake.support import TEST_ACCOUNT, TEST_KEY, make_config, payment_body

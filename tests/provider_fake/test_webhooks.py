@@ -39,7 +39,10 @@ def signatures(received: dict) -> list[str]:
 
 def test_v1_matches_the_standard_webhooks_test_vector() -> None:
     signature = sign_v1(
-        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, b'{"test": 2432232314}'
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        "msg_p5jXN8AQM9LWM0D4loKWxJek",
+        1614265330,
+        b'{"test": 2432232314}',
     )
     assert signature == "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
 
@@ -54,7 +57,9 @@ async def test_a_delivery_is_signed_byte_identically_to_the_reference_library(cl
     assert headers["webhook-id"].startswith("msg_")
     assert headers["webhook-timestamp"] == str(int(START.timestamp()))
     reference = Webhook(SECRET).sign(
-        headers["webhook-id"], datetime.fromtimestamp(int(headers["webhook-timestamp"]), UTC), received["body"].decode()
+        headers["webhook-id"],
+        datetime.fromtimestamp(int(headers["webhook-timestamp"]), UTC),
+        received["body"].decode(),
     )
     assert signatures(received) == [reference]
 
@@ -69,9 +74,16 @@ async def test_the_payload_is_api_mds_cardco_payload(client, fake, receiver) -> 
     assert payload["data"] == {"object": payment}
 
 
-async def test_every_secret_signs_during_rotation_and_v1a_uses_the_ed25519_key(client, control, fake, receiver) -> None:
-    account = {"id": TEST_ACCOUNT, "api_key": TEST_KEY, "webhook_url": RECEIVER_URL,
-               "webhook_secrets": [SECRET, OTHER_SECRET], "webhook_signing_key": SEED}
+async def test_every_secret_signs_during_rotation_and_v1a_uses_the_ed25519_key(
+    client, control, fake, receiver
+) -> None:
+    account = {
+        "id": TEST_ACCOUNT,
+        "api_key": TEST_KEY,
+        "webhook_url": RECEIVER_URL,
+        "webhook_secrets": [SECRET, OTHER_SECRET],
+        "webhook_signing_key": SEED,
+    }
     accounts = (await control.put("/accounts", json={"accounts": [account]})).json()["accounts"]
     public_key = accounts[0]["webhook_public_key"]
     await pay(client)
@@ -89,7 +101,9 @@ async def test_every_secret_signs_during_rotation_and_v1a_uses_the_ed25519_key(c
         key.verify(base64.b64decode(v1a.removeprefix("v1a,")), content + b" ")
 
 
-async def test_non_2xx_is_retried_on_the_schedule_with_a_stable_event_id(client, fake: CardCo, receiver) -> None:
+async def test_non_2xx_is_retried_on_the_schedule_with_a_stable_event_id(
+    client, fake: CardCo, receiver
+) -> None:
     """Retried on non-2xx with backoff (1, 2, 4 ... s by the fake clock); the event id is stable,
     the webhook-id names each attempt."""
     receiver.fail_first = 2
@@ -151,7 +165,9 @@ async def test_the_background_tick_delivers_while_running(client, fake: CardCo, 
     assert [p["type"] for p in receiver.payloads()] == ["payment.succeeded"]
 
 
-async def test_accounts_without_a_webhook_url_record_events_but_send_nothing(fake: CardCo, control, receiver) -> None:
+async def test_accounts_without_a_webhook_url_record_events_but_send_nothing(
+    fake: CardCo, control, receiver
+) -> None:
     async with client_for(fake, account=LIVE_ACCOUNT, key=LIVE_KEY) as live:
         await pay(live)
     await fake.deliver_pending()
@@ -216,7 +232,9 @@ async def test_tamper_amount_sends_a_validly_signed_wrong_amount(client, control
     [received] = receiver.received
     assert receiver.payloads()[0]["data"]["object"]["amount_minor"] == 4251
     stamp = datetime.fromtimestamp(int(received["headers"]["webhook-timestamp"]), UTC)
-    assert signatures(received) == [Webhook(SECRET).sign(received["headers"]["webhook-id"], stamp, received["body"].decode())]
+    assert signatures(received) == [
+        Webhook(SECRET).sign(received["headers"]["webhook-id"], stamp, received["body"].decode())
+    ]
 
 
 async def test_drop_never_sends_but_redeliver_can(client, control, fake, receiver) -> None:
