@@ -1,0 +1,50 @@
+"""Writing outbox rows (seed 004, "Downstream Work").
+
+A row's ``dedup_key`` identifies the effect, not its trigger: ``attempt:<id>:order-confirmation``
+is the same key whether the endpoint, a notification or a lookup resolved the attempt, so the
+confirmation is queued once. Business effects carry ``ordering_key = 'attempt:<id>'`` and are
+delivered in ``message_id`` order per key; operator alerts carry none and never wait. The payload
+always carries the dedup key, so consumers can deduplicate a redelivered message too.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from psycopg.types.json import Jsonb
+
+from gateway.store.db import Connection, fetch_one
+from gateway.store.queries import load_queries
+
+_SQL = load_queries("gateway.outbox")
+
+OPERATOR_ALERT = "operator-alert"
+
+
+def attempt_ordering_key(attempt_id: UUID) -> str:
+    return f"attempt:{attempt_id}"
+
+
+async def enqueue(
+    conn: Connection,
+    *,
+    dedup_key: str,
+    kind: str,
+    payload: dict[str, Any],
+    now: datetime,
+    attempt_id: UUID | None = None,
+    ordering_key: str | None = None,
+) -> int | None:
+    """Queue one effect in the caller's transaction; the new message id, or None when the same
+    effect was already queued (by this cause or another route)."""
+    row = await fetch_one(conn, _SQL["enqueue"], {
+        "dedup_key": dedup_key,
+        "attempt_id": attempt_id,
+        "ordering_key": ordering_key,
+        "kind": kind,
+        "payload": Jsonb({**payload, "dedup_key": dedup_key, "kind": kind}),
+        "now": now,
+    })
+    return None if row is None else int(row["message_id"])
