@@ -12,6 +12,7 @@ import base64
 import hmac
 import json
 import os
+import re
 from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -31,6 +32,13 @@ class Account(BaseModel):
     webhook_url: str | None = None
     webhook_secrets: list[str] = Field(default_factory=list)
     webhook_signing_key: str | None = None
+
+    @field_validator("webhook_url")
+    @classmethod
+    def _url_is_absolute_http(cls, url: str | None) -> str | None:
+        if url is not None and not re.fullmatch(r"https?://[^/\s]+(/\S*)?", url):
+            raise ValueError("webhook_url must be an absolute http(s) URL")
+        return url
 
     @field_validator("webhook_secrets")
     @classmethod

@@ -26,6 +26,7 @@ from tests.provider_fake.support import (
     TEST_ACCOUNT,
     TEST_KEY,
     client_for,
+    make_config,
     pay,
     set_faults,
 )
@@ -265,3 +266,25 @@ async def test_webhook_rules_match_by_client_reference(client, control, fake, re
     await pay(client, key="2", reference="B")
     await fake.deliver_pending()
     assert [p["data"]["object"]["client_reference"] for p in receiver.payloads()] == ["A"]
+
+
+async def test_webhook_urls_must_be_absolute_http(control) -> None:
+    account = {
+        "id": TEST_ACCOUNT,
+        "api_key": TEST_KEY,
+        "webhook_url": "not a url",
+        "webhook_secrets": [SECRET],
+    }
+    assert (await control.put("/accounts", json={"accounts": [account]})).status_code == 400
+
+
+async def test_an_unreachable_url_is_a_failed_attempt_that_is_retried(clock) -> None:
+    """Transport errors count as failed attempts (the default client, a refused connection)."""
+    config = make_config()
+    account = config.accounts[0].model_copy(update={"webhook_url": "http://127.0.0.1:9/hooks"})
+    fake = CardCo(config.model_copy(update={"accounts": [account]}), clock=clock)
+    async with client_for(fake) as client:
+        await pay(client)
+    [delivery] = await fake.deliver_pending()
+    assert delivery.state == "pending"
+    assert delivery.attempts[0]["error"].startswith("ConnectError")
