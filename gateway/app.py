@@ -16,9 +16,10 @@ from starlette.routing import BaseRoute, Route
 
 from gateway.clock import Clock
 from gateway.domain.errors import PaygateError
-from gateway.http import health, metrics, problems
+from gateway.http import health, metrics, orders, problems
+from gateway.http import ops_escalations, ops_outbox
 from gateway.http.middleware import RequestEnvelope
-from gateway.logging import configure_logging
+from gateway.logs import configure_logging
 from gateway.services import Services
 from gateway.settings import Settings, load_settings
 
@@ -26,9 +27,12 @@ from gateway.settings import Settings, load_settings
 def routes() -> list[BaseRoute]:
     """Every route of the gateway; each area contributes its own list from its http module."""
     return [
+        *ops_escalations.routes(),
+        *ops_outbox.routes(),
         Route("/healthz", health.healthz, methods=["GET"]),
         Route("/readyz", health.readyz, methods=["GET"]),
         Route("/metrics", metrics.metrics, methods=["GET"]),
+        *orders.routes(),
     ]
 
 

@@ -22,8 +22,9 @@ class Clock(Protocol):
         """The current time, timezone-aware UTC."""
         ...
 
-    def budget(self, seconds: float) -> contextlib.AbstractAsyncContextManager[None]:
-        """Cancel the body with ``TimeoutError`` once ``seconds`` have passed on this clock."""
+    def budget(self, seconds: float | None) -> contextlib.AbstractAsyncContextManager[None]:
+        """Cancel the body with ``TimeoutError`` once ``seconds`` have passed on this clock
+        (None: no limit from this budget)."""
         ...
 
     async def sleep(self, seconds: float) -> None:
@@ -37,7 +38,7 @@ class SystemClock:
     def now(self) -> datetime:
         return datetime.now(UTC)
 
-    def budget(self, seconds: float) -> contextlib.AbstractAsyncContextManager[None]:
+    def budget(self, seconds: float | None) -> contextlib.AbstractAsyncContextManager[None]:
         return asyncio.timeout(seconds)
 
     async def sleep(self, seconds: float) -> None:
@@ -74,7 +75,10 @@ class ManualClock:
         return self.advance((when - self._now).total_seconds())
 
     @contextlib.asynccontextmanager
-    async def budget(self, seconds: float) -> AsyncIterator[None]:
+    async def budget(self, seconds: float | None) -> AsyncIterator[None]:
+        if seconds is None:
+            yield
+            return
         deadline = self._now + timedelta(seconds=seconds)
         loop = asyncio.get_running_loop()
         async with asyncio.timeout(None) as timeout:

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import httpx
 import redis.asyncio as aioredis
 
 from gateway.auth.tokens import Tokens
 from gateway.clock import Clock, SystemClock
+from gateway.orders.repository import Orders
+from gateway.payments.attempts import Attempts
+from gateway.payments.checkout import Checkout
+from gateway.payments.client import PaymentClient
 from gateway.settings import Settings
 from gateway.store.db import Database
 from gateway.store.registry import register_provider_accounts
@@ -20,6 +25,11 @@ class Services:
     db: Database
     redis: aioredis.Redis
     tokens: Tokens
+    http: httpx.AsyncClient
+    orders: Orders
+    attempts: Attempts
+    payments: PaymentClient
+    checkout: Checkout
 
     @classmethod
     async def open(cls, settings: Settings, clock: Clock | None = None) -> Services:
@@ -29,8 +39,17 @@ class Services:
         await register_provider_accounts(db, clock, settings.provider_accounts)
         redis = aioredis.Redis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)
         tokens = Tokens(db, clock, settings.token_pepper.get_secret_value())
-        return cls(settings=settings, clock=clock, db=db, redis=redis, tokens=tokens)
+        # No client-side timeout and no retries: budgets on the injected clock cut calls off, and
+        # only the checkout flow and recovery decide when a request goes out (seed 004).
+        http = httpx.AsyncClient(timeout=httpx.Timeout(None), follow_redirects=False)
+        attempts = Attempts(db, clock, settings)
+        payments = PaymentClient(settings, clock, http)
+        return cls(settings=settings, clock=clock, db=db, redis=redis, tokens=tokens, http=http,
+                   orders=Orders(db, clock), attempts=attempts, payments=payments,
+                   checkout=Checkout(settings, clock, db, attempts, payments))
 
     async def close(self) -> None:
+        await self.checkout.drain()
+        await self.http.aclose()
         await self.redis.aclose()
         await self.db.close()

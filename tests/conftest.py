@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
+import respx
 from psycopg.conninfo import make_conninfo
 
 from gateway.app import create_app
@@ -29,6 +30,10 @@ from gateway.services import Services
 from gateway.settings import Settings, build_settings
 from gateway.store.db import Database
 from gateway.store.schema import init_schema
+from provider_fake import CardCo, CardCoConfig
+from provider_fake import Clock as CardCoClock
+from provider_fake.config import Account
+from provider_fake.inprocess import mount
 
 _EMBEDDED_VALKEY_PORT: int | None = None
 if not os.environ.get("REDIS_URL"):
@@ -146,3 +151,22 @@ async def client(settings: Settings, services: Services) -> AsyncIterator[httpx.
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as http:
         yield http
+
+
+@pytest.fixture
+def cardco(clock: ManualClock) -> CardCo:
+    """The bundled CardCo fake, with the same accounts and keys as ``settings`` and its clock
+    driven by the test's ManualClock (``clock.advance`` moves both; the fake's own
+    ``cardco.clock.advance`` moves only the provider, e.g. to model skew)."""
+    accounts = [Account(id=str(a["id"]), api_key=str(a["api_key"]), webhook_secrets=list(a["webhook_secrets"]))  # type: ignore[call-overload]
+                for a in (account_config(TEST_ACCOUNT), account_config(LIVE_ACCOUNT))]
+    return CardCo(CardCoConfig(accounts=accounts), clock=CardCoClock(base=clock.now))
+
+
+@pytest.fixture
+def cardco_http(cardco: CardCo) -> Iterator[respx.MockRouter]:
+    """Route every httpx call to ``CARDCO_URL`` into the in-process CardCo (respx), so the
+    gateway's own payment client talks to the real fake through the same app logic."""
+    with respx.mock(assert_all_called=False, assert_all_mocked=True) as router:
+        mount(router, cardco, CARDCO_URL)
+        yield router

@@ -68,3 +68,81 @@ class Unavailable(PaygateError):
     """A dependency is unavailable; try again later."""
 
     code, status = "service.unavailable", 503
+
+
+class OrderNotFound(NotFound):
+    """Order not found."""
+
+    code = "order.not_found"
+
+
+class OrderConflict(PaygateError):
+    """An order with this id exists with different terms."""
+
+    code, status = "order.conflict", 409
+
+
+class OrderPaid(PaygateError):
+    """The order is already paid."""
+
+    code, status = "order.paid", 409
+
+
+class OrderCancelled(PaygateError):
+    """The order is cancelled."""
+
+    code, status = "order.cancelled", 409
+
+
+class PaymentNotFound(NotFound):
+    """The order has no payment attempt yet."""
+
+    code = "payment.not_found"
+
+
+class PaymentNotStarted(Unavailable):
+    """The payment could not be started; nothing was sent. Retry after the indicated delay."""
+
+    code = "payment.not_started"
+
+
+class ProviderAccountUnavailable(Unavailable):
+    """The order's provider account is not configured on this gateway."""
+
+    code = "provider_account.unavailable"
+
+
+class EscalationNotFound(NotFound):
+    """No such escalation."""
+
+    code = "escalation.not_found"
+
+
+class EscalationResolved(PaygateError):
+    """The escalation is already resolved."""
+
+    code, status = "escalation.resolved", 409
+
+
+class OutboxMessageNotFound(NotFound):
+    """No such outbox message."""
+
+    code = "outbox.not_found"
+
+
+class OutboxNotDead(PaygateError):
+    """Only a dead-lettered outbox message can be discarded."""
+
+    code, status = "outbox.not_dead", 409
+
+
+class OutboxDispatched(PaygateError):
+    """The outbox message was already dispatched."""
+
+    code, status = "outbox.dispatched", 409
+
+
+class OutboxDiscarded(PaygateError):
+    """The outbox message was discarded by an operator."""
+
+    code, status = "outbox.discarded", 409

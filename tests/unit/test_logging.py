@@ -7,7 +7,7 @@ import json
 import pytest
 import structlog
 
-from gateway.logging import REDACTED, configure_logging, redact
+from gateway.logs import REDACTED, configure_logging, redact
 
 
 def test_sensitive_keys_are_redacted_whoever_logs_them() -> None:

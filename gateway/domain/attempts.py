@@ -1,0 +1,162 @@
+"""Payment attempts: states, evidence, and the one rule every writer applies (seed 004).
+
+Three writers resolve attempts: the checkout endpoint recording its own response, the
+notification handler, and the recovery loop's lookups. They all turn what they learned into
+:class:`Evidence` and let :func:`decide` say what it means for the attempt as it stands, so the
+rules live in one place: Unknown never overwrites a known outcome, a provider payment ID is set
+only when empty and a different one is a contradiction, amount/currency/account must match,
+a later lifecycle event (refund) is recorded without contradicting Succeeded, and an incompatible
+outcome escalates instead of overwriting ("The Notification Handler", "The Attempt Row").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+AttemptState = Literal["NotStarted", "Started", "Unknown", "Succeeded", "Failed", "NotApplied"]
+LIVE_STATES: tuple[AttemptState, ...] = ("NotStarted", "Started", "Unknown")
+FINAL_STATES: tuple[AttemptState, ...] = ("Succeeded", "Failed", "NotApplied")
+
+# What a piece of evidence says happened, in the provider's terms, normalized.
+Finding = Literal["succeeded", "failed", "rejected", "processing", "requires_action", "refunded", "unknown"]
+
+ORDER_CONFIRMATION = "order-confirmation"
+REFUND_NOTICE = "refund-notice"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What one response, notification or lookup established about one attempt.
+
+    ``rejected`` is a documented no-effect rejection of a send (400 invalid_request, 429): it
+    closes the attempt as NotApplied only when it answered the attempt's only send.
+    ``evidence_key`` names the evidence in escalation keys (a notification's key), when stable.
+    """
+
+    finding: Finding
+    provider_account: str
+    reason: str | None = None
+    provider_payment_id: str | None = None
+    provider_status: str | None = None
+    next_action: dict[str, Any] | None = None
+    next_action_expires_at: datetime | None = None
+    amount_minor: int | None = None
+    currency: str | None = None
+    evidence_key: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AttemptFacts:
+    """The parts of an attempt row a decision depends on."""
+
+    attempt_id: str
+    state: AttemptState
+    provider_account: str
+    amount_minor: int
+    currency: str
+    provider_payment_id: str | None
+
+
+@dataclass(frozen=True)
+class Escalation:
+    key: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to write. ``new_state`` None keeps the state; ``effects`` are outbox effect names."""
+
+    new_state: AttemptState | None = None
+    outcome_reason: str | None = None
+    record_provider_payment_id: bool = False
+    provider_status: str | None = None
+    store_action: bool = False
+    clear_action: bool = False
+    effects: tuple[str, ...] = ()
+    escalation: Escalation | None = None
+
+    @property
+    def resolves(self) -> bool:
+        return self.new_state in FINAL_STATES
+
+
+IGNORE = Decision()
+
+
+def _escalate(attempt: AttemptFacts, problem: str, evidence: Evidence) -> Decision:
+    """``attempt:<id>:<problem>[:<evidence key>]``: per notification when it has a stable key,
+    else one coarse key per attempt (seed 004, "Escalations")."""
+    suffix = f":{evidence.evidence_key}" if evidence.evidence_key else ""
+    return Decision(escalation=Escalation(f"attempt:{attempt.attempt_id}:{problem}{suffix}", problem))
+
+
+def _mismatch(attempt: AttemptFacts, evidence: Evidence) -> bool:
+    return (evidence.provider_account != attempt.provider_account
+            or (evidence.amount_minor is not None and evidence.amount_minor != attempt.amount_minor)
+            or (evidence.currency is not None and evidence.currency.upper() != attempt.currency))
+
+
+def decide(attempt: AttemptFacts, evidence: Evidence, *, only_send: bool) -> Decision:
+    """What ``evidence`` means for ``attempt`` as it stands now. Pure; see the module docstring.
+
+    ``only_send`` says the attempt has exactly one send_intent, so a documented no-effect
+    rejection proves it never took effect (seed 004 matrix: "A documented validation rejection of
+    an attempt's only send records NotApplied with the error").
+    """
+    if _mismatch(attempt, evidence):
+        return _escalate(attempt, "mismatch", evidence)
+    recorded = attempt.provider_payment_id
+    if evidence.provider_payment_id and recorded and evidence.provider_payment_id != recorded:
+        return _escalate(attempt, "contradiction", evidence)
+    new_id = bool(evidence.provider_payment_id) and recorded is None
+    if attempt.state == "NotStarted":
+        # No cooperating sender transmitted it; evidence about it means something is badly wrong.
+        return _escalate(attempt, "contradiction", evidence)
+    if attempt.state in FINAL_STATES:
+        return _against_final(attempt, evidence, new_id)
+    return _against_live(attempt, evidence, new_id, only_send)
+
+
+def _against_final(attempt: AttemptFacts, evidence: Evidence, new_id: bool) -> Decision:
+    same = {"Succeeded": ("succeeded",), "Failed": ("failed",), "NotApplied": ("rejected",)}[attempt.state]
+    if evidence.finding in same or evidence.finding == "unknown":
+        # A repeat of what is known, or an Unknown that must never overwrite it.
+        return Decision(record_provider_payment_id=new_id)
+    if attempt.state == "Succeeded" and evidence.finding == "refunded":
+        return Decision(record_provider_payment_id=new_id, provider_status="refunded", effects=(REFUND_NOTICE,))
+    if attempt.state == "Succeeded" and evidence.finding in ("processing", "requires_action"):
+        return IGNORE  # an older lifecycle step arriving late
+    return _escalate(attempt, "contradiction", evidence)
+
+
+def _against_live(attempt: AttemptFacts, evidence: Evidence, new_id: bool, only_send: bool) -> Decision:
+    finding = evidence.finding
+    if finding in ("succeeded", "refunded"):
+        effects = (ORDER_CONFIRMATION, REFUND_NOTICE) if finding == "refunded" else (ORDER_CONFIRMATION,)
+        return Decision(new_state="Succeeded", outcome_reason=evidence.reason, record_provider_payment_id=new_id,
+                        provider_status=evidence.provider_status or finding, clear_action=True, effects=effects)
+    if finding == "failed":
+        return Decision(new_state="Failed", outcome_reason=evidence.reason or "failed",
+                        record_provider_payment_id=new_id, provider_status=evidence.provider_status or "failed",
+                        clear_action=True)
+    if finding == "rejected" and only_send:
+        return Decision(new_state="NotApplied", outcome_reason=evidence.reason or "rejected", clear_action=True)
+    if finding in ("processing", "requires_action"):
+        action = finding == "requires_action"
+        return Decision(new_state="Started", record_provider_payment_id=new_id,
+                        provider_status=evidence.provider_status or finding,
+                        store_action=action, clear_action=not action)
+    # unknown, or a no-effect rejection of one send among several: not yet known.
+    return Decision(new_state="Unknown", outcome_reason=evidence.reason, record_provider_payment_id=new_id,
+                    clear_action=True)
+
+
+def action_is_current(state: str, next_action: object, expires_at: datetime | None, now: datetime) -> bool:
+    """A stored customer action is shown only on a Started attempt and only before its expiry
+    (seed 004: "an expired or superseded action is never shown, so an Unknown attempt cannot
+    surface a stale challenge")."""
+    return state == "Started" and next_action is not None and (expires_at is None or expires_at > now)

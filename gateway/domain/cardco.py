@@ -1,0 +1,116 @@
+"""What CardCo's answers mean (API.md, "provider_fake: CardCo"; seed 004, payment client).
+
+:func:`payment_evidence` classifies the answer to ``POST /v1/payments`` and :func:`object_evidence`
+a payment object seen in a lookup or a notification. Every answer that is not documented, or
+cannot be read completely, is ``unknown``: an empty, truncated, malformed or unrecognized body
+says nothing about whether the payment took effect (seed 004: "Unknown is never rounded off").
+Documented no-effect rejections (400 ``invalid_request``, 401, 429) are ``rejected``; a decline
+(402 ``card_declined``) is ``failed``; a 500 is indeterminate (``unknown``).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gateway.domain.attempts import Evidence, Finding
+
+PAYMENT_STATUSES: dict[str, Finding] = {
+    "succeeded": "succeeded",
+    "processing": "processing",
+    "requires_action": "requires_action",
+    "failed": "failed",
+    "refunded": "refunded",
+}
+REJECTIONS = {400: "invalid_request", 401: "unauthorized", 429: "rate_limited"}
+
+
+class NextAction(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    expires_at: datetime | None = None
+
+
+class PaymentObject(BaseModel):
+    """CardCo's payment object; extra fields are tolerated, missing required ones are not."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    object: Literal["payment"]
+    id: str = Field(min_length=1)
+    client_reference: str | None = None
+    amount_minor: int
+    currency: str
+    status: str
+    failure_code: str | None = None
+    next_action: NextAction | None = None
+    sequence: int | None = None
+
+
+def _unknown(account: str, reason: str, **details: Any) -> Evidence:
+    return Evidence(finding="unknown", provider_account=account, reason=reason, details=details)
+
+
+def object_evidence(account: str, payment: PaymentObject, **details: Any) -> Evidence:
+    """Evidence from a payment object (a 200 answer, a lookup result or a notification's object)."""
+    finding = PAYMENT_STATUSES.get(payment.status)
+    if finding is None:
+        return _unknown(account, f"provider.undocumented-status.{payment.status}", **details)
+    action = payment.next_action if finding == "requires_action" else None
+    return Evidence(
+        finding=finding,
+        provider_account=account,
+        reason=payment.failure_code if finding == "failed" else None,
+        provider_payment_id=payment.id,
+        provider_status=payment.status,
+        next_action=action.model_dump(mode="json") if action else None,
+        next_action_expires_at=action.expires_at if action else None,
+        amount_minor=payment.amount_minor,
+        currency=payment.currency,
+        details={**details, "sequence": payment.sequence},
+    )
+
+
+def _declined_payment(error: dict[str, Any]) -> PaymentObject | None:
+    """The declined payment a 402 carries, when it is readable; the decline stands either way."""
+    try:
+        return PaymentObject.model_validate(error.get("payment"))
+    except ValidationError:
+        return None
+
+
+def _json(body: bytes) -> Any:
+    return json.loads(body.decode("utf-8"))
+
+
+def payment_evidence(account: str, status_code: int, body: bytes) -> Evidence:
+    """Classify CardCo's answer to a create-payment request."""
+    details = {"http_status": status_code}
+    if not body.strip():
+        return _unknown(account, "provider.empty-body", **details)
+    try:
+        document = _json(body)
+    except (UnicodeDecodeError, ValueError):
+        return _unknown(account, "provider.malformed-body", **details)
+    if status_code == 200:
+        try:
+            return object_evidence(account, PaymentObject.model_validate(document), **details)
+        except ValidationError:
+            return _unknown(account, "provider.malformed-body", **details)
+    error = document.get("error") if isinstance(document, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    if status_code == 402 and code == "card_declined":
+        declined = _declined_payment(error)
+        return Evidence(finding="failed", provider_account=account, reason="card_declined",
+                        provider_payment_id=declined.id if declined else None, provider_status="failed",
+                        amount_minor=declined.amount_minor if declined else None,
+                        currency=declined.currency if declined else None, details=details)
+    if status_code in REJECTIONS and code == REJECTIONS[status_code]:
+        return Evidence(finding="rejected", provider_account=account, reason=code, details=details)
+    if status_code >= 500:
+        return _unknown(account, f"provider.status-{status_code}", **details)
+    return _unknown(account, f"provider.undocumented.{status_code}.{code or 'no-code'}", **details)

@@ -1,0 +1,136 @@
+"""Orders and checkout over HTTP (API.md, "Orders and checkout"). Handlers are thin: parse,
+authorize, call one domain operation, map its result to a status code."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import Field
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from gateway.auth.tokens import Principal
+from gateway.domain.errors import OrderNotFound, OrderPaid, PaymentNotStarted, RequestInvalid
+from gateway.http.auth import authenticate
+from gateway.http.bodies import Body, parse_body
+from gateway.http.problems import from_error
+from gateway.payments.checkout import PaymentStatus, status_url
+from gateway.services import Services
+
+Identifier = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$")]
+RETRY_AFTER_S = "2"
+
+
+class NewOrder(Body):
+    order_id: Identifier
+    customer_id: Identifier
+    amount_minor: Annotated[int, Field(gt=0, le=2**63 - 1)]
+    currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
+    payment_method: Annotated[str, Field(pattern=r"^pm_[A-Za-z0-9_]{1,100}$")]
+    provider_account: Annotated[str, Field(min_length=1, max_length=200)]
+
+
+def _services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def order_body(order: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "order_id": order["order_id"], "customer_id": order["customer_id"],
+        "amount_minor": order["amount_minor"], "currency": order["currency"],
+        "payment_method": order["payment_method"], "provider_account": order["provider_account"],
+        "state": order["state"], "version": order["version"],
+        "created_at": _rfc3339(order["created_at"]), "updated_at": _rfc3339(order["updated_at"]),
+    }
+
+
+async def _order_reader(request: Request) -> Principal:
+    """Orders answer 404 to every caller who may not see them, never revealing that they exist."""
+    principal = await authenticate(request)
+    if principal.role not in ("merchant", "customer"):
+        raise OrderNotFound()
+    return principal
+
+
+async def create_order(request: Request) -> Response:
+    principal = await _order_reader(request)
+    if principal.role != "merchant":
+        raise OrderNotFound()
+    body = await parse_body(request, NewOrder)
+    services = _services(request)
+    if services.settings.account(body.provider_account) is None:
+        raise RequestInvalid("provider_account is not a configured account",
+                             errors=[{"field": "provider_account", "message": "not a configured provider account"}])
+    order, created = await services.orders.create(principal.subject, body.model_dump())
+    return JSONResponse(order_body(order), status_code=201 if created else 200)
+
+
+async def get_order(request: Request) -> Response:
+    principal = await _order_reader(request)
+    order = await _services(request).orders.get(request.path_params["order_id"])
+    owner = order["merchant_id"] if principal.role == "merchant" else order["customer_id"]
+    if owner != principal.subject:
+        raise OrderNotFound()
+    return JSONResponse(order_body(order))
+
+
+async def cancel_order(request: Request) -> Response:
+    principal = await _order_reader(request)
+    if principal.role != "merchant":
+        raise OrderNotFound()
+    order = await _services(request).orders.cancel(request.path_params["order_id"], principal.subject)
+    return JSONResponse(order_body(order))
+
+
+def _status_response(status: PaymentStatus) -> Response:
+    """200 for final states and a current action; 202 with the status URL otherwise."""
+    if status.final or status.action_current:
+        return JSONResponse(status.body)
+    return JSONResponse(status.body, status_code=202, headers={"Location": status.body["status_url"]})
+
+
+async def _customer(request: Request) -> Principal:
+    principal = await authenticate(request)
+    if principal.role != "customer":
+        raise OrderNotFound()
+    return principal
+
+
+async def pay(request: Request) -> Response:
+    principal = await _customer(request)
+    services = _services(request)
+    order_id = request.path_params["order_id"]
+    try:
+        status = await services.checkout.pay(order_id, principal.subject)
+    except OrderPaid as paid:
+        attempt = paid.extra.get("attempt")
+        extra = {"attempt": PaymentStatus.of(attempt, services.clock.now()).body} if attempt else {}
+        return from_error(OrderPaid(**extra))
+    if status.state == "NotStarted":
+        # This endpoint could not begin the recorded attempt, and nothing was sent (seed 004).
+        return from_error(PaymentNotStarted(attempt=status.body), headers={
+            "Retry-After": RETRY_AFTER_S, "Location": status_url(order_id)})
+    return _status_response(status)
+
+
+async def payment_status(request: Request) -> Response:
+    principal = await _customer(request)
+    status = await _services(request).checkout.status(request.path_params["order_id"], principal.subject)
+    return _status_response(status)
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/v1/orders", create_order, methods=["POST"]),
+        Route("/v1/orders/{order_id}", get_order, methods=["GET"]),
+        Route("/v1/orders/{order_id}/cancel", cancel_order, methods=["POST"]),
+        Route("/v1/orders/{order_id}/payment", pay, methods=["POST"]),
+        Route("/v1/orders/{order_id}/payment/status", payment_status, methods=["GET"]),
+    ]

@@ -1,0 +1,27 @@
+-- Orders. Every writer that touches an order and its attempts locks the order row first.
+
+-- name: insert
+-- A repeat of the same order_id is not an error here: the caller compares the stored terms.
+INSERT INTO orders (order_id, merchant_id, customer_id, amount_minor, currency, payment_method,
+                    provider_account, state, created_at, updated_at)
+VALUES (%(order_id)s, %(merchant_id)s, %(customer_id)s, %(amount_minor)s, %(currency)s, %(payment_method)s,
+        %(provider_account)s, 'Open', %(now)s, %(now)s)
+ON CONFLICT (order_id) DO NOTHING
+RETURNING *;
+
+-- name: get
+SELECT * FROM orders WHERE order_id = %(order_id)s;
+
+-- name: lock
+-- FOR NO KEY UPDATE, not FOR UPDATE: it serializes writers of this order without blocking the
+-- FOR KEY SHARE locks that inserting attempts (foreign keys) take.
+SELECT * FROM orders WHERE order_id = %(order_id)s FOR NO KEY UPDATE;
+
+-- name: has_live_attempt
+SELECT EXISTS (SELECT 1 FROM payment_attempts
+                WHERE order_id = %(order_id)s AND state IN ('NotStarted', 'Started', 'Unknown')) AS live;
+
+-- name: set_state
+UPDATE orders SET state = %(state)s, updated_at = %(now)s, version = version + 1
+ WHERE order_id = %(order_id)s
+RETURNING *;

@@ -1,0 +1,1 @@
+"""Checkout payments: the attempt aggregate, the payment client and the checkout flow (seed 004)."""

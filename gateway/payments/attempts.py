@@ -1,0 +1,265 @@
+"""The payment attempt repository: every write to an attempt, each one transaction in the one lock
+order (order, then attempt, then escalations, events and outbox rows), each conditional on the
+state and version read (seed 004, "Persisting the Attempt", "The Checkout Endpoint", "Downstream
+Work"). Evidence from any source is applied by :meth:`Attempts.apply_evidence` through the pure
+:func:`gateway.domain.attempts.decide`, so the endpoint, the notification handler and the
+recovery loop cannot overwrite one another's results.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from gateway.clock import Clock
+from gateway.domain.attempts import AttemptFacts, Decision, Escalation, Evidence, decide
+from gateway.domain.errors import OrderCancelled, OrderNotFound, OrderPaid, ProviderAccountUnavailable
+from gateway.escalations.store import raise_escalation, resolve_for_attempt
+from gateway.outbox.store import attempt_ordering_key, enqueue
+from gateway.payments.client import StoredRequest, payments_endpoint
+from gateway.settings import ProviderAccount, Settings
+from gateway.store.db import Connection, Database, fetch_one
+from gateway.store.queries import load_queries
+
+_SQL = load_queries("gateway.payments")
+
+Attempt = dict[str, Any]
+RETRIES = 3
+
+
+class VersionConflict(Exception):
+    """The attempt changed between the read under lock and the conditional write."""
+
+
+def stored_request(attempt: Attempt) -> StoredRequest:
+    return StoredRequest(provider_account=attempt["provider_account"], endpoint=attempt["endpoint"],
+                         api_version=attempt["api_version"], idempotency_key=attempt["idempotency_key"],
+                         request_body=attempt["request_body"])
+
+
+def request_body(order: dict[str, Any], client_reference: str) -> str:
+    """The exact bytes every send of the attempt carries: compact JSON, keys in a fixed order,
+    a payment-method token and never card data."""
+    return json.dumps({"amount_minor": order["amount_minor"], "currency": order["currency"],
+                       "payment_method": order["payment_method"], "client_reference": client_reference},
+                      separators=(",", ":"))
+
+
+def facts(attempt: Attempt) -> AttemptFacts:
+    return AttemptFacts(attempt_id=str(attempt["attempt_id"]), state=attempt["state"],
+                        provider_account=attempt["provider_account"], amount_minor=attempt["amount_minor"],
+                        currency=attempt["currency"], provider_payment_id=attempt["provider_payment_id"])
+
+
+async def retry_transaction(work: Any, retries: int = RETRIES) -> Any:
+    """Run ``work()`` (one whole transaction) again on a deadlock or a lost conditional write, a
+    bounded number of times; never part of one. The last failure surfaces to the caller."""
+    for attempt in range(retries):
+        try:
+            return await work()
+        except (psycopg.errors.DeadlockDetected, VersionConflict):
+            if attempt == retries - 1:
+                raise
+    raise RuntimeError("unreachable")
+
+
+class Attempts:
+    def __init__(self, db: Database, clock: Clock, settings: Settings) -> None:
+        self._db = db
+        self._clock = clock
+        self._settings = settings
+
+    def _account(self, account_id: str) -> ProviderAccount:
+        account = self._settings.account(account_id)
+        if account is None:
+            raise ProviderAccountUnavailable(f"provider account {account_id} is not configured")
+        return account
+
+    async def get(self, attempt_id: uuid.UUID) -> Attempt:
+        row = await self._db.fetch_one(_SQL["get"], {"attempt_id": attempt_id})
+        if row is None:
+            raise LookupError(f"attempt {attempt_id} does not exist")
+        return row
+
+    async def latest_for_order(self, order_id: str) -> Attempt | None:
+        return await self._db.fetch_one(_SQL["latest_for_order"], {"order_id": order_id})
+
+    async def get_or_create_live(self, order_id: str, customer_id: str) -> Attempt:
+        """Lock the order, refuse a paid, cancelled or foreign order, return its live attempt or
+        insert attempt N+1 with a fresh key, the exact request and next_check_at = created_at +
+        abandonment threshold (seed 004, PayAsync's first transaction)."""
+        async with self._db.transaction() as conn:
+            order = await fetch_one(conn, _SQL["lock_order"], {"order_id": order_id})
+            if order is None or order["customer_id"] != customer_id:
+                raise OrderNotFound()
+            if order["state"] == "Paid":
+                paid = await fetch_one(conn, _SQL["succeeded_for_order"], {"order_id": order_id})
+                raise OrderPaid(attempt=paid)
+            live = await fetch_one(conn, _SQL["live_for_order"], {"order_id": order_id})
+            if order["state"] != "Open" and (live is None or live["state"] == "NotStarted"):
+                # A cancellation committed first: no new attempt, and a NotStarted one never starts.
+                raise OrderCancelled()
+            return live if live is not None else await self._insert(conn, order)
+
+    async def _insert(self, conn: Connection, order: dict[str, Any]) -> Attempt:
+        account = self._account(order["provider_account"])
+        now = self._clock.now()
+        numbered = await fetch_one(conn, _SQL["next_attempt_number"], {"order_id": order["order_id"]})
+        number = int(numbered["attempt_number"]) if numbered else 1
+        client_reference = f"{order['order_id']}-a{number}"
+        inserted = await fetch_one(conn, _SQL["insert"], {
+            "attempt_id": uuid.uuid4(), "order_id": order["order_id"], "customer_id": order["customer_id"],
+            "attempt_number": number, "client_reference": client_reference,
+            "provider_account": account.id, "endpoint": payments_endpoint(account),
+            "api_version": account.api_version, "idempotency_key": str(uuid.uuid4()),
+            "request_body": request_body(order, client_reference), "amount_minor": order["amount_minor"],
+            "currency": order["currency"], "now": now,
+            "next_check_at": now + timedelta(seconds=account.abandonment_threshold_s),
+        })
+        if inserted is not None:
+            return inserted
+        winner = await fetch_one(conn, _SQL["live_for_order"], {"order_id": order["order_id"]})
+        if winner is None:
+            raise VersionConflict("the live attempt that won the index was resolved before it could be read")
+        return winner
+
+    async def mark_started(self, attempt: Attempt, actor: str = "endpoint") -> Attempt | None:
+        """NotStarted -> Started with its send_intent (see queries.sql ``mark_started``).
+
+        None means a confirmed miss: another writer moved the attempt, or the order is no longer
+        payable. A database failure or an unconfirmed commit raises: the caller reloads."""
+        account = self._account(attempt["provider_account"])
+        now = self._clock.now()
+        async with self._db.transaction() as conn:
+            return await fetch_one(conn, _SQL["mark_started"], {
+                "attempt_id": attempt["attempt_id"], "order_id": attempt["order_id"],
+                "version": attempt["version"], "now": now, "actor": actor,
+                "escalation_deadline": now + timedelta(seconds=account.key_window_s - account.escalation_safety_margin_s),
+                "next_check_at": now + timedelta(seconds=account.call_budget_s + account.record_budget_s
+                                                 + account.processing_allowance_s),
+            })
+
+    async def record_response(self, attempt_id: uuid.UUID, evidence: Evidence, actor: str) -> Attempt:
+        """Record the answer to a send: a send_result event plus the evidence, in one transaction."""
+        return await self.apply_evidence(attempt_id, evidence, actor=actor, kind="send_result")
+
+    async def apply_evidence(self, attempt_id: uuid.UUID, evidence: Evidence, *, actor: str,
+                             kind: str | None, conn: Connection | None = None) -> Attempt:
+        """Apply ``evidence`` to the attempt as it stands, under the order and attempt locks,
+        appending a ``kind`` event (send_result, lookup; None when the caller recorded its own,
+        like a notification). With ``conn`` it joins the caller's transaction and does not retry."""
+        if conn is not None:
+            return await self._apply(conn, attempt_id, evidence, actor, kind)
+
+        async def once() -> Attempt:
+            async with self._db.transaction() as own:
+                return await self._apply(own, attempt_id, evidence, actor, kind)
+
+        result: Attempt = await retry_transaction(once)
+        return result
+
+    async def _apply(self, conn: Connection, attempt_id: uuid.UUID, evidence: Evidence, actor: str,
+                     kind: str | None) -> Attempt:
+        now = self._clock.now()
+        order = await fetch_one(conn, _SQL["lock_order_of_attempt"], {"attempt_id": attempt_id})
+        attempt = await fetch_one(conn, _SQL["lock_attempt"], {"attempt_id": attempt_id})
+        if order is None or attempt is None:
+            raise LookupError(f"attempt {attempt_id} does not exist")
+        decision = decide(facts(attempt), evidence, only_send=attempt["send_intents"] == 1)
+        if kind is not None:
+            await self._event(conn, attempt_id, kind, actor, now, _evidence_detail(evidence, decision))
+        if decision.record_provider_payment_id and evidence.provider_payment_id:
+            owner = await fetch_one(conn, _SQL["provider_payment_owner"], {
+                "provider_account": attempt["provider_account"], "attempt_id": attempt_id,
+                "provider_payment_id": evidence.provider_payment_id})
+            if owner is not None:
+                # Recording it would make the ID name two attempts: keep both as they are and
+                # investigate (seed 004: "proof of nothing about either payment").
+                decision = Decision(escalation=Escalation(
+                    f"attempt:{attempt['attempt_id']}:provider-id-conflict", "provider-id-conflict"))
+        if decision.escalation is not None:
+            await self._escalate(conn, attempt, decision.escalation, evidence, now)
+            return attempt
+        return await self._write(conn, order, attempt, decision, evidence, actor, now)
+
+    async def _write(self, conn: Connection, order: dict[str, Any], attempt: Attempt, decision: Decision,
+                     evidence: Evidence, actor: str, now: datetime) -> Attempt:
+        state = decision.new_state or attempt["state"]
+        updated = await fetch_one(conn, _SQL["apply"], {
+            "attempt_id": attempt["attempt_id"], "version": attempt["version"], "state": state,
+            "outcome_reason": decision.outcome_reason if decision.new_state else attempt["outcome_reason"],
+            "provider_payment_id": evidence.provider_payment_id if decision.record_provider_payment_id else None,
+            "provider_status": decision.provider_status, "store_action": decision.store_action,
+            "clear_action": decision.clear_action,
+            "next_action": Jsonb(evidence.next_action) if evidence.next_action is not None else None,
+            "next_action_expires_at": evidence.next_action_expires_at,
+            "next_check_at": None if decision.resolves else self._next_check(attempt, state, evidence, now),
+        })
+        if updated is None:
+            raise VersionConflict(f"attempt {attempt['attempt_id']} changed under its lock")
+        if state != attempt["state"]:
+            await self._event(conn, attempt["attempt_id"], "transition", actor, now, {
+                "from": attempt["state"], "to": state, "reason": decision.outcome_reason})
+        if state == "Succeeded" and attempt["state"] != "Succeeded":
+            await conn.execute(_SQL["order_paid"], {"order_id": order["order_id"], "now": now})
+        if state in ("Failed", "NotApplied"):
+            await conn.execute(_SQL["order_cancel_completed"], {"order_id": order["order_id"], "now": now})
+        for effect in decision.effects:
+            await enqueue(conn, dedup_key=f"attempt:{attempt['attempt_id']}:{effect}", kind=effect, now=now,
+                          attempt_id=attempt["attempt_id"], ordering_key=attempt_ordering_key(attempt["attempt_id"]),
+                          payload=_effect_payload(order, updated))
+        if decision.resolves:
+            await resolve_for_attempt(conn, attempt["attempt_id"], now, f"attempt {state}")
+        return updated
+
+    def _next_check(self, attempt: Attempt, state: str, evidence: Evidence, now: datetime) -> datetime:
+        """When recovery next looks at an attempt this outcome leaves unresolved."""
+        account = self._settings.account(attempt["provider_account"])
+        first_backoff = account.lookup_backoff_s[0] if account else 60.0
+        if state == "Started" and evidence.finding == "processing" and account:
+            return now + timedelta(seconds=account.processing_allowance_s)
+        later = now + timedelta(seconds=first_backoff)
+        expiry = evidence.next_action_expires_at
+        return min(later, expiry) if expiry and expiry > now else later
+
+    async def _escalate(self, conn: Connection, attempt: Attempt, escalation: Escalation, evidence: Evidence,
+                        now: datetime) -> None:
+        await raise_escalation(conn, escalation_key=escalation.key, reason=escalation.reason,
+                               now=now, reminder_interval_s=self._settings.reminder_interval_s,
+                               attempt_id=attempt["attempt_id"], details={
+                                   "client_reference": attempt["client_reference"],
+                                   "provider_payment_id": attempt["provider_payment_id"],
+                                   "evidence_provider_payment_id": evidence.provider_payment_id,
+                                   "evidence_account": evidence.provider_account,
+                                   "evidence_amount_minor": evidence.amount_minor,
+                                   "evidence_currency": evidence.currency,
+                                   "evidence_finding": evidence.finding, **evidence.details})
+
+    async def _event(self, conn: Connection, attempt_id: uuid.UUID, kind: str, actor: str, now: datetime,
+                     detail: dict[str, Any]) -> None:
+        await conn.execute(_SQL["append_event"], {"attempt_id": attempt_id, "now": now, "kind": kind,
+                                                  "actor": actor, "detail": Jsonb(detail)})
+
+
+def _evidence_detail(evidence: Evidence, decision: Decision) -> dict[str, Any]:
+    """What the history keeps of evidence: identifiers, amounts, statuses, reasons; no payloads."""
+    return {key: value for key, value in {
+        "finding": evidence.finding, "reason": evidence.reason, "provider_account": evidence.provider_account,
+        "provider_payment_id": evidence.provider_payment_id, "provider_status": evidence.provider_status,
+        "amount_minor": evidence.amount_minor, "currency": evidence.currency,
+        "decision": decision.new_state or ("escalate" if decision.escalation else "keep"),
+        **{k: v for k, v in evidence.details.items() if isinstance(v, (str, int, float, bool))},
+    }.items() if value is not None}
+
+
+def _effect_payload(order: dict[str, Any], attempt: Attempt) -> dict[str, Any]:
+    return {"order_id": order["order_id"], "attempt_id": str(attempt["attempt_id"]),
+            "customer_id": order["customer_id"], "amount_minor": attempt["amount_minor"],
+            "currency": attempt["currency"], "provider_payment_id": attempt["provider_payment_id"],
+            "client_reference": attempt["client_reference"]}
+

@@ -1,0 +1,145 @@
+"""The checkout flow (seed 004, "The Checkout Endpoint": PayAsync and GetStatusAsync).
+
+``pay`` initiates each recorded attempt at most once and never sends a request it did not itself
+move from NotStarted to Started. Each step is its own short transaction; none stays open across
+the provider call. Once the attempt exists, the rest runs in a task of its own, shielded from the
+customer's request, so a closed tab cancels neither the Started transition, nor the provider
+call, nor the recording of its outcome; each runs under its own budget on the injected clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+import structlog
+
+from gateway.clock import Clock
+from gateway.domain.attempts import action_is_current
+from gateway.domain.errors import OrderNotFound, PaymentNotFound
+from gateway.payments.attempts import Attempt, Attempts, VersionConflict, stored_request
+from gateway.payments.client import PaymentClient
+from gateway.settings import Settings
+from gateway.store.db import Database
+
+log = structlog.get_logger("gateway.checkout")
+
+# Failures after which the write may or may not have committed: reload, never assume.
+UNCONFIRMED = (psycopg.Error, TimeoutError, VersionConflict, OSError)
+
+
+@dataclass(frozen=True)
+class PaymentStatus:
+    """API.md PaymentStatus, plus whether its next action is current (it decides 200 vs 202)."""
+
+    body: dict[str, Any]
+    state: str
+    action_current: bool
+
+    @classmethod
+    def of(cls, attempt: Attempt, now: datetime) -> PaymentStatus:
+        current = action_is_current(attempt["state"], attempt["next_action"], attempt["next_action_expires_at"], now)
+        order_id = attempt["order_id"]
+        body = {
+            "order_id": order_id,
+            "attempt_id": str(attempt["attempt_id"]),
+            "attempt_number": attempt["attempt_number"],
+            "client_reference": attempt["client_reference"],
+            "state": attempt["state"],
+            "provider_status": attempt["provider_status"],
+            "next_action": attempt["next_action"] if current else None,
+            "next_action_expires_at": _rfc3339(attempt["next_action_expires_at"]) if current else None,
+            "outcome_reason": attempt["outcome_reason"],
+            "provider_payment_id": attempt["provider_payment_id"],
+            "status_url": status_url(order_id),
+        }
+        return cls(body=body, state=attempt["state"], action_current=current)
+
+    @property
+    def final(self) -> bool:
+        return self.state in ("Succeeded", "Failed", "NotApplied")
+
+
+def status_url(order_id: str) -> str:
+    return f"/v1/orders/{order_id}/payment/status"
+
+
+def _rfc3339(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat().replace("+00:00", "Z")
+
+
+class Checkout:
+    def __init__(self, settings: Settings, clock: Clock, db: Database, attempts: Attempts,
+                 client: PaymentClient) -> None:
+        self._settings = settings
+        self._clock = clock
+        self._db = db
+        self._attempts = attempts
+        self._client = client
+        self._running: set[asyncio.Task[PaymentStatus]] = set()
+
+    async def pay(self, order_id: str, customer_id: str) -> PaymentStatus:
+        """Start or report the order's live attempt (API.md ``POST /v1/orders/{id}/payment``)."""
+        attempt = await self._attempts.get_or_create_live(order_id, customer_id)
+        if attempt["state"] != "NotStarted":
+            # Someone already started it: this click, tab or browser retry only reports.
+            return PaymentStatus.of(attempt, self._clock.now())
+        return await self._detached(self._start_and_send(attempt))
+
+    async def status(self, order_id: str, customer_id: str) -> PaymentStatus:
+        """Observation only: the order's latest attempt; never sends anything."""
+        attempt = await self._attempts.latest_for_order(order_id)
+        if attempt is None:
+            order = await self._db.fetch_one("SELECT customer_id FROM orders WHERE order_id = %(id)s", {"id": order_id})
+            if order is None or order["customer_id"] != customer_id:
+                raise OrderNotFound()
+            raise PaymentNotFound()
+        if attempt["customer_id"] != customer_id:
+            raise OrderNotFound()
+        return PaymentStatus.of(attempt, self._clock.now())
+
+    async def _detached(self, work: Coroutine[Any, Any, PaymentStatus]) -> PaymentStatus:
+        task = asyncio.get_running_loop().create_task(work)
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+        return await asyncio.shield(task)
+
+    async def drain(self) -> None:
+        """Let every detached send finish recording (at shutdown)."""
+        if self._running:
+            await asyncio.gather(*self._running, return_exceptions=True)
+
+    async def _start_and_send(self, attempt: Attempt) -> PaymentStatus:
+        account = self._settings.account(attempt["provider_account"])
+        if account is None:
+            return await self._reload(attempt, "start.account-not-configured")
+        try:
+            async with self._clock.budget(account.start_budget_s):
+                started = await self._attempts.mark_started(attempt)
+        except UNCONFIRMED as error:
+            # Unconfirmed: still NotStarted means nothing committed and nobody is about to send.
+            log.warning("start_not_confirmed", attempt_id=str(attempt["attempt_id"]), error_type=type(error).__name__)
+            return await self._reload(attempt, "start.unconfirmed")
+        if started is None:
+            return await self._reload(attempt, "start.lost")
+        evidence = await self._client.create_payment(stored_request(started), budget_s=account.call_budget_s)
+        try:
+            async with self._clock.budget(account.record_budget_s):
+                recorded = await self._attempts.record_response(started["attempt_id"], evidence, actor="endpoint")
+        except UNCONFIRMED as error:
+            # The write failed or its commit is unknown; it may have committed, and a notification
+            # may have resolved the attempt meanwhile. Report what is durable; recovery finds out.
+            log.error("outcome_not_recorded", attempt_id=str(attempt["attempt_id"]), order_id=attempt["order_id"],
+                      finding=evidence.finding, reason=evidence.reason, error_type=type(error).__name__)
+            return await self._reload(attempt, "record.unconfirmed")
+        log.info("payment_sent", attempt_id=str(recorded["attempt_id"]), order_id=recorded["order_id"],
+                 state=recorded["state"], finding=evidence.finding, reason=evidence.reason)
+        return PaymentStatus.of(recorded, self._clock.now())
+
+    async def _reload(self, attempt: Attempt, why: str) -> PaymentStatus:
+        log.info("payment_status_reloaded", attempt_id=str(attempt["attempt_id"]), why=why)
+        return PaymentStatus.of(await self._attempts.get(attempt["attempt_id"]), self._clock.now())

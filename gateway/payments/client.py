@@ -1,0 +1,106 @@
+"""The payment client (seed 004, "The Checkout Endpoint": the payment client).
+
+It sends an attempt's *stored* request, byte for byte, under the attempt's own idempotency key,
+and never resends, generates a key, or changes a business parameter. Only the transport is built
+at send time: the current credentials and the account header for the stored provider account,
+never whichever account is a default. Every way a call ends without an answer — a stored request
+that cannot be built, the caller's budget, the client's maximum call duration, a transport error,
+an incomplete or unreadable response, a 5xx — is ``unknown`` with a reason. A programming or
+configuration error is allowed to surface for alerting instead of being disguised as an outcome.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import httpx
+
+from gateway.clock import Clock
+from gateway.domain.attempts import Evidence
+from gateway.domain.cardco import payment_evidence
+from gateway.settings import ProviderAccount, Settings
+
+PAYMENTS_PATH = "/v1/payments"
+
+
+@dataclass(frozen=True)
+class StoredRequest:
+    """Everything that defines one attempt's request; fixed for the attempt's life."""
+
+    provider_account: str
+    endpoint: str
+    api_version: str
+    idempotency_key: str
+    request_body: str
+
+
+class NotBuildable(Exception):
+    """The stored request cannot be applied to the current configuration."""
+
+
+def payments_endpoint(account: ProviderAccount) -> str:
+    return account.base_url.rstrip("/") + PAYMENTS_PATH
+
+
+def _unknown(account: str, reason: str) -> Evidence:
+    return Evidence(finding="unknown", provider_account=account, reason=reason)
+
+
+class PaymentClient:
+    def __init__(self, settings: Settings, clock: Clock, http: httpx.AsyncClient) -> None:
+        self._settings = settings
+        self._clock = clock
+        self._http = http
+
+    def build(self, stored: StoredRequest) -> httpx.Request:
+        """The transport request for ``stored``; refuses anything that would send it elsewhere
+        (seed 004 matrix: "A changed endpoint, region, or account between sends, or a stored
+        account that is no longer configured, is refused before anything is sent")."""
+        account = self._settings.account(stored.provider_account)
+        if account is None:
+            raise NotBuildable("account-not-configured")
+        if payments_endpoint(account) != stored.endpoint:
+            raise NotBuildable("endpoint-changed")
+        if account.api_version != stored.api_version:
+            raise NotBuildable("api-version-changed")
+        return self._http.build_request(
+            "POST",
+            stored.endpoint,
+            content=stored.request_body.encode("utf-8"),
+            headers={
+                "Authorization": f"Bearer {account.api_key.get_secret_value()}",
+                "CardCo-Account": account.id,
+                "CardCo-Version": stored.api_version,
+                "Idempotency-Key": stored.idempotency_key,
+                "Content-Type": "application/json",
+            },
+        )
+
+    def ceiling_s(self, provider_account: str) -> float:
+        account = self._settings.account(provider_account)
+        return account.maximum_call_duration_s if account else min(
+            (a.maximum_call_duration_s for a in self._settings.provider_accounts), default=30.0)
+
+    async def create_payment(self, stored: StoredRequest, budget_s: float | None = None) -> Evidence:
+        """Send ``stored`` once. ``budget_s`` is the caller's; the account's maximum call
+        duration applies even when the caller passes none."""
+        account = stored.provider_account
+        try:
+            request = self.build(stored)
+        except NotBuildable as problem:
+            # Still Unknown, not NotApplied: this call cannot prove the attempt had no earlier send.
+            return _unknown(account, f"request.not-buildable.{problem}")
+        try:
+            async with self._clock.budget(self.ceiling_s(account)):
+                try:
+                    async with self._clock.budget(budget_s):
+                        response = await self._http.send(request)
+                except TimeoutError:
+                    return _unknown(account, "provider.no-response.caller")
+        except TimeoutError:
+            return _unknown(account, "provider.no-response.client-ceiling")
+        except httpx.HTTPError as error:
+            # Timeouts, resets, refused connections and responses that end early all land here;
+            # the default send reads the whole body, so truncation surfaces now, not later.
+            return _unknown(account, f"provider.transport.{type(error).__name__}")
+        return payment_evidence(account, response.status_code, response.content)

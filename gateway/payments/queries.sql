@@ -1,0 +1,117 @@
+-- The payment attempt aggregate (seed 004, "Persisting the Attempt" and "The Checkout Endpoint").
+-- One lock order everywhere: the order row, then the attempt row, then escalations, events and
+-- outbox rows. Row locks are FOR NO KEY UPDATE so they never block the FOR KEY SHARE locks that
+-- inserting events or outbox rows (foreign keys to the attempt) take.
+
+-- name: lock_order
+SELECT * FROM orders WHERE order_id = %(order_id)s FOR NO KEY UPDATE;
+
+-- name: lock_order_of_attempt
+SELECT o.* FROM orders o
+ WHERE o.order_id = (SELECT order_id FROM payment_attempts WHERE attempt_id = %(attempt_id)s)
+   FOR NO KEY UPDATE;
+
+-- name: lock_attempt
+-- With the number of send intents: a no-effect rejection closes an attempt only after its only send.
+SELECT a.*, (SELECT count(*) FROM payment_attempt_events e
+              WHERE e.attempt_id = a.attempt_id AND e.kind = 'send_intent') AS send_intents
+  FROM payment_attempts a
+ WHERE a.attempt_id = %(attempt_id)s
+   FOR NO KEY UPDATE OF a;
+
+-- name: get
+SELECT * FROM payment_attempts WHERE attempt_id = %(attempt_id)s;
+
+-- name: live_for_order
+SELECT * FROM payment_attempts
+ WHERE order_id = %(order_id)s AND state IN ('NotStarted', 'Started', 'Unknown');
+
+-- name: latest_for_order
+SELECT * FROM payment_attempts WHERE order_id = %(order_id)s ORDER BY attempt_number DESC LIMIT 1;
+
+-- name: succeeded_for_order
+SELECT * FROM payment_attempts WHERE order_id = %(order_id)s AND state = 'Succeeded'
+ ORDER BY attempt_number DESC LIMIT 1;
+
+-- name: next_attempt_number
+SELECT COALESCE(max(attempt_number), 0) + 1 AS attempt_number FROM payment_attempts WHERE order_id = %(order_id)s;
+
+-- name: insert
+-- Callers hold the order lock, so they never collide here; the conflict target is for writers
+-- that skipped it. Its predicate must stay textually identical to one_live_attempt_per_order's,
+-- and no row back means another live attempt won: reload it with a new statement (this one did
+-- not abort the transaction, unlike a plain insert that violated the index would have).
+INSERT INTO payment_attempts (attempt_id, order_id, customer_id, attempt_number, provider_account, endpoint,
+                              api_version, client_reference, idempotency_key, request_body, amount_minor,
+                              currency, state, created_at, next_check_at)
+VALUES (%(attempt_id)s, %(order_id)s, %(customer_id)s, %(attempt_number)s, %(provider_account)s, %(endpoint)s,
+        %(api_version)s, %(client_reference)s, %(idempotency_key)s, %(request_body)s, %(amount_minor)s,
+        %(currency)s, 'NotStarted', %(now)s, %(next_check_at)s)
+ON CONFLICT (order_id) WHERE state IN ('NotStarted', 'Started', 'Unknown') DO NOTHING
+RETURNING *;
+
+-- name: mark_started
+-- NotStarted -> Started, conditional on the version read, only while the order is still Open
+-- (re-checked under the order lock, so a committed cancellation prevents the send), stamping
+-- first_sent_at and the escalation deadline from the account configuration in force now, and
+-- appending the send_intent in the same statement: exactly one caller wins, and no intent exists
+-- without the transition. The order CTE is joined, so its lock is taken before the attempt's.
+WITH payable AS (
+    SELECT order_id FROM orders
+     WHERE order_id = %(order_id)s AND state = 'Open'
+       FOR NO KEY UPDATE
+), started AS (
+    UPDATE payment_attempts a
+       SET state = 'Started', first_sent_at = %(now)s, escalation_deadline = %(escalation_deadline)s,
+           next_check_at = %(next_check_at)s, version = a.version + 1
+      FROM payable
+     WHERE a.attempt_id = %(attempt_id)s AND a.order_id = payable.order_id
+       AND a.state = 'NotStarted' AND a.version = %(version)s
+    RETURNING a.*
+), intent AS (
+    INSERT INTO payment_attempt_events (attempt_id, occurred_at, kind, actor, detail)
+    SELECT attempt_id, %(now)s, 'send_intent', %(actor)s,
+           jsonb_build_object('endpoint', endpoint, 'api_version', api_version,
+                              'provider_account', provider_account, 'send', 'first')
+      FROM started
+    RETURNING event_id
+)
+SELECT started.*, (SELECT event_id FROM intent) AS intent_event_id FROM started;
+
+-- name: provider_payment_owner
+SELECT attempt_id FROM payment_attempts
+ WHERE provider_account = %(provider_account)s AND provider_payment_id = %(provider_payment_id)s
+   AND attempt_id <> %(attempt_id)s;
+
+-- name: apply
+-- Conditional on the version read under the lock: a writer that skipped the lock makes this
+-- miss, and the caller retries the whole transaction a bounded number of times.
+UPDATE payment_attempts
+   SET state = %(state)s,
+       outcome_reason = %(outcome_reason)s,
+       provider_payment_id = COALESCE(provider_payment_id, %(provider_payment_id)s),
+       provider_status = COALESCE(%(provider_status)s, provider_status),
+       next_action = CASE WHEN %(store_action)s THEN %(next_action)s
+                          WHEN %(clear_action)s THEN NULL ELSE next_action END,
+       next_action_expires_at = CASE WHEN %(store_action)s THEN %(next_action_expires_at)s
+                                     WHEN %(clear_action)s THEN NULL ELSE next_action_expires_at END,
+       next_check_at = COALESCE(%(next_check_at)s, next_check_at),
+       version = version + 1
+ WHERE attempt_id = %(attempt_id)s AND version = %(version)s
+RETURNING *;
+
+-- name: append_event
+INSERT INTO payment_attempt_events (attempt_id, occurred_at, kind, actor, detail)
+VALUES (%(attempt_id)s, %(now)s, %(kind)s, %(actor)s, %(detail)s)
+RETURNING event_id;
+
+-- name: order_paid
+-- Recording Succeeded and marking the order Paid happen in one transaction, so a checkout can
+-- never see "no live attempt" on an order that is about to become Paid.
+UPDATE orders SET state = 'Paid', updated_at = %(now)s, version = version + 1
+ WHERE order_id = %(order_id)s AND state IN ('Open', 'CancelRequested');
+
+-- name: order_cancel_completed
+-- A cancellation requested while an attempt was live completes when that attempt ends unpaid.
+UPDATE orders SET state = 'Cancelled', updated_at = %(now)s, version = version + 1
+ WHERE order_id = %(order_id)s AND state = 'CancelRequested';
