@@ -235,3 +235,276 @@ CREATE OR REPLACE TRIGGER payment_attempt_events_append_only
 CREATE OR REPLACE TRIGGER payment_attempt_events_no_truncate
     BEFORE TRUNCATE ON payment_attempt_events
     FOR EACH STATEMENT EXECUTE FUNCTION paygate_reject_history_change();
+
+-- ============================================================================================
+-- Payouts (seed 000, "Delayed Financial Payout and Ambiguous External Commit").
+-- Reference data (tenants, beneficiaries, destinations, policy releases) carries versions that
+-- the worker's claim fences on; payouts, grants and attempts are projections changed only by
+-- conditional writes; decisions and payout_history are append-only evidence.
+-- ============================================================================================
+
+-- settings_version moves only with policy-relevant settings, never with the daily counters, so
+-- other payouts' reservations do not roll a claim back (seed 000, "Atomically Claim").
+CREATE TABLE IF NOT EXISTS tenants (
+    tenant_id             text        PRIMARY KEY,
+    daily_limit_minor     bigint      NOT NULL,
+    currency              text        NOT NULL,
+    payouts_suspended     boolean     NOT NULL,
+    settlement_time_zone  text        NOT NULL,  -- IANA name; the day a reservation counts against
+    settings_version      int         NOT NULL DEFAULT 1,
+    updated_at            timestamptz NOT NULL,
+    CONSTRAINT ck_tenant_daily_limit CHECK (daily_limit_minor > 0),
+    CONSTRAINT ck_tenant_currency CHECK (currency ~ '^[A-Z]{3}$'),
+    CONSTRAINT ck_tenant_settings_version CHECK (settings_version > 0)
+);
+
+-- Paid and reserved amounts per tenant and settlement date (the release date in the tenant's
+-- settlement time zone). The reservation is a conditional UPDATE of this row, so concurrent
+-- decisions serialize on it and cannot jointly exceed the limit.
+CREATE TABLE IF NOT EXISTS tenant_daily_totals (
+    tenant_id         text        NOT NULL REFERENCES tenants (tenant_id),
+    settlement_date   date        NOT NULL,
+    paid_minor        bigint      NOT NULL DEFAULT 0,
+    reserved_minor    bigint      NOT NULL DEFAULT 0,
+    PRIMARY KEY (tenant_id, settlement_date),
+    CONSTRAINT ck_daily_paid CHECK (paid_minor >= 0),
+    CONSTRAINT ck_daily_reserved CHECK (reserved_minor >= 0)
+);
+
+CREATE TABLE IF NOT EXISTS beneficiaries (
+    beneficiary_id    text        PRIMARY KEY,
+    tenant_id         text        NOT NULL REFERENCES tenants (tenant_id),
+    verified          boolean     NOT NULL,
+    status            text        NOT NULL,
+    version           int         NOT NULL DEFAULT 1,
+    updated_at        timestamptz NOT NULL,
+    CONSTRAINT ck_beneficiary_status CHECK (status IN ('Active', 'Suspended', 'Closed')),
+    CONSTRAINT ck_beneficiary_version CHECK (version > 0)
+);
+
+-- provider_token never leaves the payout executor: not in grants, messages, evidence or logs.
+CREATE TABLE IF NOT EXISTS destinations (
+    destination_id    text        PRIMARY KEY,
+    beneficiary_id    text        NOT NULL REFERENCES beneficiaries (beneficiary_id),
+    provider_token    text        NOT NULL,
+    version           int         NOT NULL DEFAULT 1,
+    changed_at        timestamptz NOT NULL,  -- registration or last change: "recently changed" is < 7 days
+    CONSTRAINT ck_destination_token CHECK (length(btrim(provider_token)) > 0),
+    CONSTRAINT ck_destination_version CHECK (version > 0)
+);
+
+CREATE TABLE IF NOT EXISTS policy_releases (
+    operation         text        PRIMARY KEY,
+    current_version   text        NOT NULL,
+    published_at      timestamptz NOT NULL,
+    CONSTRAINT ck_policy_release_operation CHECK (operation IN ('payout.submit', 'payout.recall')),
+    CONSTRAINT ck_policy_release_version CHECK (length(btrim(current_version)) > 0)
+);
+
+-- Reference data has no foreign key from payouts on purpose: a missing tenant, beneficiary or
+-- destination is "context unavailable" (Deferred), decided by policy, not a constraint error.
+CREATE TABLE IF NOT EXISTS payouts (
+    payout_id           text        PRIMARY KEY,  -- unique across every tenant sharing the provider account
+    tenant_id           text        NOT NULL,
+    requester_id        text        NOT NULL,     -- from authentication, never the body
+    beneficiary_id      text        NOT NULL,
+    destination_id      text        NOT NULL,
+    destination_version int         NOT NULL,     -- the destination version the terms bind
+    amount_minor        bigint      NOT NULL,
+    currency            text        NOT NULL,
+    purpose             text        NOT NULL,
+    release_at          timestamptz NOT NULL,
+    state               text        NOT NULL,
+    version             int         NOT NULL DEFAULT 1,
+    attempts_allocated  int         NOT NULL DEFAULT 0,  -- the last attempt number a decision allocated
+    active_attempt_id   uuid        NULL,
+    reserved_for        date        NULL,         -- settlement date of the held daily-limit reservation
+    correlation_id      text        NOT NULL,
+    created_at          timestamptz NOT NULL,
+    updated_at          timestamptz NOT NULL,
+    CONSTRAINT ck_payout_state CHECK (state IN
+        ('Draft', 'Approved', 'Executing', 'Unknown', 'Paid', 'Failed', 'Cancelled')),
+    CONSTRAINT ck_payout_amount CHECK (amount_minor > 0),
+    CONSTRAINT ck_payout_currency CHECK (currency ~ '^[A-Z]{3}$'),
+    CONSTRAINT ck_payout_version CHECK (version > 0),
+    CONSTRAINT ck_payout_attempts_allocated CHECK (attempts_allocated >= 0),
+    -- Only Executing and Unknown have an attempt in flight; only they may lack nothing else.
+    CONSTRAINT ck_payout_active_attempt CHECK (
+        (state IN ('Executing', 'Unknown')) = (active_attempt_id IS NOT NULL)),
+    -- A reservation is held only while a grant or a live attempt may still spend it.
+    CONSTRAINT ck_payout_reservation CHECK (
+        reserved_for IS NULL OR state IN ('Approved', 'Executing', 'Unknown'))
+);
+
+-- Decisions are history: written once, never rewritten (seed 000, "Execution Evidence").
+CREATE TABLE IF NOT EXISTS payout_decisions (
+    decision_id             uuid        PRIMARY KEY,
+    position                bigint      GENERATED ALWAYS AS IDENTITY,  -- oldest first, whatever the clock says
+    payout_id               text        NOT NULL REFERENCES payouts (payout_id),
+    operation               text        NOT NULL,
+    outcome                 text        NOT NULL,
+    reason                  text        NOT NULL,
+    policy_version          text        NULL,     -- NULL only when no release could be read
+    terms_fingerprint       text        NOT NULL,
+    actor_id                text        NOT NULL, -- who asked: requester, acknowledger or approver
+    approval_limit_minor    bigint      NULL,     -- requester facts captured here, not re-read at execution
+    evaluated_payout_version int        NOT NULL,
+    tenant_settings_version int         NULL,
+    beneficiary_version     int         NULL,
+    destination_version     int         NULL,
+    observed_at             timestamptz NOT NULL,
+    correlation_id          text        NOT NULL,
+    CONSTRAINT ck_decision_operation CHECK (operation IN ('payout.submit', 'payout.recall')),
+    CONSTRAINT ck_decision_outcome CHECK (outcome IN
+        ('Allowed', 'Denied', 'Deferred', 'AcknowledgmentRequired', 'EscalationRecommended'))
+);
+
+CREATE INDEX IF NOT EXISTS payout_decisions_by_payout ON payout_decisions (payout_id, position);
+
+-- Acknowledgments bind to the destination version they acknowledged: a later change needs a new one.
+CREATE TABLE IF NOT EXISTS payout_acknowledgments (
+    acknowledgment_id   bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    payout_id           text        NOT NULL REFERENCES payouts (payout_id),
+    reason_code         text        NOT NULL,
+    destination_version int         NOT NULL,
+    acknowledged_by     text        NOT NULL,
+    acknowledged_at     timestamptz NOT NULL,
+    CONSTRAINT ck_acknowledgment_reason CHECK (reason_code IN ('destination.recently-changed'))
+);
+
+-- Single-use execution authority. Every field comes from the decision and the intent; no
+-- credential, destination token or user token. Only the state columns ever change.
+CREATE TABLE IF NOT EXISTS payout_grants (
+    grant_id                  uuid        PRIMARY KEY,
+    decision_id               uuid        NOT NULL REFERENCES payout_decisions (decision_id),
+    payout_id                 text        NOT NULL REFERENCES payouts (payout_id),
+    tenant_id                 text        NOT NULL,
+    operation                 text        NOT NULL,
+    audience                  text        NOT NULL,
+    terms_fingerprint         text        NOT NULL,
+    executable_payout_version int         NOT NULL,
+    attempt_number            int         NOT NULL,
+    policy_version            text        NOT NULL,
+    not_before                timestamptz NOT NULL,
+    expires_at                timestamptz NOT NULL,
+    state                     text        NOT NULL,
+    consumed_at               timestamptz NULL,
+    consumed_by               text        NULL,
+    revoked_at                timestamptz NULL,
+    revoke_reason             text        NULL,
+    expired_at                timestamptz NULL,
+    CONSTRAINT uq_grant_decision UNIQUE (decision_id),
+    CONSTRAINT uq_grant_attempt_number UNIQUE (payout_id, attempt_number),
+    CONSTRAINT ck_grant_state CHECK (state IN ('Issued', 'Consumed', 'Revoked', 'Expired')),
+    CONSTRAINT ck_grant_window CHECK (expires_at > not_before),
+    CONSTRAINT ck_grant_attempt_number CHECK (attempt_number > 0),
+    -- The state's own timestamp, and no other: a consumed grant is never reset.
+    CONSTRAINT ck_grant_state_fields CHECK (
+        (state = 'Issued' AND consumed_at IS NULL AND revoked_at IS NULL AND expired_at IS NULL)
+        OR (state = 'Consumed' AND consumed_at IS NOT NULL AND consumed_by IS NOT NULL
+            AND revoked_at IS NULL AND expired_at IS NULL)
+        OR (state = 'Revoked' AND revoked_at IS NOT NULL AND consumed_at IS NULL AND expired_at IS NULL)
+        OR (state = 'Expired' AND expired_at IS NOT NULL AND consumed_at IS NULL AND revoked_at IS NULL))
+);
+
+CREATE INDEX IF NOT EXISTS payout_grants_issued ON payout_grants (expires_at) WHERE state = 'Issued';
+
+-- One claimed attempt per consumed grant. Every transition is conditional on lease_epoch; the
+-- sweeper fences a lapsed owner by incrementing it.
+CREATE TABLE IF NOT EXISTS payout_attempts (
+    attempt_id          uuid        PRIMARY KEY,
+    payout_id           text        NOT NULL REFERENCES payouts (payout_id),
+    grant_id            uuid        NOT NULL REFERENCES payout_grants (grant_id),
+    decision_id         uuid        NOT NULL REFERENCES payout_decisions (decision_id),
+    attempt_number      int         NOT NULL,
+    provider_account    text        NOT NULL REFERENCES provider_accounts (provider_account),
+    client_reference    text        NOT NULL,  -- '<payout_id>-a<N>'
+    idempotency_key     text        NOT NULL,  -- 'payout-<payout_id>-a<N>', fixed before the first send
+    amount_minor        bigint      NOT NULL,
+    currency            text        NOT NULL,
+    destination_id      text        NOT NULL,
+    destination_version int         NOT NULL,
+    destination_digest  text        NOT NULL,  -- HMAC of the token: verifies a provider record without holding it
+    state               text        NOT NULL,
+    claimed_by          text        NOT NULL,
+    claimed_at          timestamptz NOT NULL,
+    send_deadline       timestamptz NOT NULL,  -- every send, resend or replay happens before it; sent as expires_at
+    lease_epoch         int         NOT NULL DEFAULT 1,
+    lease_expires_at    timestamptz NULL,      -- NULL: nobody owns the attempt
+    started_at          timestamptz NULL,
+    sends               int         NOT NULL DEFAULT 0,
+    provider_payout_id  text        NULL,
+    provider_status     text        NULL,
+    outcome_reason      text        NULL,
+    next_check_at       timestamptz NULL,      -- when the reconciler looks next
+    checks              int         NOT NULL DEFAULT 0,
+    escalation_deadline timestamptz NOT NULL,
+    resolved_at         timestamptz NULL,
+    CONSTRAINT uq_payout_attempt_grant UNIQUE (grant_id),
+    CONSTRAINT uq_payout_attempt_number UNIQUE (payout_id, attempt_number),
+    CONSTRAINT uq_payout_attempt_reference UNIQUE (provider_account, client_reference),
+    CONSTRAINT uq_payout_attempt_idempotency_key UNIQUE (provider_account, idempotency_key),
+    CONSTRAINT ck_payout_attempt_state CHECK (state IN
+        ('Claimed', 'Started', 'Unknown', 'Succeeded', 'Failed', 'NotStarted', 'NotApplied')),
+    CONSTRAINT ck_payout_attempt_amount CHECK (amount_minor > 0),
+    CONSTRAINT ck_payout_attempt_epoch CHECK (lease_epoch > 0),
+    -- Claimed and NotStarted never reached the provider; everything else crossed the Started write.
+    CONSTRAINT ck_payout_attempt_started CHECK (
+        (state IN ('Claimed', 'NotStarted')) = (started_at IS NULL)),
+    CONSTRAINT ck_payout_attempt_unsent CHECK (started_at IS NOT NULL OR sends = 0),
+    CONSTRAINT ck_payout_attempt_resolved CHECK (
+        (state IN ('Succeeded', 'Failed', 'NotStarted', 'NotApplied')) = (resolved_at IS NOT NULL))
+);
+
+-- No new attempt while an earlier one might still take effect (DESIGN invariant 6).
+CREATE UNIQUE INDEX IF NOT EXISTS one_unresolved_attempt_per_payout
+    ON payout_attempts (payout_id)
+    WHERE state IN ('Claimed', 'Started', 'Unknown');
+
+CREATE INDEX IF NOT EXISTS payout_attempts_leases
+    ON payout_attempts (lease_expires_at)
+    WHERE state IN ('Claimed', 'Started') AND lease_expires_at IS NOT NULL;
+
+CREATE INDEX IF NOT EXISTS payout_attempts_checks_due
+    ON payout_attempts (next_check_at, claimed_at)
+    WHERE state IN ('Started', 'Unknown') AND next_check_at IS NOT NULL;
+
+-- Append-only evidence: decisions, transitions, deliveries, provider observations,
+-- reconciliations and returns. Identifiers, amounts, currency and reason codes only.
+CREATE TABLE IF NOT EXISTS payout_history (
+    event_id          bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    payout_id         text        NOT NULL REFERENCES payouts (payout_id),
+    attempt_id        uuid        NULL REFERENCES payout_attempts (attempt_id),
+    decision_id       uuid        NULL REFERENCES payout_decisions (decision_id),
+    grant_id          uuid        NULL REFERENCES payout_grants (grant_id),
+    kind              text        NOT NULL,
+    occurred_at       timestamptz NOT NULL,
+    actor             text        NOT NULL,
+    correlation_id    text        NULL,
+    detail            jsonb       NOT NULL,
+    CONSTRAINT ck_payout_history_kind CHECK (kind IN
+        ('decision', 'transition', 'delivery', 'provider_observation', 'reconciliation', 'return',
+         'acknowledgment'))
+);
+
+CREATE INDEX IF NOT EXISTS payout_history_by_payout ON payout_history (payout_id, event_id);
+
+CREATE OR REPLACE TRIGGER payout_decisions_append_only
+    BEFORE UPDATE OR DELETE ON payout_decisions
+    FOR EACH ROW EXECUTE FUNCTION paygate_reject_history_change();
+
+CREATE OR REPLACE TRIGGER payout_decisions_no_truncate
+    BEFORE TRUNCATE ON payout_decisions
+    FOR EACH STATEMENT EXECUTE FUNCTION paygate_reject_history_change();
+
+CREATE OR REPLACE TRIGGER payout_acknowledgments_append_only
+    BEFORE UPDATE OR DELETE ON payout_acknowledgments
+    FOR EACH ROW EXECUTE FUNCTION paygate_reject_history_change();
+
+CREATE OR REPLACE TRIGGER payout_history_append_only
+    BEFORE UPDATE OR DELETE ON payout_history
+    FOR EACH ROW EXECUTE FUNCTION paygate_reject_history_change();
+
+CREATE OR REPLACE TRIGGER payout_history_no_truncate
+    BEFORE TRUNCATE ON payout_history
+    FOR EACH STATEMENT EXECUTE FUNCTION paygate_reject_history_change();

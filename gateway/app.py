@@ -18,6 +18,8 @@ from gateway.clock import Clock
 from gateway.domain.errors import PaygateError
 from gateway.http import health, metrics, orders, problems
 from gateway.http import ops_escalations, ops_outbox
+from gateway.http import ops_notifications, webhooks
+from gateway.http import payouts, reference_data
 from gateway.http.middleware import RequestEnvelope
 from gateway.logs import configure_logging
 from gateway.services import Services
@@ -33,6 +35,10 @@ def routes() -> list[BaseRoute]:
         Route("/readyz", health.readyz, methods=["GET"]),
         Route("/metrics", metrics.metrics, methods=["GET"]),
         *orders.routes(),
+        *webhooks.routes(),
+        *ops_notifications.routes(),
+        *payouts.routes(),
+        *reference_data.routes(),
     ]
 
 

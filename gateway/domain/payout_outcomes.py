@@ -1,0 +1,168 @@
+"""CardCo payout outcomes, classified by what the provider can prove (seed 000, "Classify the Outcome
+by What the Provider Can Prove"; "Production Adaptation": an explicit, versioned classification
+table per provider, with recorded test vectors for each row, in tests/unit/test_payout_outcomes.py).
+
+The HTTP status alone decides nothing. Every row names CardCo's documented meaning (API.md,
+"provider_fake: CardCo"); whatever no row documents, and every way a call ends without a readable
+answer, is Unknown. ``Started`` with ``resend`` is the one row that permits a bounded same-key
+resend inside the attempt: a rejection CardCo documents as no-effect and transient.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Literal
+
+TABLE_VERSION = "cardco-payouts/2026-11-01.1"
+
+
+class AttemptState(StrEnum):
+    CLAIMED = "Claimed"
+    STARTED = "Started"
+    UNKNOWN = "Unknown"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    NOT_STARTED = "NotStarted"
+    NOT_APPLIED = "NotApplied"
+
+
+UNRESOLVED = frozenset({AttemptState.CLAIMED, AttemptState.STARTED, AttemptState.UNKNOWN})
+
+# The payout state each attempt resolution leaves behind (seed 000, the classification table).
+PAYOUT_STATE_AFTER = {
+    AttemptState.SUCCEEDED: "Paid",
+    AttemptState.FAILED: "Failed",
+    AttemptState.UNKNOWN: "Unknown",
+    AttemptState.NOT_STARTED: "Approved",  # awaiting fresh authority: the grant is consumed
+    AttemptState.NOT_APPLIED: "Approved",  # awaiting a fresh decision
+    AttemptState.STARTED: "Executing",
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    state: AttemptState
+    reason: str
+    meaning: str
+    resend: bool = False
+
+
+# 200 responses and lookups, by the payout object's `status`.
+STATUS_ROWS: dict[str, Row] = {
+    "processing": Row(AttemptState.STARTED, "provider.accepted",
+                      "accepted for asynchronous processing; not completed: wait for a lookup or notification"),
+    "paid": Row(AttemptState.SUCCEEDED, "provider.paid", "the provider's contract establishes the effect"),
+    "failed": Row(AttemptState.FAILED, "provider.failed",
+                  "documented no-effect rejection (e.g. destination_closed); resending fails the same way"),
+    "returned": Row(AttemptState.SUCCEEDED, "provider.returned",
+                    "completed, then returned by the bank: the payout happened; the return is a later event"),
+}
+
+# Error responses, by (HTTP status, CardCo error code).
+ERROR_ROWS: dict[tuple[int, str], Row] = {
+    (400, "request_expired"): Row(AttemptState.NOT_APPLIED, "provider.request-expired",
+                                  "received after expires_at plus skew: no effect; a saved result under this "
+                                  "key would have been returned instead, and no later request can take effect"),
+    (400, "invalid_request"): Row(AttemptState.FAILED, "provider.invalid-request",
+                                  "documented no-effect; the same parameters fail the same way"),
+    (409, "idempotency_key_in_use"): Row(AttemptState.UNKNOWN, "provider.idempotency-key-in-use",
+                                         "this request did nothing, but the key already carries another "
+                                         "request's effect: reconcile"),
+    (429, "rate_limited"): Row(AttemptState.STARTED, "provider.rate-limited",
+                               "documented no-effect and transient: same-key resend before the send deadline",
+                               resend=True),
+}
+
+NO_RESPONSE = Row(AttemptState.UNKNOWN, "provider.no-response",
+                  "timeout, reset or crash after Started: the provider may have completed the payout")
+MALFORMED = Row(AttemptState.UNKNOWN, "provider.malformed-response", "an answer nobody can read proves nothing")
+UNDOCUMENTED = Row(AttemptState.UNKNOWN, "provider.undocumented-response",
+                   "not documented as no-effect (e.g. 500): indeterminate")
+MISMATCH = Row(AttemptState.UNKNOWN, "provider.record-mismatch",
+               "a record whose reference, amount or currency differs from the attempt is not this attempt's")
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What a provider record must agree with to be this attempt's."""
+
+    client_reference: str
+    amount_minor: int
+    currency: str
+
+
+@dataclass(frozen=True)
+class ProviderResponse:
+    status: int
+    body: bytes
+    retry_after_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class NoResponse:
+    kind: Literal["timeout", "transport"]
+
+
+Observation = ProviderResponse | NoResponse
+
+
+@dataclass(frozen=True)
+class Classification:
+    row: Row
+    provider_payout_id: str | None = None
+    provider_status: str | None = None
+    failure_code: str | None = None
+    retry_after_s: float = 0.0
+
+    @property
+    def state(self) -> AttemptState:
+        return self.row.state
+
+    @property
+    def reason(self) -> str:
+        return self.failure_code or self.row.reason
+
+    @property
+    def returned(self) -> bool:
+        return self.provider_status == "returned"
+
+
+def classify_record(record: dict[str, Any], expected: Expected) -> Classification:
+    """A payout object from a 200 answer or a lookup, checked against the attempt first."""
+    if (record.get("client_reference") != expected.client_reference
+            or record.get("amount_minor") != expected.amount_minor
+            or record.get("currency") != expected.currency):
+        return Classification(MISMATCH, provider_payout_id=_str(record.get("id")))
+    status = record.get("status")
+    row = STATUS_ROWS.get(status) if isinstance(status, str) else None
+    if row is None:
+        return Classification(UNDOCUMENTED, provider_payout_id=_str(record.get("id")))
+    failure = _str(record.get("failure_code")) if row.state is AttemptState.FAILED else None
+    return Classification(row, provider_payout_id=_str(record.get("id")), provider_status=str(status),
+                          failure_code=failure)
+
+
+def classify(observation: Observation, expected: Expected) -> Classification:
+    """The attempt state one send's observation establishes."""
+    if isinstance(observation, NoResponse):
+        return Classification(NO_RESPONSE)
+    try:
+        document = json.loads(observation.body)
+    except ValueError:
+        return Classification(MALFORMED)
+    if not isinstance(document, dict):
+        return Classification(MALFORMED)
+    if observation.status == 200:
+        return classify_record(document, expected)
+    error = document.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    row = ERROR_ROWS.get((observation.status, code)) if isinstance(code, str) else None
+    if row is None:
+        return Classification(UNDOCUMENTED)
+    return Classification(row, retry_after_s=observation.retry_after_s if row.resend else 0.0)
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None

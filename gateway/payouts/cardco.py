@@ -1,0 +1,89 @@
+"""CardCo's payouts API as the executor and the reconciler use it (API.md, "provider_fake: CardCo":
+``POST /v1/payouts`` with ``Idempotency-Key`` and ``expires_at``; ``GET /v1/payouts?client_reference=``).
+
+The API key is read here, at the call, and only after a confirmed claim (seed 000, "Worker Identity
+Is Presenter Identity"). Every send of an attempt carries byte-identical parameters, the attempt's
+send deadline as ``expires_at``, and its fixed idempotency key. The call is cut off by a budget on
+the injected clock; every way it ends without an answer becomes a :class:`NoResponse`. Lookup
+records replace the destination token with its digest before anything else sees them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from typing import Any
+
+import httpx
+
+from gateway.clock import Clock
+from gateway.domain.payout_outcomes import NoResponse, Observation, ProviderResponse
+from gateway.settings import ProviderAccount
+
+
+class CredentialUnavailable(Exception):
+    """The provider credential could not be acquired; nothing may be sent."""
+
+
+def destination_digest(pepper: str, token: str) -> str:
+    """What evidence may hold about a destination token: its HMAC under the server's pepper."""
+    return hmac.new(pepper.encode(), token.encode(), hashlib.sha256).hexdigest()
+
+
+def request_body(attempt: dict[str, Any], token: str) -> bytes:
+    """The attempt's parameters, serialized the same way for every send of the attempt."""
+    expires_at = attempt["send_deadline"].isoformat().replace("+00:00", "Z")
+    return json.dumps({"amount_minor": attempt["amount_minor"], "currency": attempt["currency"],
+                       "destination_token": token, "client_reference": attempt["client_reference"],
+                       "expires_at": expires_at}, separators=(",", ":"), sort_keys=True).encode()
+
+
+class CardCoPayouts:
+    def __init__(self, account: ProviderAccount, clock: Clock, pepper: str) -> None:
+        self.account = account
+        self.clock = clock
+        self.pepper = pepper
+
+    def credential(self) -> str:
+        key = self.account.api_key.get_secret_value()
+        if not key.strip():
+            raise CredentialUnavailable(self.account.id)
+        return key
+
+    def _headers(self, key: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key}", "CardCo-Account": self.account.id,
+                "Content-Type": "application/json"}
+
+    async def submit(self, attempt: dict[str, Any], token: str, key: str) -> Observation:
+        headers = self._headers(key) | {"Idempotency-Key": attempt["idempotency_key"]}
+        try:
+            async with (self.clock.budget(self.account.call_budget_s),
+                        httpx.AsyncClient(base_url=self.account.base_url, timeout=None) as http):
+                response = await http.post("/v1/payouts", content=request_body(attempt, token), headers=headers)
+        except (TimeoutError, httpx.TimeoutException):
+            return NoResponse("timeout")
+        except httpx.TransportError:
+            return NoResponse("transport")
+        retry_after = response.headers.get("retry-after", "0")
+        return ProviderResponse(response.status_code, response.content,
+                                float(retry_after) if retry_after.isdigit() else 0.0)
+
+    async def lookup(self, client_reference: str) -> list[dict[str, Any]] | None:
+        """The provider's records for one attempt's reference; None when the lookup itself failed."""
+        try:
+            async with (self.clock.budget(self.account.call_budget_s),
+                        httpx.AsyncClient(base_url=self.account.base_url, timeout=None) as http):
+                response = await http.get("/v1/payouts", params={"client_reference": client_reference},
+                                          headers=self._headers(self.credential()))
+            data = response.json()["data"] if response.status_code == 200 else None
+        except (TimeoutError, httpx.HTTPError, ValueError, KeyError, TypeError, CredentialUnavailable):
+            return None
+        if not isinstance(data, list):
+            return None
+        return [self._without_token(record) for record in data if isinstance(record, dict)]
+
+    def _without_token(self, record: dict[str, Any]) -> dict[str, Any]:
+        token = record.pop("destination_token", None)
+        record["destination_digest"] = destination_digest(self.pepper, token) if isinstance(token, str) else None
+        return record

@@ -1,0 +1,28 @@
+"""Which provider account pays out, and the payout timings drawn from settings (API.md, "Payout
+timing"; docs/decisions/0007-payout-provider-account-and-timings.md)."""
+
+from __future__ import annotations
+
+from gateway.domain.payout_timing import PayoutTimings
+from gateway.settings import ProviderAccount, Settings
+
+OPERATION = "payout.submit"
+AUDIENCE = "payout-executor"
+JOB_KIND = "payout-job"
+
+
+def payout_account(settings: Settings) -> ProviderAccount:
+    """The platform's payout account: the first configured provider account."""
+    if not settings.provider_accounts:
+        raise RuntimeError("payouts need a configured provider account")
+    return settings.provider_accounts[0]
+
+
+def payout_timings(settings: Settings) -> PayoutTimings:
+    account = payout_account(settings)
+    return PayoutTimings(
+        grant_lead_s=settings.payout_grant_lead_s, grant_window_s=settings.payout_grant_window_s,
+        send_deadline_s=settings.payout_send_deadline_s, provider_skew_s=settings.provider_skew_s,
+        call_budget_s=account.call_budget_s, record_budget_s=account.record_budget_s,
+        visibility_delay_s=account.processing_allowance_s, key_window_s=account.key_window_s,
+        escalation_safety_margin_s=account.escalation_safety_margin_s, lookup_backoff_s=account.lookup_backoff_s)

@@ -1,0 +1,60 @@
+"""Payout actors (seed 000): the executor, the sweeper and the reconciler.
+
+``execute_payout`` carries references only (payout id, grant id, correlation id); the worker
+presents the grant as ``svc-payout-worker`` and the executor decides everything from the
+database. A postponed delivery (context unavailable, or early) is re-sent for later while the
+grant's window is open; after that the grant expires unused. ``publish_payout_job`` is what the
+outbox relay calls for a ``payout-job`` row: it sends the message delayed to ``not_before``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import dramatiq
+
+from gateway.clock import Clock
+from gateway.payouts.executor import Executor
+from gateway.payouts.reconciler import Reconciler
+from gateway.payouts.sweeper import sweep_once
+from gateway.payouts.validation import PayoutJob, Postponed
+from jobs import runtime
+from jobs.broker import QUEUE
+
+POSTPONE_S = 15.0
+
+
+def _delay_ms(until: datetime, clock: Clock) -> int:
+    return max(0, int((until - clock.now()).total_seconds() * 1000))
+
+
+def publish_payout_job(payload: dict[str, Any], clock: Clock) -> dramatiq.Message[Any]:
+    """Deliver one ``payout-job`` outbox row: the message, delayed until the grant's not_before."""
+    deliver_at = datetime.fromisoformat(payload["deliver_at"])
+    return execute_payout.send_with_options(
+        args=(payload["payout_id"], payload["grant_id"], payload["correlation_id"]),
+        delay=_delay_ms(deliver_at, clock))
+
+
+@dramatiq.actor(queue_name=QUEUE, max_retries=3, min_backoff=1_000, time_limit=120_000)
+async def execute_payout(payout_id: str, grant_id: str, correlation_id: str) -> None:
+    current = await runtime.current()
+    outcome = await Executor(current.db, current.clock, current.settings).run(
+        PayoutJob(payout_id, grant_id, correlation_id))
+    if isinstance(outcome, Postponed):
+        later = outcome.until or current.clock.now() + timedelta(seconds=POSTPONE_S)
+        execute_payout.send_with_options(args=(payout_id, grant_id, correlation_id),
+                                         delay=_delay_ms(later, current.clock))
+
+
+@dramatiq.actor(queue_name=QUEUE, max_retries=0, time_limit=60_000)
+async def sweep_payouts() -> None:
+    current = await runtime.current()
+    await sweep_once(current.db, current.clock)
+
+
+@dramatiq.actor(queue_name=QUEUE, max_retries=0, time_limit=120_000)
+async def reconcile_payouts() -> None:
+    current = await runtime.current()
+    await Reconciler(current.db, current.clock, current.settings).run_once()
