@@ -1,0 +1,140 @@
+"""Reading a verified CardCo notification (API.md "Provider notifications": the CardCo payload
+and its types; seed 004, "The Notification Handler").
+
+:func:`parse` turns the raw body into a :class:`Notification` or an :class:`Unreadable`. A
+verified body that is not JSON, not the documented shape, or of an unknown type is still recorded
+and escalated by the handler, so it is a value here, never an exception. What the history keeps
+(:meth:`Notification.detail`) is identifiers, type, status, amount, currency and the canonical key
+fields, never the raw payload (DESIGN invariant 8): a payout's destination token is not even read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gateway.domain.cardco import PaymentObject
+from gateway.domain.notification_keys import CanonicalFields, present
+
+PAYMENT_TYPES = frozenset({"payment.processing", "payment.requires_action", "payment.succeeded",
+                           "payment.failed", "payment.refunded"})
+PAYOUT_TYPES = frozenset({"payout.processing", "payout.paid", "payout.failed", "payout.returned"})
+
+
+class PayoutObject(BaseModel):
+    """The parts of CardCo's payout object the gateway keeps; everything else is ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    object: Literal["payout"]
+    id: str = Field(min_length=1)
+    client_reference: str | None = None
+    amount_minor: int
+    currency: str
+    status: str
+    failure_code: str | None = None
+    sequence: int | None = None
+
+
+@dataclass(frozen=True)
+class Notification:
+    """A readable notification about one payment or payout."""
+
+    event_id: str | None
+    event_type: str
+    subject: PaymentObject | PayoutObject
+
+    @property
+    def kind(self) -> Literal["payment", "payout"]:
+        return self.subject.object
+
+    @property
+    def payment(self) -> PaymentObject | None:
+        return self.subject if isinstance(self.subject, PaymentObject) else None
+
+    @property
+    def provider_object_id(self) -> str | None:
+        return present(self.subject.id)
+
+    @property
+    def client_reference(self) -> str | None:
+        return present(self.subject.client_reference)
+
+    def canonical_fields(self) -> CanonicalFields:
+        return CanonicalFields.of(provider_payment_id=self.subject.id, client_reference=self.subject.client_reference,
+                                  event_type=self.event_type, status=self.subject.status,
+                                  amount_minor=self.subject.amount_minor, currency=self.subject.currency,
+                                  sequence=self.subject.sequence)
+
+    def detail(self) -> dict[str, Any]:
+        """What the notification event records: enough to re-apply it later, nothing more."""
+        return {"provider_event_id": self.event_id, "type": self.event_type, "object": self.kind,
+                "provider_object_id": self.provider_object_id, "client_reference": self.client_reference,
+                "status": self.subject.status, "amount_minor": self.subject.amount_minor,
+                "currency": self.subject.currency, "sequence": self.subject.sequence,
+                self.kind: self.subject.model_dump(mode="json"),
+                "canonical": self.canonical_fields().as_detail()}
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A verified body the gateway cannot act on; ``event_id`` when the payload still names one."""
+
+    reason: str
+    event_id: str | None
+    event_type: str | None
+    body_sha256: str
+    body_bytes: int
+
+    def detail(self) -> dict[str, Any]:
+        # A digest lets an operator match the delivery with the provider's logs without storing it.
+        return {"unreadable": self.reason, "provider_event_id": self.event_id, "type": self.event_type,
+                "body_sha256": self.body_sha256, "body_bytes": self.body_bytes}
+
+
+def _unreadable(reason: str, body: bytes, document: Any = None) -> Unreadable:
+    fields = document if isinstance(document, dict) else {}
+    event_type = fields.get("type")
+    return Unreadable(reason=reason, event_id=present(fields.get("id")),
+                      event_type=event_type[:100] if isinstance(event_type, str) else None,
+                      body_sha256=hashlib.sha256(body).hexdigest(), body_bytes=len(body))
+
+
+def parse(body: bytes) -> Notification | Unreadable:
+    """Read a CardCo event: ``{"id", "type", "created", "data": {"object": {...}}}``."""
+    try:
+        document = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return _unreadable("malformed-json", body)
+    if not isinstance(document, dict) or not isinstance(document.get("data"), dict):
+        return _unreadable("malformed-payload", body, document)
+    event_type = document.get("type")
+    if not isinstance(event_type, str) or event_type not in PAYMENT_TYPES | PAYOUT_TYPES:
+        return _unreadable("unknown-type", body, document)
+    model = PaymentObject if event_type in PAYMENT_TYPES else PayoutObject
+    try:
+        subject = model.model_validate(document["data"].get("object"))
+    except ValidationError:
+        return _unreadable("malformed-object", body, document)
+    if event_type != f"{subject.object}.{subject.status}":
+        # CardCo names each event after the status it announces; a disagreement is not evidence.
+        return _unreadable("type-status-mismatch", body, document)
+    return Notification(event_id=present(document.get("id")), event_type=event_type, subject=subject)
+
+
+def from_detail(detail: dict[str, Any]) -> Notification | None:
+    """The notification a stored event's :meth:`Notification.detail` describes, to apply it again
+    later (seed 004: reconciliation applies "its verified outcome"); None for an unreadable one."""
+    kind, event_type = detail.get("object"), detail.get("type")
+    model: type[PaymentObject] | type[PayoutObject] = PaymentObject if kind == "payment" else PayoutObject
+    if kind not in ("payment", "payout") or not isinstance(event_type, str):
+        return None
+    try:
+        subject = model.model_validate(detail.get(kind))
+    except ValidationError:
+        return None
+    return Notification(event_id=present(detail.get("provider_event_id")), event_type=event_type, subject=subject)
