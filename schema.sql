@@ -236,6 +236,22 @@ CREATE OR REPLACE TRIGGER payment_attempt_events_no_truncate
     BEFORE TRUNCATE ON payment_attempt_events
     FOR EACH STATEMENT EXECUTE FUNCTION paygate_reject_history_change();
 
+-- A stored notification that no attempt matched (or whose identifiers named two), applied later
+-- by an operator's reconciliation (seed 004, "The Notification Handler": "an authorized
+-- reconciliation process attaches the stored notification to its attempt"). The event itself is
+-- append-only history, so the attachment is its own row; the primary key makes a second
+-- application of the same notification a conflict, not a second transition.
+CREATE TABLE IF NOT EXISTS notification_applications (
+    notification_event_id bigint      PRIMARY KEY REFERENCES payment_attempt_events (event_id),
+    attempt_id            uuid        NOT NULL REFERENCES payment_attempts (attempt_id),
+    applied_at            timestamptz NOT NULL,
+    applied_by            text        NOT NULL   -- operator-<token subject>
+);
+
+CREATE OR REPLACE TRIGGER notification_applications_append_only
+    BEFORE UPDATE OR DELETE ON notification_applications
+    FOR EACH ROW EXECUTE FUNCTION paygate_reject_history_change();
+
 -- ============================================================================================
 -- Payouts (seed 000, "Delayed Financial Payout and Ambiguous External Commit").
 -- Reference data (tenants, beneficiaries, destinations, policy releases) carries versions that

@@ -9,6 +9,8 @@ import redis.asyncio as aioredis
 
 from gateway.auth.tokens import Tokens
 from gateway.clock import Clock, SystemClock
+from gateway.notifications.handler import NotificationHandler
+from gateway.notifications.reconciliation import NotificationReconciliation
 from gateway.orders.repository import Orders
 from gateway.payments.attempts import Attempts
 from gateway.payments.checkout import Checkout
@@ -30,6 +32,8 @@ class Services:
     attempts: Attempts
     payments: PaymentClient
     checkout: Checkout
+    notifications: NotificationHandler
+    reconciliation: NotificationReconciliation
 
     @classmethod
     async def open(cls, settings: Settings, clock: Clock | None = None) -> Services:
@@ -44,9 +48,11 @@ class Services:
         http = httpx.AsyncClient(timeout=httpx.Timeout(None), follow_redirects=False)
         attempts = Attempts(db, clock, settings)
         payments = PaymentClient(settings, clock, http)
+        notifications = NotificationHandler(db, clock, settings, attempts)
         return cls(settings=settings, clock=clock, db=db, redis=redis, tokens=tokens, http=http,
                    orders=Orders(db, clock), attempts=attempts, payments=payments,
-                   checkout=Checkout(settings, clock, db, attempts, payments))
+                   checkout=Checkout(settings, clock, db, attempts, payments),
+                   notifications=notifications, reconciliation=NotificationReconciliation(db, clock, notifications))
 
     async def close(self) -> None:
         await self.checkout.drain()

@@ -146,3 +146,51 @@ class OutboxDiscarded(PaygateError):
     """The outbox message was discarded by an operator."""
 
     code, status = "outbox.discarded", 409
+
+
+class WebhookEndpointNotFound(NotFound):
+    """No webhook endpoint with this id is configured."""
+
+    code = "webhook.endpoint_not_found"
+
+
+class WebhookSignatureInvalid(PaygateError):
+    """The webhook signature headers are missing, malformed or do not verify."""
+
+    code, status = "webhook.signature_invalid", 401
+
+
+class WebhookTimestampOutOfTolerance(PaygateError):
+    """The webhook timestamp is more than 300 seconds from now."""
+
+    code, status = "webhook.timestamp_out_of_tolerance", 401
+
+
+class NotificationNotRecorded(Unavailable):
+    """The notification could not be recorded; deliver it again."""
+
+    code = "notification.not_recorded"
+
+
+class NotificationNotFound(NotFound):
+    """No such stored notification."""
+
+    code = "notification.not_found"
+
+
+class NotificationAlreadyApplied(PaygateError):
+    """The notification was already applied to an attempt."""
+
+    code, status = "notification.already_applied", 409
+
+
+class NotificationNotApplicable(PaygateError):
+    """The notification cannot be applied to this attempt."""
+
+    code, status = "notification.not_applicable", 409
+
+
+class AttemptNotFound(NotFound):
+    """No such payment attempt."""
+
+    code = "attempt.not_found"

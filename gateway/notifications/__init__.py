@@ -1,0 +1,1 @@
+"""Provider notifications: verify, record once, match, apply or escalate (seed 004)."""

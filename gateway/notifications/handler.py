@@ -1,0 +1,173 @@
+"""The notification handler (seed 004, "The Notification Handler", whose C# is the reference flow;
+"Notification Deduplication"; "Escalations").
+
+:meth:`NotificationHandler.verify` decides who signed a delivery (nothing is written for a
+rejection). :meth:`NotificationHandler.handle` then does everything in ONE transaction: find the
+attempt by verified account + client reference and by account + provider payment id
+independently; record the notification (a keyed duplicate returns before any transition, alert or
+outbox row); then escalate an identity conflict, an unmatched or unreadable notification, or apply
+it through :meth:`Attempts.apply_evidence`, the conditional transition every writer shares. The
+caller acknowledges only after this returns, i.e. after the commit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+from uuid import UUID
+
+import structlog
+
+from gateway.clock import Clock
+from gateway.domain.cardco import object_evidence
+from gateway.domain.cardco_notifications import Notification, Unreadable, parse
+from gateway.domain.errors import WebhookEndpointNotFound
+from gateway.domain.notification_keys import escalation_key, notification_key
+from gateway.domain.webhook_signatures import AccountKeys, Rejected, Verified, verify
+from gateway.escalations.store import raise_escalation
+from gateway.notifications import repository
+from gateway.payments.attempts import Attempts, retry_transaction
+from gateway.settings import ProviderAccount, Settings
+from gateway.store.db import Connection, Database
+
+log = structlog.get_logger("gateway.notifications")
+ACTOR = "notification-handler"
+Outcome = Literal["duplicate", "applied", "unmatched", "identity-conflict", "unreadable"]
+
+
+@dataclass(frozen=True)
+class Handled:
+    outcome: Outcome
+    notification_event_id: int | None = None
+    attempt_id: UUID | None = None
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every step of one handling needs."""
+
+    account: ProviderAccount
+    key: str | None
+    webhook_id: str
+
+
+class NotificationHandler:
+    def __init__(self, db: Database, clock: Clock, settings: Settings, attempts: Attempts) -> None:
+        self._db = db
+        self._clock = clock
+        self._settings = settings
+        self._attempts = attempts
+        self._endpoints: dict[str, list[AccountKeys]] = {}
+        for account in settings.provider_accounts:
+            keys = AccountKeys.from_config(account.id, [s.get_secret_value() for s in account.webhook_secrets],
+                                           account.webhook_public_keys)
+            self._endpoints.setdefault(account.webhook_endpoint_id, []).append(keys)
+
+    def verify(self, endpoint_id: str, headers: Mapping[str, str], body: bytes) -> Verified | Rejected:
+        """Which of the endpoint's accounts signed the delivery; WebhookEndpointNotFound if none is configured."""
+        accounts = self._endpoints.get(endpoint_id)
+        if accounts is None:
+            raise WebhookEndpointNotFound()
+        return verify(headers, body, accounts, self._clock.now())
+
+    async def handle(self, verified: Verified, body: bytes) -> Handled:
+        """Record and handle one verified delivery; raises if it could not be recorded."""
+        account = self._settings.account(verified.account_id)
+        if account is None:
+            raise LookupError(f"provider account {verified.account_id} is no longer configured")
+        parsed = parse(body)
+        key = notification_key(
+            event_id=parsed.event_id, webhook_id=verified.webhook_id,
+            fields=parsed.canonical_fields() if isinstance(parsed, Notification) else None,
+            synthesize=account.synthesized_notification_keys, webhook_id_stable=account.webhook_id_stable)
+        context = _Context(account, key, verified.webhook_id)
+        async with self._db.transaction() as conn:
+            if isinstance(parsed, Unreadable):
+                handled = await self._unreadable(conn, context, parsed)
+            else:
+                handled = await self._readable(conn, context, parsed)
+        log.info("notification_handled", outcome=handled.outcome, provider_account=account.id,
+                 notification_event_id=handled.notification_event_id, notification_key=key,
+                 attempt_id=str(handled.attempt_id) if handled.attempt_id else None, webhook_id=verified.webhook_id)
+        return handled
+
+    async def _unreadable(self, conn: Connection, context: _Context, parsed: Unreadable) -> Handled:
+        esc_key = escalation_key(context.account.id, "unreadable", notification_key=context.key,
+                                 provider_object_id=None, client_reference=None)
+        detail = {**parsed.detail(), "webhook_id": context.webhook_id, "escalation_key": esc_key}
+        recorded = await self._record(conn, context, None, detail)
+        if isinstance(recorded, repository.Duplicate):
+            return Handled("duplicate")
+        await self._raise(conn, esc_key, "unreadable-notification", None, {
+            "provider_account": context.account.id, "notification_event_id": recorded.event_id,
+            "provider_event_id": parsed.event_id, "notification_key": context.key, "type": parsed.event_type,
+            "unreadable": parsed.reason})
+        return Handled("unreadable", recorded.event_id)
+
+    async def _readable(self, conn: Connection, context: _Context, parsed: Notification) -> Handled:
+        account_id = context.account.id
+        reference, object_id = parsed.client_reference, parsed.provider_object_id
+        by_reference = by_payment_id = None
+        if parsed.kind == "payment":
+            # Both identifiers resolved independently; if they name different attempts the
+            # notification is contradictory evidence, applied to neither.
+            by_reference = await repository.attempt_by_reference(conn, account_id, reference)
+            by_payment_id = await repository.attempt_by_provider_payment_id(conn, account_id, object_id)
+        conflict = by_reference is not None and by_payment_id is not None and by_reference != by_payment_id
+        attempt_id = None if conflict else by_reference or by_payment_id
+        problem = "identity-conflict" if conflict else "unmatched"
+        esc_key = escalation_key(account_id, problem, notification_key=context.key,
+                                 provider_object_id=object_id, client_reference=reference)
+        detail = {**parsed.detail(), "webhook_id": context.webhook_id,
+                  "escalation_key": None if attempt_id else esc_key}
+        recorded = await self._record(conn, context, attempt_id, detail)
+        if isinstance(recorded, repository.Duplicate):
+            return Handled("duplicate")
+        if attempt_id is not None:
+            await self.apply(conn, account_id, attempt_id, parsed, recorded.event_id, context.key, actor=ACTOR)
+            return Handled("applied", recorded.event_id, attempt_id)
+        facts = {"provider_account": account_id, "client_reference": reference, "provider_payment_id": object_id,
+                 "notification_event_id": recorded.event_id, "provider_event_id": parsed.event_id,
+                 "notification_key": context.key, "type": parsed.event_type, "status": parsed.subject.status,
+                 "amount_minor": parsed.subject.amount_minor, "currency": parsed.subject.currency}
+        if conflict:
+            # Attached to the reference-matched attempt for navigation; details name both.
+            await self._raise(conn, esc_key, "identity-conflict", by_reference, {
+                **facts, "reference_attempt_id": str(by_reference), "provider_payment_id_attempt_id": str(by_payment_id)})
+            return Handled("identity-conflict", recorded.event_id)
+        # Never silently ignore what cannot be placed; the stored notification waits for
+        # reconciliation (POST /v1/ops/notifications/{event_id}/apply).
+        await self._raise(conn, esc_key, f"unmatched-{parsed.kind}", None, facts)
+        return Handled("unmatched", recorded.event_id)
+
+    async def apply(self, conn: Connection, account_id: str, attempt_id: UUID, parsed: Notification, event_id: int,
+                    key: str | None, *, actor: str) -> dict[str, Any]:
+        """Apply a payment notification's evidence in the caller's transaction. A concurrent
+        writer that changed the attempt makes it reapply against the new version, a bounded number
+        of times, inside a savepoint: the notification record is never rolled back for it."""
+        if parsed.payment is None:
+            raise ValueError("only payment notifications apply to payment attempts")
+        evidence = dataclasses.replace(
+            object_evidence(account_id, parsed.payment, notification_event_id=event_id,
+                            provider_event_id=parsed.event_id),
+            evidence_key=key)
+
+        async def once() -> dict[str, Any]:
+            async with conn.transaction():
+                return await self._attempts.apply_evidence(attempt_id, evidence, actor=actor, kind=None, conn=conn)
+
+        applied: dict[str, Any] = await retry_transaction(once)
+        return applied
+
+    async def _record(self, conn: Connection, context: _Context, attempt_id: UUID | None,
+                      detail: dict[str, Any]) -> repository.Recorded | repository.Duplicate:
+        return await repository.record(conn, provider_account=context.account.id, notification_key=context.key,
+                                       attempt_id=attempt_id, detail=detail, now=self._clock.now())
+
+    async def _raise(self, conn: Connection, key: str, reason: str, attempt_id: UUID | None,
+                     details: dict[str, Any]) -> None:
+        await raise_escalation(conn, escalation_key=key, reason=reason, now=self._clock.now(),
+                               reminder_interval_s=self._settings.reminder_interval_s,
+                               attempt_id=attempt_id, details=details)

@@ -1,0 +1,78 @@
+-- Provider notifications (seed 004, "The Notification Handler", "Notification Deduplication").
+-- Every statement runs inside the handler's one transaction; nothing here locks the attempt:
+-- Attempts.apply_evidence takes the order and attempt locks, in the one lock order, when it applies.
+
+-- name: attempt_by_reference
+-- The pair the store generated and sent, and that uq_payment_attempt_reference makes unique;
+-- the account is the verified one, so a test-mode notification never finds a live attempt.
+SELECT attempt_id FROM payment_attempts
+ WHERE provider_account = %(provider_account)s AND client_reference = %(client_reference)s;
+
+-- name: attempt_by_provider_payment_id
+-- one_attempt_per_provider_payment makes this at most one row within the account.
+SELECT attempt_id FROM payment_attempts
+ WHERE provider_account = %(provider_account)s AND provider_payment_id = %(provider_payment_id)s;
+
+-- name: record_notification
+-- Record before acting. The conflict target names the arbiter, uq_notification, so no other
+-- unique constraint can ever silently swallow a notification. If another transaction inserted
+-- the same key and has not committed, this waits for it: after its commit this returns no row
+-- (a duplicate, handled already); after its rollback this inserts and handles it. A NULL key
+-- never conflicts (the constraint is deliberately not NULLS NOT DISTINCT): every unkeyed
+-- delivery is its own row and always returns its event id.
+INSERT INTO payment_attempt_events (attempt_id, occurred_at, kind, actor, provider_account, notification_key, detail)
+VALUES (%(attempt_id)s, %(now)s, 'notification', 'notification-handler', %(provider_account)s,
+        %(notification_key)s, %(detail)s)
+ON CONFLICT (provider_account, notification_key) DO NOTHING
+RETURNING event_id;
+
+-- name: stored_by_event_id
+-- The operator names a notification stored without a provider event id by the gateway's id.
+SELECT e.event_id, e.attempt_id, e.provider_account, e.notification_key, e.detail,
+       a.attempt_id AS applied_to
+  FROM payment_attempt_events e
+  LEFT JOIN notification_applications a ON a.notification_event_id = e.event_id
+ WHERE e.event_id = %(event_id)s AND e.kind = 'notification';
+
+-- name: stored_by_provider_event_id
+-- A provider event id is unique only within its account (the same evt_ id may exist under test
+-- and live), so it is looked up in the account of the attempt it is to be applied to.
+SELECT e.event_id, e.attempt_id, e.provider_account, e.notification_key, e.detail,
+       a.attempt_id AS applied_to
+  FROM payment_attempt_events e
+  LEFT JOIN notification_applications a ON a.notification_event_id = e.event_id
+ WHERE e.kind = 'notification' AND e.provider_account = %(provider_account)s
+   AND e.notification_key = %(provider_event_id)s;
+
+-- name: attempt_account
+SELECT provider_account FROM payment_attempts WHERE attempt_id = %(attempt_id)s;
+
+-- name: record_application
+-- The primary key serializes two operators applying the same notification: the second waits
+-- for the first and then gets no row back, so the transition is applied once.
+INSERT INTO notification_applications (notification_event_id, attempt_id, applied_at, applied_by)
+VALUES (%(event_id)s, %(attempt_id)s, %(now)s, %(actor)s)
+ON CONFLICT (notification_event_id) DO NOTHING
+RETURNING notification_event_id;
+
+-- name: others_behind_escalation
+-- A coarse episode (notification:<account>:unmatched-unidentified) stands for every unmatched
+-- notification recorded since it was raised; it is closed only when none of them is left unapplied.
+SELECT count(*) AS remaining
+  FROM payment_attempt_events e
+ WHERE e.kind = 'notification' AND e.attempt_id IS NULL
+   AND e.provider_account = %(provider_account)s
+   AND e.detail ->> 'escalation_key' = %(escalation_key)s
+   AND e.event_id <> %(event_id)s
+   AND e.occurred_at >= (SELECT raised_at FROM payment_escalations
+                          WHERE escalation_key = %(escalation_key)s AND resolved_at IS NULL)
+   AND NOT EXISTS (SELECT 1 FROM notification_applications a WHERE a.notification_event_id = e.event_id);
+
+-- name: resolve_episode
+-- Reconciliation ended the condition the episode named (the notification now has its attempt),
+-- so it closes in the same transaction as the transition; ck_escalation_resolved_reminder
+-- insists the reminders stop with it.
+UPDATE payment_escalations
+   SET resolved_at = %(now)s, next_reminder_at = NULL, resolution_note = %(note)s
+ WHERE escalation_key = %(escalation_key)s AND resolved_at IS NULL
+RETURNING escalation_id;

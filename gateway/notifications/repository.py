@@ -1,0 +1,90 @@
+"""The notification aggregate's SQL, run inside the caller's transaction (seed 004, "Notification
+Deduplication": "the repository's result type keeps those two cases apart rather than
+overloading null"). Queries and their reasons are in ``queries.sql``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from psycopg.types.json import Jsonb
+
+from gateway.store.db import Connection, fetch_all, fetch_one
+from gateway.store.queries import load_queries
+
+_SQL = load_queries("gateway.notifications")
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """The notification is new: this transaction inserted it and must handle it."""
+
+    event_id: int
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    """Another transaction committed the same key: it was handled there."""
+
+
+async def attempt_by_reference(conn: Connection, provider_account: str, client_reference: str | None) -> UUID | None:
+    if client_reference is None:
+        return None
+    row = await fetch_one(conn, _SQL["attempt_by_reference"],
+                          {"provider_account": provider_account, "client_reference": client_reference})
+    return row["attempt_id"] if row else None
+
+
+async def attempt_by_provider_payment_id(conn: Connection, provider_account: str,
+                                         provider_payment_id: str | None) -> UUID | None:
+    if provider_payment_id is None:
+        return None
+    row = await fetch_one(conn, _SQL["attempt_by_provider_payment_id"],
+                          {"provider_account": provider_account, "provider_payment_id": provider_payment_id})
+    return row["attempt_id"] if row else None
+
+
+async def record(conn: Connection, *, provider_account: str, notification_key: str | None,
+                 attempt_id: UUID | None, detail: dict[str, Any], now: datetime) -> Recorded | Duplicate:
+    row = await fetch_one(conn, _SQL["record_notification"], {
+        "attempt_id": attempt_id, "now": now, "provider_account": provider_account,
+        "notification_key": notification_key, "detail": Jsonb(detail)})
+    if row is not None:
+        return Recorded(int(row["event_id"]))
+    if notification_key is None:
+        raise RuntimeError("an unkeyed notification cannot be a duplicate; the insert returned nothing")
+    return Duplicate()
+
+
+async def stored(conn: Connection, reference: str, provider_account: str) -> dict[str, Any] | None:
+    """The stored notification an operator names: the gateway's numeric notification event id,
+    or the provider's event id, looked up in ``provider_account`` (the target attempt's)."""
+    if reference.isdigit():
+        return await fetch_one(conn, _SQL["stored_by_event_id"], {"event_id": int(reference)})
+    return await fetch_one(conn, _SQL["stored_by_provider_event_id"], {
+        "provider_account": provider_account, "provider_event_id": reference})
+
+
+async def attempt_account(conn: Connection, attempt_id: UUID) -> str | None:
+    row = await fetch_one(conn, _SQL["attempt_account"], {"attempt_id": attempt_id})
+    return str(row["provider_account"]) if row else None
+
+
+async def record_application(conn: Connection, *, event_id: int, attempt_id: UUID, actor: str, now: datetime) -> bool:
+    """True when this transaction attached the notification; False when one already had."""
+    row = await fetch_one(conn, _SQL["record_application"],
+                          {"event_id": event_id, "attempt_id": attempt_id, "actor": actor, "now": now})
+    return row is not None
+
+
+async def others_behind_escalation(conn: Connection, *, provider_account: str, escalation_key: str, event_id: int) -> int:
+    row = await fetch_one(conn, _SQL["others_behind_escalation"], {
+        "provider_account": provider_account, "escalation_key": escalation_key, "event_id": event_id})
+    return int(row["remaining"]) if row else 0
+
+
+async def resolve_episode(conn: Connection, *, escalation_key: str, now: datetime, note: str) -> list[int]:
+    rows = await fetch_all(conn, _SQL["resolve_episode"], {"escalation_key": escalation_key, "now": now, "note": note})
+    return [int(row["escalation_id"]) for row in rows]
