@@ -252,6 +252,10 @@ CREATE OR REPLACE TRIGGER notification_applications_append_only
     BEFORE UPDATE OR DELETE ON notification_applications
     FOR EACH ROW EXECUTE FUNCTION paygate_reject_history_change();
 
+CREATE OR REPLACE TRIGGER notification_applications_no_truncate
+    BEFORE TRUNCATE ON notification_applications
+    FOR EACH STATEMENT EXECUTE FUNCTION paygate_reject_history_change();
+
 -- ============================================================================================
 -- Payouts (seed 000, "Delayed Financial Payout and Ambiguous External Commit").
 -- Reference data (tenants, beneficiaries, destinations, policy releases) carries versions that

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from gateway.domain.cardco import PaymentObject
 from gateway.domain.notification_keys import CanonicalFields, present
@@ -25,19 +25,11 @@ PAYMENT_TYPES = frozenset({"payment.processing", "payment.requires_action", "pay
 PAYOUT_TYPES = frozenset({"payout.processing", "payout.paid", "payout.failed", "payout.returned"})
 
 
-class PayoutObject(BaseModel):
-    """The parts of CardCo's payout object the gateway keeps; everything else is ignored."""
+class PayoutObject(PaymentObject):
+    """CardCo's payout object: the same identity, money and status fields as a payment. Every
+    other field (its destination token above all) is ignored, never read into memory we keep."""
 
-    model_config = ConfigDict(extra="ignore")
-
-    object: Literal["payout"]
-    id: str = Field(min_length=1)
-    client_reference: str | None = None
-    amount_minor: int
-    currency: str
-    status: str
-    failure_code: str | None = None
-    sequence: int | None = None
+    object: Literal["payout"]  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
@@ -46,7 +38,7 @@ class Notification:
 
     event_id: str | None
     event_type: str
-    subject: PaymentObject | PayoutObject
+    subject: PaymentObject  # a PayoutObject for payout.* events
 
     @property
     def kind(self) -> Literal["payment", "payout"]:
@@ -54,7 +46,7 @@ class Notification:
 
     @property
     def payment(self) -> PaymentObject | None:
-        return self.subject if isinstance(self.subject, PaymentObject) else None
+        return self.subject if self.kind == "payment" else None
 
     @property
     def provider_object_id(self) -> str | None:
@@ -130,7 +122,7 @@ def from_detail(detail: dict[str, Any]) -> Notification | None:
     """The notification a stored event's :meth:`Notification.detail` describes, to apply it again
     later (seed 004: reconciliation applies "its verified outcome"); None for an unreadable one."""
     kind, event_type = detail.get("object"), detail.get("type")
-    model: type[PaymentObject] | type[PayoutObject] = PaymentObject if kind == "payment" else PayoutObject
+    model = PaymentObject if kind == "payment" else PayoutObject
     if kind not in ("payment", "payout") or not isinstance(event_type, str):
         return None
     try:

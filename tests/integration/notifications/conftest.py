@@ -23,6 +23,7 @@ from provider_fake import Clock as CardCoClock
 from provider_fake.config import Account
 from provider_fake.signing import sign_v1
 from tests.conftest import LIVE_ACCOUNT, TEST_ACCOUNT, account_config
+from tests.integration.checkout.conftest import shop  # noqa: F401  (the checkout suite's Shop, over this CardCo)
 
 ENDPOINTS = {TEST_ACCOUNT: "cardco-test", LIVE_ACCOUNT: "cardco-live"}
 _ids = itertools.count(1)

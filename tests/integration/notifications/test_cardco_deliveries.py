@@ -7,24 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
-import pytest
-import respx
-
-from gateway.services import Services
-from provider_fake import CardCo
 from tests.integration.checkout.conftest import Shop
 from tests.integration.notifications.conftest import Webhooks
 
 LOST = {"operation": "create_payment", "action": "drop_response"}
-
-
-@pytest.fixture
-async def shop(client: httpx.AsyncClient, services: Services, cardco: CardCo, cardco_http: respx.MockRouter) -> Shop:
-    merchant = await services.tokens.create("merchant", "merchant_1")
-    customer = await services.tokens.create("customer", "cus_1")
-    return Shop(http=client, services=services, cardco=cardco,
-                merchant={"Authorization": f"Bearer {merchant}"}, customer={"Authorization": f"Bearer {customer}"})
 
 
 async def unknown_payment(shop: Shop, *webhook_faults: dict[str, Any]) -> dict[str, Any]:

