@@ -11,6 +11,7 @@ Documented no-effect rejections (400 ``invalid_request``, 401, 429) are ``reject
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -114,3 +115,47 @@ def payment_evidence(account: str, status_code: int, body: bytes) -> Evidence:
     if status_code >= 500:
         return _unknown(account, f"provider.status-{status_code}", **details)
     return _unknown(account, f"provider.undocumented.{status_code}.{code or 'no-code'}", **details)
+
+
+LookupOutcome = Literal["found", "not-found", "failed", "rate-limited", "ambiguous"]
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """What a non-mutating lookup established. A failed lookup (transport error, 5xx, unreadable
+    answer) and a 429 are never "not found" (seed 004, "The Recovery Loop")."""
+
+    outcome: LookupOutcome
+    payment: PaymentObject | None = None
+    reason: str | None = None
+    retry_after_s: float | None = None
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return max(float(value), 0.0) if value is not None else None
+    except ValueError:
+        return None
+
+
+def lookup_result(status_code: int, body: bytes, retry_after: str | None, *, listing: bool) -> Lookup:
+    """Classify the answer to ``GET /v1/payments/{id}`` (``listing`` False) or
+    ``GET /v1/payments?client_reference=`` (``listing`` True)."""
+    if status_code == 429:
+        return Lookup("rate-limited", reason="provider.rate-limited", retry_after_s=_retry_after(retry_after))
+    if status_code == 404 and not listing:
+        return Lookup("not-found")
+    if status_code != 200:
+        return Lookup("failed", reason=f"provider.lookup-status-{status_code}")
+    try:
+        document = _json(body)
+        if not listing:
+            return Lookup("found", PaymentObject.model_validate(document))
+        found = [PaymentObject.model_validate(item) for item in document["data"]]
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, ValidationError):
+        return Lookup("failed", reason="provider.lookup-unreadable")
+    if not found:
+        return Lookup("not-found")
+    if len(found) > 1:
+        return Lookup("ambiguous", reason="provider.lookup-ambiguous")
+    return Lookup("found", found[0])

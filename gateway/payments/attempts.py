@@ -22,6 +22,7 @@ from gateway.domain.errors import OrderCancelled, OrderNotFound, OrderPaid, Prov
 from gateway.escalations.store import raise_escalation, resolve_for_attempt
 from gateway.outbox.store import attempt_ordering_key, enqueue
 from gateway.payments.client import StoredRequest, payments_endpoint
+from gateway.payments.leases import Lease, finish, release
 from gateway.settings import ProviderAccount, Settings
 from gateway.store.db import Connection, Database, fetch_one
 from gateway.store.queries import load_queries
@@ -149,22 +150,27 @@ class Attempts:
         return await self.apply_evidence(attempt_id, evidence, actor=actor, kind="send_result")
 
     async def apply_evidence(self, attempt_id: uuid.UUID, evidence: Evidence, *, actor: str,
-                             kind: str | None, conn: Connection | None = None) -> Attempt:
+                             kind: str | None, conn: Connection | None = None, lease: Lease | None = None) -> Attempt:
         """Apply ``evidence`` to the attempt as it stands, under the order and attempt locks,
         appending a ``kind`` event (send_result, lookup; None when the caller recorded its own,
-        like a notification). With ``conn`` it joins the caller's transaction and does not retry."""
+        like a notification). With ``conn`` it joins the caller's transaction and does not retry.
+
+        With a recovery ``lease``, the same transaction also finishes the pass: an outcome that
+        leaves the attempt unresolved (or escalates) schedules it and releases the lease, a
+        resolution releases the lease if it is still this worker's. A provider outcome stays valid
+        evidence after the lease expired, so it is applied under the state rules alone."""
         if conn is not None:
-            return await self._apply(conn, attempt_id, evidence, actor, kind)
+            return await self._apply(conn, attempt_id, evidence, actor, kind, lease)
 
         async def once() -> Attempt:
             async with self._db.transaction() as own:
-                return await self._apply(own, attempt_id, evidence, actor, kind)
+                return await self._apply(own, attempt_id, evidence, actor, kind, lease)
 
         result: Attempt = await retry_transaction(once)
         return result
 
     async def _apply(self, conn: Connection, attempt_id: uuid.UUID, evidence: Evidence, actor: str,
-                     kind: str | None) -> Attempt:
+                     kind: str | None, lease: Lease | None) -> Attempt:
         now = self._clock.now()
         order = await fetch_one(conn, _SQL["lock_order_of_attempt"], {"attempt_id": attempt_id})
         attempt = await fetch_one(conn, _SQL["lock_attempt"], {"attempt_id": attempt_id})
@@ -184,8 +190,15 @@ class Attempts:
                     f"attempt:{attempt['attempt_id']}:provider-id-conflict", "provider-id-conflict"))
         if decision.escalation is not None:
             await self._escalate(conn, attempt, decision.escalation, evidence, now)
+            if lease is not None:
+                await finish(conn, attempt_id, lease, now, lease.escalated_delay_s)
             return attempt
-        return await self._write(conn, order, attempt, decision, evidence, actor, now)
+        written = await self._write(conn, order, attempt, decision, evidence, actor, now)
+        if lease is not None and decision.resolves:
+            await release(conn, attempt_id, lease, now)
+        elif lease is not None:
+            await finish(conn, attempt_id, lease, now, lease.next_delay_s)
+        return written
 
     async def _write(self, conn: Connection, order: dict[str, Any], attempt: Attempt, decision: Decision,
                      evidence: Evidence, actor: str, now: datetime) -> Attempt:

@@ -17,7 +17,7 @@ import httpx
 
 from gateway.clock import Clock
 from gateway.domain.attempts import Evidence
-from gateway.domain.cardco import payment_evidence
+from gateway.domain.cardco import Lookup, lookup_result, payment_evidence
 from gateway.settings import ProviderAccount, Settings
 
 PAYMENTS_PATH = "/v1/payments"
@@ -52,6 +52,10 @@ class PaymentClient:
         self._clock = clock
         self._http = http
 
+    def _credentials(self, account: ProviderAccount) -> dict[str, str]:
+        return {"Authorization": f"Bearer {account.api_key.get_secret_value()}", "CardCo-Account": account.id,
+                "CardCo-Version": account.api_version}
+
     def build(self, stored: StoredRequest) -> httpx.Request:
         """The transport request for ``stored``; refuses anything that would send it elsewhere
         (seed 004 matrix: "A changed endpoint, region, or account between sends, or a stored
@@ -67,13 +71,8 @@ class PaymentClient:
             "POST",
             stored.endpoint,
             content=stored.request_body.encode("utf-8"),
-            headers={
-                "Authorization": f"Bearer {account.api_key.get_secret_value()}",
-                "CardCo-Account": account.id,
-                "CardCo-Version": stored.api_version,
-                "Idempotency-Key": stored.idempotency_key,
-                "Content-Type": "application/json",
-            },
+            headers={**self._credentials(account), "Idempotency-Key": stored.idempotency_key,
+                     "Content-Type": "application/json"},
         )
 
     def ceiling_s(self, provider_account: str) -> float:
@@ -104,3 +103,23 @@ class PaymentClient:
             # the default send reads the whole body, so truncation surfaces now, not later.
             return _unknown(account, f"provider.transport.{type(error).__name__}")
         return payment_evidence(account, response.status_code, response.content)
+
+    async def find_payment(self, provider_account: str, *, provider_payment_id: str | None = None,
+                           client_reference: str | None = None, budget_s: float | None = None) -> Lookup:
+        """A non-mutating lookup by provider payment ID, or by account + client reference."""
+        account = self._settings.account(provider_account)
+        if account is None:
+            return Lookup("failed", reason="request.not-buildable.account-not-configured")
+        base = payments_endpoint(account)
+        url, params = (f"{base}/{provider_payment_id}", None) if provider_payment_id else (
+            base, {"client_reference": client_reference or ""})
+        try:
+            async with self._clock.budget(min(budget_s or account.maximum_call_duration_s,
+                                              account.maximum_call_duration_s)):
+                response = await self._http.get(url, params=params, headers=self._credentials(account))
+        except TimeoutError:
+            return Lookup("failed", reason="provider.no-response")
+        except httpx.HTTPError as error:
+            return Lookup("failed", reason=f"provider.transport.{type(error).__name__}")
+        return lookup_result(response.status_code, response.content, response.headers.get("retry-after"),
+                             listing=provider_payment_id is None)

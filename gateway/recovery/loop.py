@@ -1,0 +1,213 @@
+"""The recovery loop (seed 004, "The Recovery Loop"), one claimed attempt at a time.
+
+Every pass either resolves the attempt, schedules and releases it (finish, or escalate and finish),
+or takes one of the two deliberate exceptions the seed names: a send intent whose commit is
+unknown (no finish: ownership cannot be confirmed) and a lost lease (the new owner schedules). The
+loop never creates an attempt and never sends a first attempt; it resends only the stored request,
+under its key, inside the escalation deadline, after a lookup found nothing and every resend
+condition holds, and only after committing a send intent under the order and attempt locks.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+import structlog
+
+from gateway.clock import Clock
+from gateway.domain.attempts import Evidence
+from gateway.domain.cardco import Lookup, object_evidence
+from gateway.domain.recovery import AttemptView, ResendConditions, Step, Timings, after_not_found, backoff_s, \
+    final_check, first_step
+from gateway.payments.attempts import Attempts, VersionConflict, stored_request
+from gateway.payments.client import NotBuildable, PaymentClient
+from gateway.payments.leases import Lease, Leases
+from gateway.recovery.pauses import pause_scope
+from gateway.settings import ProviderAccount, Settings
+from gateway.store.db import Database
+
+log = structlog.get_logger("gateway.recovery")
+
+UNCONFIRMED = (psycopg.Error, TimeoutError, OSError)
+
+
+def worker_name() -> str:
+    return f"recovery-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+def timings(account: ProviderAccount | None, settings: Settings) -> Timings:
+    """The account's timings; for an account no longer configured, the most conservative ones."""
+    if account is None:
+        account = ProviderAccount(id="unknown:unknown:test", base_url="http://unconfigured.invalid",
+                                  api_key="unused", webhook_endpoint_id="unused")
+    return Timings(abandonment_threshold_s=account.abandonment_threshold_s, call_budget_s=account.call_budget_s,
+                   record_budget_s=account.record_budget_s, processing_allowance_s=account.processing_allowance_s,
+                   lookup_backoff_s=tuple(account.lookup_backoff_s), readonly_cadence_s=settings.readonly_cadence_s)
+
+
+def view(attempt: dict[str, Any]) -> AttemptView:
+    return AttemptView(state=attempt["state"], created_at=attempt["created_at"], first_sent_at=attempt["first_sent_at"],
+                       escalation_deadline=attempt["escalation_deadline"], next_action=attempt["next_action"],
+                       next_action_expires_at=attempt["next_action_expires_at"], passes=int(attempt["passes"]))
+
+
+@dataclass
+class SweepReport:
+    claimed: int = 0
+    outcomes: dict[str, int] | None = None
+
+    def count(self, outcome: str) -> None:
+        self.outcomes = self.outcomes or {}
+        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+
+
+class Recovery:
+    def __init__(self, settings: Settings, clock: Clock, db: Database, attempts: Attempts, client: PaymentClient,
+                 owner: str | None = None) -> None:
+        self._settings = settings
+        self._clock = clock
+        self._db = db
+        self._attempts = attempts
+        self._client = client
+        self._leases = Leases(db, clock, settings)
+        self.owner = owner or worker_name()
+
+    async def sweep(self, limit: int = 100) -> SweepReport:
+        """One sweep: claim due attempts in order and run a pass on each, at most ``limit``."""
+        report = SweepReport()
+        for attempt_id in await self._leases.due(limit):
+            outcome = await self.run_pass(attempt_id)
+            report.claimed += outcome != "not-claimed"
+            report.count(outcome)
+        return report
+
+    async def run_pass(self, attempt_id: uuid.UUID) -> str:
+        """One pass over one attempt; returns what it did (for logs, metrics and tests)."""
+        attempt = await self._leases.claim(attempt_id, self.owner)
+        if attempt is None:
+            return "not-claimed"
+        account = self._settings.account(attempt["provider_account"])
+        times = timings(account, self._settings)
+        lease = Lease(owner=self.owner, token=attempt["lease_token"], expires_at=attempt["lease_expires_at"],
+                      next_delay_s=backoff_s(times, int(attempt["passes"])), escalated_delay_s=times.readonly_cadence_s)
+        with structlog.contextvars.bound_contextvars(attempt_id=str(attempt_id), order_id=attempt["order_id"],
+                                                     recovery_owner=self.owner):
+            outcome = await self._pass(attempt, account, times, lease)
+            log.info("recovery_pass", outcome=outcome, state=attempt["state"], passes=attempt["passes"])
+            return outcome
+
+    async def _pass(self, attempt: dict[str, Any], account: ProviderAccount | None, times: Timings,
+                    lease: Lease) -> str:
+        step = first_step(view(attempt), times, self._clock.now())
+        if step.kind == "close-never-sent":
+            return await self._close_never_sent(attempt, times, lease)
+        if step.kind != "reconcile":
+            return await self._perform(attempt, lease, step)
+        if account is None:
+            # Nothing can be looked up or resent without the account's credentials.
+            return await self._perform(attempt, lease, Step("escalate-and-finish", times.readonly_cadence_s,
+                                                            "resend-not-safe:account-not-configured"))
+        return await self._reconcile(attempt, account, times, lease)
+
+    async def _perform(self, attempt: dict[str, Any], lease: Lease, step: Step,
+                       event: tuple[str, dict[str, Any]] | None = None) -> str:
+        if step.kind == "escalate-and-finish" and step.reason:
+            done = await self._leases.escalate_and_finish(attempt, lease, step.reason, step.delay_s, event)
+            return f"escalated:{step.reason}" if done else "lease-lost"
+        done = await self._leases.finish(attempt["attempt_id"], lease, step.delay_s, event)
+        return "scheduled" if done else "lease-lost"
+
+    async def _close_never_sent(self, attempt: dict[str, Any], times: Timings, lease: Lease) -> str:
+        if await self._leases.close_never_sent(attempt, lease) is not None:
+            return "closed-never-sent"
+        # The endpoint moved it to Started first: reschedule for its new state, never close it.
+        current = await self._attempts.get(attempt["attempt_id"])
+        if current["state"] not in ("Started", "Unknown") or current["lease_token"] != lease.token:
+            return "lease-lost"
+        step = first_step(view({**current, "passes": attempt["passes"]}), times, self._clock.now())
+        delay = step.delay_s if step.kind == "finish" else lease.next_delay_s
+        return await self._perform(current, lease, Step("finish", delay))
+
+    async def _look_up(self, attempt: dict[str, Any], account: ProviderAccount) -> Lookup:
+        """By provider payment ID if recorded; if that misses or finds another reference, by
+        account and client reference too, before concluding anything."""
+        budget = account.call_budget_s
+        if attempt["provider_payment_id"]:
+            by_id = await self._client.find_payment(account.id, provider_payment_id=attempt["provider_payment_id"],
+                                                    budget_s=budget)
+            if by_id.outcome != "not-found" and not (
+                    by_id.payment and by_id.payment.client_reference not in (None, attempt["client_reference"])):
+                return by_id
+        return await self._client.find_payment(account.id, client_reference=attempt["client_reference"],
+                                               budget_s=budget)
+
+    async def _reconcile(self, attempt: dict[str, Any], account: ProviderAccount, times: Timings,
+                         lease: Lease) -> str:
+        ambiguous = attempt["last_send_event"] == "send_intent"
+        found = await self._look_up(attempt, account)
+        observation = {"outcome": found.outcome, "reason": found.reason, "ambiguous_send_boundary": ambiguous}
+        if found.outcome == "rate-limited":
+            await pause_scope(self._db, self._clock, account.id, found.retry_after_s or lease.next_delay_s,
+                              "provider.rate-limited")
+        if found.outcome in ("failed", "rate-limited"):
+            # Not "not found": the attempt stays as it is and is looked up again on the backoff.
+            return await self._perform(attempt, lease, Step("finish", lease.next_delay_s), ("lookup", observation))
+        if found.outcome == "ambiguous":
+            return await self._perform(attempt, lease, Step("escalate-and-finish", times.readonly_cadence_s,
+                                                            "lookup-ambiguous"), ("lookup", observation))
+        if found.payment is not None:
+            return await self._apply(attempt, object_evidence(account.id, found.payment, lookup="recovery"), lease,
+                                     kind="lookup")
+        step = after_not_found(view(attempt), await self._conditions(attempt), times, self._clock.now())
+        if step.kind != "reconcile":
+            return await self._perform(attempt, lease, step, ("lookup", observation))
+        return await self._resend(attempt, account, times, lease, observation)
+
+    async def _conditions(self, attempt: dict[str, Any]) -> ResendConditions:
+        try:
+            self._client.build(stored_request(attempt))
+            buildable = True
+        except NotBuildable:
+            buildable = False
+        return ResendConditions(order_payable=await self._leases.order_state(attempt["order_id"]) == "Open",
+                                request_buildable=buildable, payment_method_usable=True)
+
+    async def _resend(self, attempt: dict[str, Any], account: ProviderAccount, times: Timings, lease: Lease,
+                      observation: dict[str, Any]) -> str:
+        try:
+            committed = await self._leases.commit_intent(attempt, lease, ("lookup", observation))
+        except UNCONFIRMED as error:
+            # Possibly committed: send nothing and do not finish; the next claimed pass reads the
+            # history, finds the intent present or absent, and decides afresh.
+            log.warning("send_intent_unconfirmed", error_type=type(error).__name__)
+            return "intent-unconfirmed"
+        if not committed:
+            return await self._perform(attempt, lease, Step("finish", lease.next_delay_s))
+        why = final_check(lease.expires_at, attempt["escalation_deadline"], self._clock.now())
+        if why is not None:
+            await self._leases.abandon_send(attempt["attempt_id"], lease, why)
+            if why == "deadline":
+                return await self._perform(attempt, lease, Step("escalate-and-finish", times.readonly_cadence_s,
+                                                                "deadline"))
+            return "send-abandoned"
+        evidence = await self._client.create_payment(stored_request(attempt), budget_s=account.call_budget_s)
+        return await self._apply(attempt, evidence, lease, kind="send_result", prefix="resent")
+
+    async def _apply(self, attempt: dict[str, Any], evidence: Evidence, lease: Lease, kind: str,
+                     prefix: str = "found") -> str:
+        delay = lease.next_delay_s
+        if evidence.next_action_expires_at is not None:
+            delay = max(min(delay, (evidence.next_action_expires_at - self._clock.now()).total_seconds()), 0.001)
+        lease = Lease(lease.owner, lease.token, lease.expires_at, delay, lease.escalated_delay_s)
+        try:
+            updated = await self._attempts.apply_evidence(attempt["attempt_id"], evidence, actor=self.owner,
+                                                          kind=kind, lease=lease)
+        except (*UNCONFIRMED, VersionConflict) as error:
+            log.warning("recovery_outcome_not_recorded", finding=evidence.finding, error_type=type(error).__name__)
+            return "outcome-unconfirmed"
+        return f"{prefix}:{evidence.finding}->{updated['state']}"
