@@ -16,14 +16,21 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from provider_fake.api import ProviderApi
+from provider_fake.api import ProviderApi, request_record
+from provider_fake.clock import rfc3339
 from provider_fake.config import config_from_env
 from provider_fake.control import ControlApi
 from provider_fake.fake import CardCo
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
-    """Unknown paths and methods answer in CardCo's error shape."""
+    """Unknown paths and methods answer in CardCo's error shape, and are logged for
+    `GET /_control/requests` like every other request outside `/_control/` (API.md)."""
+    if not request.url.path.startswith("/_control"):
+        cardco: CardCo = request.app.state.cardco
+        body = await request.body()
+        async with cardco.store.lock:
+            cardco.store.requests.append(request_record(request, body, rfc3339(cardco.clock.now())))
     status = exc.status_code if isinstance(exc, HTTPException) else 500
     code = {404: "not_found", 405: "method_not_allowed"}.get(status, "invalid_request")
     return JSONResponse({"error": {"code": code, "message": str(exc)}}, status_code=status)

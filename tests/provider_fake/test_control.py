@@ -100,3 +100,11 @@ def test_the_server_config_comes_from_cardco_config(tmp_path, monkeypatch) -> No
     assert ([a.id for a in config.accounts], config.visibility_delay_s) == (["cardco:acct_x:test"], 3)
     monkeypatch.delenv(CONFIG_ENV)
     assert [a.id for a in config_from_env().accounts] == [TEST_ACCOUNT, LIVE_ACCOUNT]
+
+
+async def test_unknown_paths_and_wrong_methods_are_logged_too(fake: CardCo) -> None:
+    """API.md: `GET /_control/requests` lists every request except those to `/_control/`."""
+    async with client_for(fake) as client:
+        assert (await client.get("/v1/nothing")).status_code == 404
+        assert (await client.delete("/v1/payments")).status_code == 405
+    assert [(r["method"], r["path"]) for r in fake.store.requests] == [("GET", "/v1/nothing"), ("DELETE", "/v1/payments")]
