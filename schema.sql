@@ -203,20 +203,27 @@ CREATE TABLE IF NOT EXISTS outbox_messages (
     dispatched_at     timestamptz NULL,
     dead_lettered_at  timestamptz NULL,
     discarded_at      timestamptz NULL,      -- an operator's decision to drop a dead-lettered row
+    discarded_by      text        NULL,      -- which operator decided it (token subject)
+    discard_note      text        NULL,      -- why: dropping a business effect is a business decision
     CONSTRAINT uq_outbox_dedup_key UNIQUE (dedup_key),
     CONSTRAINT ck_outbox_delivery_attempts CHECK (delivery_attempts >= 0),
     CONSTRAINT ck_outbox_single_terminal_state CHECK (dispatched_at IS NULL OR dead_lettered_at IS NULL),
-    CONSTRAINT ck_outbox_discard_after_dead_letter CHECK (discarded_at IS NULL OR dead_lettered_at IS NOT NULL)
+    CONSTRAINT ck_outbox_discard_after_dead_letter CHECK (discarded_at IS NULL OR dead_lettered_at IS NOT NULL),
+    CONSTRAINT ck_outbox_discard_recorded CHECK (
+        (discarded_at IS NULL AND discarded_by IS NULL AND discard_note IS NULL)
+        OR (discarded_at IS NOT NULL AND discarded_by IS NOT NULL AND discard_note IS NOT NULL))
 );
 
 CREATE INDEX IF NOT EXISTS outbox_messages_pending
     ON outbox_messages (next_attempt_at, created_at)
     WHERE dispatched_at IS NULL AND dead_lettered_at IS NULL;
 
--- Finds each ordering key's earliest unfinished row, including a dead-lettered one that blocks successors.
+-- Finds each ordering key's earliest unfinished row, including a dead-lettered one that blocks
+-- successors. A discarded row is finished: an operator decided its successors may proceed
+-- (docs/decisions/0004-outbox-dead-letters-block-until-retried-or-discarded.md).
 CREATE INDEX IF NOT EXISTS outbox_messages_unfinished_by_order
     ON outbox_messages (ordering_key, message_id)
-    WHERE dispatched_at IS NULL AND ordering_key IS NOT NULL;
+    WHERE dispatched_at IS NULL AND discarded_at IS NULL AND ordering_key IS NOT NULL;
 
 -- Append-only enforcement (seed 004, "Event History": "a requirement to enforce, not a property
 -- this schema has by itself"). History rows can be inserted, never changed or removed.

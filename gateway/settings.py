@@ -119,6 +119,8 @@ class Settings(_Model):
     outbox_backoff_initial_s: Duration = 5
     outbox_backoff_max_s: Duration = 300
     outbox_max_failures: int = Field(default=8, gt=0)
+    # How long one outbox delivery may take; the claim's row locks are held that long at most.
+    outbox_delivery_budget_s: Duration = 10
     clock_tick_s: Duration = 5
     # Payouts (seed 000; API.md "Payout timing").
     payout_grant_lead_s: Duration = 300

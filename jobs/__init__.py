@@ -6,6 +6,6 @@ references only and are safe to run twice and on many machines at once.
 """
 
 from jobs.broker import broker
-from jobs import heartbeat
+from jobs import heartbeat, outbox, reminders
 
-__all__ = ["broker", "heartbeat"]
+__all__ = ["broker", "heartbeat", "outbox", "reminders"]

@@ -1,4 +1,4 @@
-"""What actors run with: settings, the clock and a database pool.
+"""What actors run with: settings, the clock, a database pool and an HTTP client.
 
 The pool is opened lazily by the first actor that runs, on the worker's event-loop thread (an
 asyncio pool belongs to the loop that opened it), and closed by :class:`RuntimeLifecycle` before
@@ -12,6 +12,7 @@ import asyncio
 from dataclasses import dataclass
 
 import dramatiq
+import httpx
 from dramatiq.asyncio import get_event_loop_thread
 
 from gateway.clock import Clock, SystemClock
@@ -24,6 +25,8 @@ class Runtime:
     settings: Settings
     clock: Clock
     db: Database
+    # Outgoing HTTP (outbox deliveries). No client-side timeout: budgets on the clock cut calls off.
+    http: httpx.AsyncClient
 
 
 _configured: tuple[Settings, Clock] | None = None
@@ -50,7 +53,8 @@ async def current() -> Runtime:
         if _current is None:
             settings, clock = _configured or (load_settings(), SystemClock())
             db = await Database.open(settings.database_url, size=4, name="paygate-jobs")
-            _current = Runtime(settings=settings, clock=clock, db=db)
+            http = httpx.AsyncClient(timeout=httpx.Timeout(None), follow_redirects=False)
+            _current = Runtime(settings=settings, clock=clock, db=db, http=http)
         return _current
 
 
@@ -59,6 +63,7 @@ async def close() -> None:
     _opening = None
     if _current is not None:
         opened, _current = _current, None
+        await opened.http.aclose()
         await opened.db.close()
 
 

@@ -16,3 +16,67 @@ UPDATE payment_escalations
    SET resolved_at = %(now)s, next_reminder_at = NULL, resolution_note = %(note)s
  WHERE attempt_id = %(attempt_id)s AND resolved_at IS NULL
 RETURNING escalation_id;
+
+-- name: list_escalations
+-- API.md "Escalations and reminders": open = every unresolved episode, acknowledged or not;
+-- acknowledged = acknowledged and unresolved. Oldest first, paged by escalation_id.
+SELECT escalation_id, escalation_key, reason, attempt_id, raised_at, acknowledged_at,
+       reminder_count, resolved_at, details
+  FROM payment_escalations
+ WHERE escalation_id > %(after)s
+   AND (%(escalation_id)s::bigint IS NULL OR escalation_id = %(escalation_id)s::bigint)
+   AND (%(state)s = 'all'
+        OR (%(state)s = 'open' AND resolved_at IS NULL)
+        OR (%(state)s = 'acknowledged' AND resolved_at IS NULL AND acknowledged_at IS NOT NULL)
+        OR (%(state)s = 'resolved' AND resolved_at IS NOT NULL))
+ ORDER BY escalation_id
+ LIMIT %(limit)s;
+
+-- name: acknowledge
+-- The operator's own transaction (seed 004, "Reminders"), conditional on the episode still being
+-- open. The first acknowledgement's time is kept; each acknowledgement restarts the schedule on
+-- the acknowledged interval, so reminders of a seen episode come at the team's slower pace.
+-- Any reminder job that read the old next_reminder_at now fails its conditional claim.
+UPDATE payment_escalations
+   SET acknowledged_at = COALESCE(acknowledged_at, %(now)s), next_reminder_at = %(next_reminder_at)s
+ WHERE escalation_id = %(escalation_id)s AND resolved_at IS NULL
+RETURNING escalation_id;
+
+-- name: resolve_open
+-- Closes one open episode, named by its id (an operator's resolve) or by its key (the condition
+-- ended through another operator action, e.g. a dead-lettered outbox row retried or discarded, in
+-- that action's transaction); the other selector is NULL. Closing clears the reminders
+-- (ck_escalation_resolved_reminder insists) and never touches the attempt: resolving an
+-- escalation alone changes no payment.
+UPDATE payment_escalations
+   SET resolved_at = %(now)s, next_reminder_at = NULL, resolution_note = %(note)s
+ WHERE resolved_at IS NULL
+   AND (escalation_id = %(escalation_id)s::bigint OR escalation_key = %(escalation_key)s::text)
+RETURNING escalation_id;
+
+-- name: find_state
+SELECT escalation_id, resolved_at FROM payment_escalations WHERE escalation_id = %(escalation_id)s;
+
+-- name: due_reminders
+-- Open episodes whose reminder is due; the claim below decides who sends each one.
+SELECT escalation_id, next_reminder_at
+  FROM payment_escalations
+ WHERE resolved_at IS NULL AND next_reminder_at <= %(now)s
+ ORDER BY next_reminder_at, escalation_id
+ LIMIT %(limit)s;
+
+-- name: claim_reminder
+-- Seed 004, "Reminders": one conditional transaction per episode. Only the job instance whose
+-- update changes the row (next_reminder_at still what it read) sends reminder n; a racing
+-- instance, an acknowledgement or a resolution in between makes it match nothing. The next
+-- reminder is counted from now, not from the missed time, so a paused job sends one reminder,
+-- not a burst: the unacknowledged interval before acknowledgement, the acknowledged one after.
+UPDATE payment_escalations
+   SET reminder_count = reminder_count + 1,
+       next_reminder_at = %(now)s + CASE WHEN acknowledged_at IS NULL
+                                         THEN %(reminder_interval)s::interval
+                                         ELSE %(acknowledged_interval)s::interval END
+ WHERE escalation_id = %(escalation_id)s
+   AND resolved_at IS NULL
+   AND next_reminder_at = %(read_next_reminder_at)s
+RETURNING escalation_id, escalation_key, reason, attempt_id, details, reminder_count;

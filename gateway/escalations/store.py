@@ -51,14 +51,40 @@ async def raise_escalation(
     if row is None:
         return None
     escalation_id = int(row["escalation_id"])
-    await enqueue(conn, dedup_key=alert_key(escalation_id), kind=OPERATOR_ALERT, now=now, attempt_id=attempt_id,
-                  payload={"escalation_id": escalation_id, "escalation_key": escalation_key, "reason": reason,
-                           "attempt_id": str(attempt_id) if attempt_id else None, "details": facts,
-                           "alert": "initial"})
+    await queue_alert(conn, escalation_id=escalation_id, escalation_key=escalation_key, reason=reason,
+                      attempt_id=attempt_id, details=facts, now=now)
     return escalation_id
+
+
+async def queue_alert(
+    conn: Connection,
+    *,
+    escalation_id: int,
+    escalation_key: str,
+    reason: str,
+    attempt_id: UUID | None,
+    details: dict[str, Any],
+    now: datetime,
+    reminder: int | None = None,
+) -> int | None:
+    """Queue an episode's initial alert or its n-th reminder (no ordering key: alerts never wait).
+    The payload carries both the episode id and the reason key."""
+    return await enqueue(conn, dedup_key=alert_key(escalation_id, reminder), kind=OPERATOR_ALERT, now=now,
+                         attempt_id=attempt_id,
+                         payload={"escalation_id": escalation_id, "escalation_key": escalation_key,
+                                  "reason": reason, "attempt_id": str(attempt_id) if attempt_id else None,
+                                  "details": details, "alert": "initial" if reminder is None else "reminder",
+                                  "reminder": reminder})
 
 
 async def resolve_for_attempt(conn: Connection, attempt_id: UUID, now: datetime, note: str) -> list[int]:
     """Close every open episode of ``attempt_id`` (call in the transaction that resolved it)."""
     rows = await fetch_all(conn, _SQL["resolve_for_attempt"], {"attempt_id": attempt_id, "now": now, "note": note})
+    return [int(row["escalation_id"]) for row in rows]
+
+
+async def resolve_by_key(conn: Connection, escalation_key: str, now: datetime, note: str) -> list[int]:
+    """Close the open episode of ``escalation_key``, if any, in the caller's transaction."""
+    rows = await fetch_all(conn, _SQL["resolve_open"], {"escalation_id": None, "escalation_key": escalation_key,
+                                                        "now": now, "note": note})
     return [int(row["escalation_id"]) for row in rows]

@@ -1,0 +1,84 @@
+"""Delivering one outbox row over HTTP (seed 004, "Downstream Work").
+
+Business effects go to ``merchant_sink_url``, signed with Standard Webhooks v1 under
+``merchant_signing_secret`` (``webhook-id`` is the row's dedup key, stable across redeliveries,
+so the merchant can deduplicate by it). Operator alerts go to ``alert_sink_url`` and to the log.
+Both carry ``{"kind", "dedup_key", "attempt_id", "escalation_id", "payload"}``.
+
+A delivery ends in ``None`` (the receiver answered 2xx) or a short error for ``last_error``. The
+error never holds the URL (a sink URL can embed a credential), the receiver's body or the payload.
+A sink that is not configured for a kind is a failure, never a silent drop.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import structlog
+
+from gateway.clock import Clock
+from gateway.domain.outbound_webhooks import sign_v1
+from gateway.outbox.store import OPERATOR_ALERT
+from gateway.settings import Settings
+
+log = structlog.get_logger("gateway.outbox")
+
+
+def message_body(row: dict[str, Any]) -> bytes:
+    """The exact bytes sent for ``row`` (the shape the sinks of API.md "Shapes" record)."""
+    payload = row["payload"]
+    return json.dumps({
+        "kind": row["kind"],
+        "dedup_key": row["dedup_key"],
+        "attempt_id": str(row["attempt_id"]) if row["attempt_id"] else None,
+        "escalation_id": payload.get("escalation_id"),
+        "payload": payload,
+    }, separators=(",", ":"), sort_keys=True).encode()
+
+
+def _target(row: dict[str, Any], settings: Settings, clock: Clock, body: bytes) -> tuple[str, dict[str, str]] | str:
+    """The URL and headers for ``row``, or the reason it cannot be sent."""
+    headers = {"content-type": "application/json", "user-agent": "paygate-outbox/1"}
+    if row["kind"] == OPERATOR_ALERT:
+        if not settings.alert_sink_url:
+            return "alert_sink_url is not configured"
+        return settings.alert_sink_url, headers
+    if not settings.merchant_sink_url:
+        return "merchant_sink_url is not configured"
+    secret = settings.merchant_signing_secret.get_secret_value() if settings.merchant_signing_secret else ""
+    if not secret.startswith("whsec_"):
+        return "merchant_signing_secret is not configured as a whsec_ secret"
+    timestamp = int(clock.now().timestamp())
+    headers |= {
+        "webhook-id": row["dedup_key"],
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": sign_v1(secret, row["dedup_key"], timestamp, body),
+    }
+    return settings.merchant_sink_url, headers
+
+
+async def deliver(row: dict[str, Any], settings: Settings, clock: Clock, http: httpx.AsyncClient) -> str | None:
+    """POST ``row`` to its sink within the delivery budget; None on 2xx, else the error."""
+    if row["kind"] == OPERATOR_ALERT and row["delivery_attempts"] == 0:
+        # The log is the alert's second channel: ids and the reason code only, never the payload.
+        log.warning("operator_alert", message_id=row["message_id"], dedup_key=row["dedup_key"],
+                    escalation_id=row["payload"].get("escalation_id"),
+                    escalation_key=row["payload"].get("escalation_key"),
+                    reason=row["payload"].get("reason"), attempt_id=str(row["attempt_id"] or "") or None)
+    body = message_body(row)
+    target = _target(row, settings, clock, body)
+    if isinstance(target, str):
+        return target
+    url, headers = target
+    try:
+        async with clock.budget(settings.outbox_delivery_budget_s):
+            response = await http.post(url, content=body, headers=headers)
+    except TimeoutError:
+        return f"no answer within the delivery budget of {settings.outbox_delivery_budget_s:g} s"
+    except httpx.HTTPError as exc:
+        return f"transport error: {type(exc).__name__}"
+    if response.is_success:
+        return None
+    return f"sink answered HTTP {response.status_code}"
