@@ -1,0 +1,56 @@
+"""Operator endpoints for the outbox (API.md "Operations"); role ``operator``.
+``GET /v1/ops/outbox?state=pending|dead|dispatched`` (default ``pending``; ``discarded`` too),
+``POST /v1/ops/outbox/{message_id}/retry`` (a dead-lettered or backing-off row becomes due now)
+and ``POST /v1/ops/outbox/{message_id}/discard`` with ``{"note"}`` (dead-lettered rows only; the
+row then counts as finished and stops blocking its successors). Payloads are never listed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.routing import BaseRoute, Route
+
+from gateway.auth.tokens import Principal
+from gateway.http.ops import action, listing
+from gateway.http.query import Page, rfc3339
+from gateway.outbox import operator
+from gateway.outbox.operator import OutboxState
+from gateway.services import Services
+
+_TIMES = ("created_at", "next_attempt_at", "dispatched_at", "dead_lettered_at", "discarded_at")
+_PLAIN = ("message_id", "dedup_key", "kind", "ordering_key", "delivery_attempts", "last_error",
+          "discarded_by", "discard_note", "blocked_by")
+
+
+class OutboxQuery(Page):
+    state: OutboxState = "pending"
+
+
+def message_body(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **{name: row[name] for name in _PLAIN},
+        **{name: rfc3339(row[name]) for name in _TIMES},
+        "attempt_id": str(row["attempt_id"]) if row["attempt_id"] else None,
+    }
+
+
+async def _list(services: Services, query: OutboxQuery) -> list[dict[str, Any]]:
+    return await operator.list_messages(services.db, query.state, limit=query.limit, after=query.after)
+
+
+async def _retry(services: Services, message_id: int, by: Principal, _note: str) -> dict[str, Any]:
+    return await operator.retry(services.db, services.clock, message_id, operator=by.subject)
+
+
+async def _discard(services: Services, message_id: int, by: Principal, note: str) -> dict[str, Any]:
+    return await operator.discard(services.db, services.clock, message_id, operator=by.subject, note=note)
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/v1/ops/outbox", listing(OutboxQuery, _list, message_body), methods=["GET"]),
+        Route("/v1/ops/outbox/{message_id:int}/retry",
+              action("outbox_retried", "message_id", _retry, message_body), methods=["POST"]),
+        Route("/v1/ops/outbox/{message_id:int}/discard",
+              action("outbox_discarded", "message_id", _discard, message_body, needs_note=True), methods=["POST"]),
+    ]
