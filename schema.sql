@@ -128,6 +128,11 @@ CREATE INDEX IF NOT EXISTS payment_attempts_due
     ON payment_attempts (next_check_at, created_at, attempt_id)
     WHERE state IN ('NotStarted', 'Started', 'Unknown');
 
+-- The operator's list of attempts in one state, oldest first (API.md "Operations":
+-- GET /v1/ops/attempts?state=Unknown), paged by (created_at, attempt_id) without a scan of history.
+CREATE INDEX IF NOT EXISTS payment_attempts_by_state
+    ON payment_attempts (state, created_at, attempt_id);
+
 -- One attempt per provider payment, so a lookup or notification by provider payment ID is unambiguous.
 CREATE UNIQUE INDEX IF NOT EXISTS one_attempt_per_provider_payment
     ON payment_attempts (provider_account, provider_payment_id)

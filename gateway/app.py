@@ -17,7 +17,7 @@ from starlette.routing import BaseRoute, Route
 from gateway.clock import Clock
 from gateway.domain.errors import PaygateError
 from gateway.http import health, metrics, orders, problems
-from gateway.http import ops_escalations, ops_outbox
+from gateway.http import ops_attempts, ops_escalations, ops_outbox
 from gateway.http import ops_notifications, webhooks
 from gateway.http import payouts, reference_data
 from gateway.http.middleware import RequestEnvelope
@@ -31,6 +31,7 @@ def routes() -> list[BaseRoute]:
     return [
         *ops_escalations.routes(),
         *ops_outbox.routes(),
+        *ops_attempts.routes(),
         Route("/healthz", health.healthz, methods=["GET"]),
         Route("/readyz", health.readyz, methods=["GET"]),
         Route("/metrics", metrics.metrics, methods=["GET"]),

@@ -1,0 +1,72 @@
+"""Operator endpoints for payment attempts (API.md "Operations"; "Precise details" → Shapes); role
+``operator``. ``GET /v1/ops/attempts?state=Unknown`` (default ``Unknown``; any attempt state;
+``limit`` and ``after``, the previous page's last ``attempt_id``, page it) lists attempts oldest
+first; ``GET /v1/ops/attempts/{attempt_id}`` answers ``{"attempt": {...}, "events": [...]}``,
+events oldest first, or 404 ``attempt.not_found``. Read-only: nothing here changes an attempt."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Route
+
+from gateway.domain.errors import AttemptNotFound
+from gateway.http.auth import require
+from gateway.http.ops import listing
+from gateway.http.query import rfc3339
+from gateway.payments import operator
+from gateway.payments.operator import AttemptState
+from gateway.services import Services
+
+_TIMES = ("created_at", "first_sent_at", "escalation_deadline", "next_action_expires_at", "lease_acquired_at",
+          "lease_expires_at", "next_check_at")
+_PLAIN = ("order_id", "customer_id", "attempt_number", "provider_account", "endpoint", "api_version",
+          "client_reference", "idempotency_key", "amount_minor", "currency", "state", "provider_status",
+          "next_action_type", "outcome_reason", "provider_payment_id", "recovery_owner", "version")
+
+
+class AttemptQuery(BaseModel):
+    """A page of attempts in one state; ``after`` is the last ``attempt_id`` of the previous page."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    state: AttemptState = "Unknown"
+    limit: int = Field(default=100, ge=1, le=1000)
+    after: uuid.UUID | None = None
+
+
+def attempt_body(row: dict[str, Any]) -> dict[str, Any]:
+    return {"attempt_id": str(row["attempt_id"]), **{name: row[name] for name in _PLAIN},
+            **{name: rfc3339(row[name]) for name in _TIMES}}
+
+
+def event_body(row: dict[str, Any]) -> dict[str, Any]:
+    return {"event_id": row["event_id"], "kind": row["kind"], "occurred_at": rfc3339(row["occurred_at"]),
+            "actor": row["actor"], "detail": row["detail"], "provider_account": row["provider_account"],
+            "notification_key": row["notification_key"]}
+
+
+async def _list(services: Services, query: AttemptQuery) -> list[dict[str, Any]]:
+    return await operator.list_attempts(services.db, query.state, limit=query.limit, after=query.after)
+
+
+async def get_attempt(request: Request) -> JSONResponse:
+    await require(request, "operator")
+    try:
+        attempt_id = uuid.UUID(request.path_params["attempt_id"])
+    except ValueError:
+        raise AttemptNotFound("attempt ids are UUIDs") from None
+    services: Services = request.app.state.services
+    attempt, events = await operator.attempt_history(services.db, attempt_id)
+    return JSONResponse({"attempt": attempt_body(attempt), "events": [event_body(event) for event in events]})
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/v1/ops/attempts", listing(AttemptQuery, _list, attempt_body), methods=["GET"]),
+        Route("/v1/ops/attempts/{attempt_id}", get_attempt, methods=["GET"]),
+    ]

@@ -1,0 +1,45 @@
+-- What an operator reads about payment attempts (API.md "Operations": GET /v1/ops/attempts and
+-- GET /v1/ops/attempts/{attempt_id}). Read-only: nothing here locks or changes an attempt.
+-- Columns are listed, never `*`: request_body (it carries the payment-method token) and
+-- lease_token (the fence a recovery worker presents) are not an operator's business.
+
+-- name: snapshot
+-- Under READ COMMITTED each statement sees its own snapshot, so an event committed between reading
+-- the row and reading its history would show a history that runs past the row's state.
+SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY;
+
+-- name: attempts
+-- One attempt by id, or a page of the attempts in one state (the other selector is NULL), oldest
+-- first by creation. Paging is by keyset: `after` is the last attempt id of the previous page, and
+-- (created_at, attempt_id) orders rows that share a creation time (one ManualClock instant, a
+-- batch), matching payment_attempts_by_state. An `after` that names no attempt yields an empty
+-- page rather than silently restarting from the top.
+SELECT attempt_id, order_id, customer_id, attempt_number, provider_account, endpoint, api_version,
+       client_reference, idempotency_key, amount_minor, currency, state, provider_status,
+       next_action ->> 'type' AS next_action_type, next_action_expires_at, outcome_reason,
+       created_at, first_sent_at, escalation_deadline, provider_payment_id, recovery_owner,
+       lease_acquired_at, lease_expires_at, next_check_at, version
+  FROM payment_attempts
+ WHERE (%(attempt_id)s::uuid IS NULL OR attempt_id = %(attempt_id)s::uuid)
+   AND (%(state)s::text IS NULL OR state = %(state)s::text)
+   AND (%(after)s::uuid IS NULL
+        OR (created_at, attempt_id) > (SELECT created_at, attempt_id FROM payment_attempts
+                                        WHERE attempt_id = %(after)s::uuid))
+ ORDER BY created_at, attempt_id
+ LIMIT %(limit)s;
+
+-- name: attempt_events
+-- The attempt's whole history, oldest first: its own events, plus notifications that were stored
+-- unmatched (attempt_id NULL, append-only so never updated) and later attached to it by an
+-- operator through notification_applications. The event id breaks ties between events recorded
+-- at the same instant, in the order they were written. Event details hold identifiers, statuses
+-- and reasons only (schema.sql, payment_attempt_events.detail), so they are shown as stored.
+SELECT e.event_id, e.kind, e.occurred_at, e.actor, e.provider_account, e.notification_key, e.detail
+  FROM payment_attempt_events e
+ WHERE e.attempt_id = %(attempt_id)s
+UNION ALL
+SELECT e.event_id, e.kind, e.occurred_at, e.actor, e.provider_account, e.notification_key, e.detail
+  FROM notification_applications a
+  JOIN payment_attempt_events e ON e.event_id = a.notification_event_id
+ WHERE a.attempt_id = %(attempt_id)s AND e.attempt_id IS NULL
+ ORDER BY occurred_at, event_id;
