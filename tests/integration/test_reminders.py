@@ -122,7 +122,10 @@ async def test_resolving_clears_reminders(world: World) -> None:
     by_attempt = await world.escalate(f"attempt:{attempt}:deadline", attempt)
     by_operator = await world.escalate("notification:cardco:acct_store:test:evt_9:unmatched")
     async with world.db.transaction() as conn:
-        assert await resolve_for_attempt(conn, attempt, world.clock.now(), "attempt succeeded") == [by_attempt]
+        await resolve_for_attempt(conn, attempt, world.clock.now(), "attempt succeeded")
+    resolved = await world.db.fetch_one("SELECT resolved_at FROM payment_escalations WHERE escalation_id = %(id)s",
+                                        {"id": by_attempt})
+    assert resolved == {"resolved_at": world.clock.now()}
     await operator.resolve(world.db, world.clock, by_operator, note="matched by hand")
     world.clock.advance(86_400)
     assert await remind(world) == 0
