@@ -230,6 +230,14 @@ CREATE INDEX IF NOT EXISTS outbox_messages_unfinished_by_order
     ON outbox_messages (ordering_key, message_id)
     WHERE dispatched_at IS NULL AND discarded_at IS NULL AND ordering_key IS NOT NULL;
 
+-- Rate-limit pauses (seed 004, "pause the sweep"): a lookup answered with 429 stops new lookups
+-- in its scope (here the provider account) until paused_until, for every recovery worker at once.
+CREATE TABLE IF NOT EXISTS provider_pauses (
+    scope             text        PRIMARY KEY,
+    paused_until      timestamptz NOT NULL,
+    reason            text        NOT NULL
+);
+
 -- Append-only enforcement (seed 004, "Event History": "a requirement to enforce, not a property
 -- this schema has by itself"). History rows can be inserted, never changed or removed.
 CREATE OR REPLACE FUNCTION paygate_reject_history_change() RETURNS trigger

@@ -6,6 +6,6 @@ references only and are safe to run twice and on many machines at once.
 """
 
 from jobs.broker import broker
-from jobs import heartbeat, outbox, reminders
+from jobs import heartbeat, outbox, recovery, reminders
 
-__all__ = ["broker", "heartbeat", "outbox", "reminders"]
+__all__ = ["broker", "heartbeat", "outbox", "recovery", "reminders"]

@@ -19,12 +19,13 @@ from gateway.settings import load_settings
 from gateway.store.db import Database
 from jobs import heartbeat as heartbeat_module
 from jobs.outbox import dispatch_outbox
+from jobs.recovery import recover_attempts
 from jobs.reminders import send_reminders
 
 log = structlog.get_logger("jobs.clock")
 
 # Every actor the clock wakes on each tick; issues that add sweeps add them here.
-PERIODIC: tuple[dramatiq.Actor, ...] = (heartbeat_module.heartbeat, dispatch_outbox, send_reminders)
+PERIODIC: tuple[dramatiq.Actor, ...] = (heartbeat_module.heartbeat, recover_attempts, dispatch_outbox, send_reminders)
 
 
 async def tick(db: Database, clock: Clock, periodic: tuple[dramatiq.Actor, ...] = PERIODIC) -> None:

@@ -77,10 +77,10 @@ async def queue_alert(
                                   "reminder": reminder})
 
 
-async def resolve_for_attempt(conn: Connection, attempt_id: UUID, now: datetime, note: str) -> list[int]:
-    """Close every open episode of ``attempt_id`` (call in the transaction that resolved it)."""
-    rows = await fetch_all(conn, _SQL["resolve_for_attempt"], {"attempt_id": attempt_id, "now": now, "note": note})
-    return [int(row["escalation_id"]) for row in rows]
+async def resolve_for_attempt(conn: Connection, attempt_id: UUID, now: datetime, note: str) -> None:
+    """Close every open episode of ``attempt_id`` (call in the transaction that resolved it).
+    It reads nothing back, so it can run inside a psycopg pipeline with the resolution's writes."""
+    await conn.execute(_SQL["resolve_for_attempt"], {"attempt_id": attempt_id, "now": now, "note": note})
 
 
 async def resolve_by_key(conn: Connection, escalation_key: str, now: datetime, note: str) -> list[int]:

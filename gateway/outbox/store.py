@@ -27,6 +27,12 @@ def attempt_ordering_key(attempt_id: UUID) -> str:
     return f"attempt:{attempt_id}"
 
 
+def _row(dedup_key: str, kind: str, payload: dict[str, Any], now: datetime, attempt_id: UUID | None,
+         ordering_key: str | None) -> dict[str, Any]:
+    return {"dedup_key": dedup_key, "attempt_id": attempt_id, "ordering_key": ordering_key, "kind": kind,
+            "payload": Jsonb({**payload, "dedup_key": dedup_key, "kind": kind}), "now": now}
+
+
 async def enqueue(
     conn: Connection,
     *,
@@ -39,12 +45,19 @@ async def enqueue(
 ) -> int | None:
     """Queue one effect in the caller's transaction; the new message id, or None when the same
     effect was already queued (by this cause or another route)."""
-    row = await fetch_one(conn, _SQL["enqueue"], {
-        "dedup_key": dedup_key,
-        "attempt_id": attempt_id,
-        "ordering_key": ordering_key,
-        "kind": kind,
-        "payload": Jsonb({**payload, "dedup_key": dedup_key, "kind": kind}),
-        "now": now,
-    })
+    row = await fetch_one(conn, _SQL["enqueue"], _row(dedup_key, kind, payload, now, attempt_id, ordering_key))
     return None if row is None else int(row["message_id"])
+
+
+async def enqueue_in_pipeline(
+    conn: Connection,
+    *,
+    dedup_key: str,
+    kind: str,
+    payload: dict[str, Any],
+    now: datetime,
+    attempt_id: UUID | None = None,
+    ordering_key: str | None = None,
+) -> None:
+    """:func:`enqueue` without reading the result back, so a psycopg pipeline need not stop here."""
+    await conn.execute(_SQL["enqueue"], _row(dedup_key, kind, payload, now, attempt_id, ordering_key))

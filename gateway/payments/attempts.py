@@ -20,8 +20,9 @@ from gateway.clock import Clock
 from gateway.domain.attempts import AttemptFacts, Decision, Escalation, Evidence, decide
 from gateway.domain.errors import OrderCancelled, OrderNotFound, OrderPaid, ProviderAccountUnavailable
 from gateway.escalations.store import raise_escalation, resolve_for_attempt
-from gateway.outbox.store import attempt_ordering_key, enqueue
+from gateway.outbox.store import attempt_ordering_key, enqueue_in_pipeline
 from gateway.payments.client import StoredRequest, payments_endpoint
+from gateway.payments.leases import LEASE_SQL as _LEASE_SQL
 from gateway.payments.leases import Lease, finish, release
 from gateway.settings import ProviderAccount, Settings
 from gateway.store.db import Connection, Database, fetch_one
@@ -172,62 +173,67 @@ class Attempts:
     async def _apply(self, conn: Connection, attempt_id: uuid.UUID, evidence: Evidence, actor: str,
                      kind: str | None, lease: Lease | None) -> Attempt:
         now = self._clock.now()
-        order = await fetch_one(conn, _SQL["lock_order_of_attempt"], {"attempt_id": attempt_id})
-        attempt = await fetch_one(conn, _SQL["lock_attempt"], {"attempt_id": attempt_id})
-        if order is None or attempt is None:
+        attempt = await fetch_one(conn, _SQL["lock_for_evidence"], {
+            "attempt_id": attempt_id, "provider_payment_id": evidence.provider_payment_id})
+        if attempt is None:
             raise LookupError(f"attempt {attempt_id} does not exist")
         decision = decide(facts(attempt), evidence, only_send=attempt["send_intents"] == 1)
-        if kind is not None:
-            await self._event(conn, attempt_id, kind, actor, now, _evidence_detail(evidence, decision))
-        if decision.record_provider_payment_id and evidence.provider_payment_id:
-            owner = await fetch_one(conn, _SQL["provider_payment_owner"], {
-                "provider_account": attempt["provider_account"], "attempt_id": attempt_id,
-                "provider_payment_id": evidence.provider_payment_id})
-            if owner is not None:
-                # Recording it would make the ID name two attempts: keep both as they are and
-                # investigate (seed 004: "proof of nothing about either payment").
-                decision = Decision(escalation=Escalation(
-                    f"attempt:{attempt['attempt_id']}:provider-id-conflict", "provider-id-conflict"))
+        if decision.record_provider_payment_id and attempt["provider_payment_owner"] is not None:
+            # Recording it would make the ID name two attempts: keep both as they are and
+            # investigate (seed 004: "proof of nothing about either payment").
+            decision = Decision(escalation=Escalation(
+                f"attempt:{attempt_id}:provider-id-conflict", "provider-id-conflict"))
         if decision.escalation is not None:
+            if kind is not None:
+                await self._event(conn, attempt_id, kind, actor, now, _evidence_detail(evidence, decision))
             await self._escalate(conn, attempt, decision.escalation, evidence, now)
             if lease is not None:
                 await finish(conn, attempt_id, lease, now, lease.escalated_delay_s)
             return attempt
-        written = await self._write(conn, order, attempt, decision, evidence, actor, now)
-        if lease is not None and decision.resolves:
-            await release(conn, attempt_id, lease, now)
-        elif lease is not None:
-            await finish(conn, attempt_id, lease, now, lease.next_delay_s)
-        return written
+        return await self._write(conn, attempt, decision, evidence, actor, kind, now, lease)
 
-    async def _write(self, conn: Connection, order: dict[str, Any], attempt: Attempt, decision: Decision,
-                     evidence: Evidence, actor: str, now: datetime) -> Attempt:
+    async def _write(self, conn: Connection, attempt: Attempt, decision: Decision, evidence: Evidence,
+                     actor: str, kind: str | None, now: datetime, lease: Lease | None) -> Attempt:
+        """Every write the decision implies, sent as one pipeline (one network round trip): the
+        evidence event, the conditional update, the transition, the order, the effect-keyed outbox
+        rows, the escalations and the lease. A conditional update that missed rolls all of it back."""
+        attempt_id = attempt["attempt_id"]
         state = decision.new_state or attempt["state"]
-        updated = await fetch_one(conn, _SQL["apply"], {
-            "attempt_id": attempt["attempt_id"], "version": attempt["version"], "state": state,
-            "outcome_reason": decision.outcome_reason if decision.new_state else attempt["outcome_reason"],
-            "provider_payment_id": evidence.provider_payment_id if decision.record_provider_payment_id else None,
-            "provider_status": decision.provider_status, "store_action": decision.store_action,
-            "clear_action": decision.clear_action,
-            "next_action": Jsonb(evidence.next_action) if evidence.next_action is not None else None,
-            "next_action_expires_at": evidence.next_action_expires_at,
-            "next_check_at": None if decision.resolves else self._next_check(attempt, state, evidence, now),
-        })
+        payment_id = attempt["provider_payment_id"] or (
+            evidence.provider_payment_id if decision.record_provider_payment_id else None)
+        async with conn.pipeline():
+            if kind is not None:
+                await self._event(conn, attempt_id, kind, actor, now, _evidence_detail(evidence, decision))
+            applied = await conn.execute(_SQL["apply"], {
+                "attempt_id": attempt_id, "version": attempt["version"], "state": state,
+                "outcome_reason": decision.outcome_reason if decision.new_state else attempt["outcome_reason"],
+                "provider_payment_id": payment_id, "provider_status": decision.provider_status,
+                "store_action": decision.store_action, "clear_action": decision.clear_action,
+                "next_action": Jsonb(evidence.next_action) if evidence.next_action is not None else None,
+                "next_action_expires_at": evidence.next_action_expires_at,
+                "next_check_at": None if decision.resolves else self._next_check(attempt, state, evidence, now),
+            })
+            if state != attempt["state"]:
+                await self._event(conn, attempt_id, "transition", actor, now, {
+                    "from": attempt["state"], "to": state, "reason": decision.outcome_reason})
+            if state == "Succeeded" and attempt["state"] != "Succeeded":
+                await conn.execute(_SQL["order_paid"], {"order_id": attempt["order_id"], "now": now})
+            if state in ("Failed", "NotApplied"):
+                await conn.execute(_SQL["order_cancel_completed"], {"order_id": attempt["order_id"], "now": now})
+            for effect in decision.effects:
+                await enqueue_in_pipeline(
+                    conn, dedup_key=f"attempt:{attempt_id}:{effect}", kind=effect, now=now, attempt_id=attempt_id,
+                    ordering_key=attempt_ordering_key(attempt_id), payload=_effect_payload(attempt, payment_id))
+            if decision.resolves:
+                await resolve_for_attempt(conn, attempt_id, now, f"attempt {state}")
+            if lease is not None and decision.resolves:
+                await release(conn, attempt_id, lease, now)
+            elif lease is not None:
+                await conn.execute(_LEASE_SQL["finish"], {**lease.params(attempt_id, now), "next_check_at":
+                                                         now + timedelta(seconds=lease.next_delay_s)})
+        updated = await applied.fetchone()
         if updated is None:
-            raise VersionConflict(f"attempt {attempt['attempt_id']} changed under its lock")
-        if state != attempt["state"]:
-            await self._event(conn, attempt["attempt_id"], "transition", actor, now, {
-                "from": attempt["state"], "to": state, "reason": decision.outcome_reason})
-        if state == "Succeeded" and attempt["state"] != "Succeeded":
-            await conn.execute(_SQL["order_paid"], {"order_id": order["order_id"], "now": now})
-        if state in ("Failed", "NotApplied"):
-            await conn.execute(_SQL["order_cancel_completed"], {"order_id": order["order_id"], "now": now})
-        for effect in decision.effects:
-            await enqueue(conn, dedup_key=f"attempt:{attempt['attempt_id']}:{effect}", kind=effect, now=now,
-                          attempt_id=attempt["attempt_id"], ordering_key=attempt_ordering_key(attempt["attempt_id"]),
-                          payload=_effect_payload(order, updated))
-        if decision.resolves:
-            await resolve_for_attempt(conn, attempt["attempt_id"], now, f"attempt {state}")
+            raise VersionConflict(f"attempt {attempt_id} changed under its lock")
         return updated
 
     def _next_check(self, attempt: Attempt, state: str, evidence: Evidence, now: datetime) -> datetime:
@@ -270,9 +276,9 @@ def _evidence_detail(evidence: Evidence, decision: Decision) -> dict[str, Any]:
     }.items() if value is not None}
 
 
-def _effect_payload(order: dict[str, Any], attempt: Attempt) -> dict[str, Any]:
-    return {"order_id": order["order_id"], "attempt_id": str(attempt["attempt_id"]),
-            "customer_id": order["customer_id"], "amount_minor": attempt["amount_minor"],
-            "currency": attempt["currency"], "provider_payment_id": attempt["provider_payment_id"],
+def _effect_payload(attempt: Attempt, provider_payment_id: str | None) -> dict[str, Any]:
+    return {"order_id": attempt["order_id"], "attempt_id": str(attempt["attempt_id"]),
+            "customer_id": attempt["customer_id"], "amount_minor": attempt["amount_minor"],
+            "currency": attempt["currency"], "provider_payment_id": provider_payment_id,
             "client_reference": attempt["client_reference"]}
 

@@ -22,7 +22,7 @@ from gateway.settings import Settings
 from gateway.store.db import Connection, Database, fetch_all, fetch_one
 from gateway.store.queries import load_queries
 
-_SQL = load_queries("gateway.payments", "leases.sql")
+_SQL = LEASE_SQL = load_queries("gateway.payments", "leases.sql")
 _ATTEMPT_SQL = load_queries("gateway.payments")
 
 

@@ -6,16 +6,25 @@
 -- name: lock_order
 SELECT * FROM orders WHERE order_id = %(order_id)s FOR NO KEY UPDATE;
 
--- name: lock_order_of_attempt
-SELECT o.* FROM orders o
- WHERE o.order_id = (SELECT order_id FROM payment_attempts WHERE attempt_id = %(attempt_id)s)
-   FOR NO KEY UPDATE;
-
--- name: lock_attempt
--- With the number of send intents: a no-effect rejection closes an attempt only after its only send.
-SELECT a.*, (SELECT count(*) FROM payment_attempt_events e
-              WHERE e.attempt_id = a.attempt_id AND e.kind = 'send_intent') AS send_intents
-  FROM payment_attempts a
+-- name: lock_for_evidence
+-- The order row, then the attempt row, in one round trip: the MATERIALIZED CTE locks the order
+-- first, and the outer FOR NO KEY UPDATE OF a locks the attempt only for the row the join
+-- produced, which needs the locked order row. Also returned: how many send intents the attempt
+-- has (a no-effect rejection closes it only after its only send) and which other attempt, if any,
+-- already owns the evidence's provider payment ID (recording it again would make it name two).
+WITH locked_order AS MATERIALIZED (
+    SELECT o.order_id FROM orders o
+     WHERE o.order_id = (SELECT order_id FROM payment_attempts WHERE attempt_id = %(attempt_id)s)
+       FOR NO KEY UPDATE
+)
+SELECT a.*,
+       (SELECT count(*) FROM payment_attempt_events e
+         WHERE e.attempt_id = a.attempt_id AND e.kind = 'send_intent') AS send_intents,
+       (SELECT other.attempt_id FROM payment_attempts other
+         WHERE other.provider_account = a.provider_account
+           AND other.provider_payment_id = %(provider_payment_id)s
+           AND other.attempt_id <> a.attempt_id) AS provider_payment_owner
+  FROM payment_attempts a JOIN locked_order USING (order_id)
  WHERE a.attempt_id = %(attempt_id)s
    FOR NO KEY UPDATE OF a;
 
@@ -77,11 +86,6 @@ WITH payable AS (
     RETURNING event_id
 )
 SELECT started.*, (SELECT event_id FROM intent) AS intent_event_id FROM started;
-
--- name: provider_payment_owner
-SELECT attempt_id FROM payment_attempts
- WHERE provider_account = %(provider_account)s AND provider_payment_id = %(provider_payment_id)s
-   AND attempt_id <> %(attempt_id)s;
 
 -- name: apply
 -- Conditional on the version read under the lock: a writer that skipped the lock makes this

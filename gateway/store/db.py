@@ -33,9 +33,11 @@ class Database:
             max_size=size,
             name=name,
             open=False,
-            # A connection that died with a restarted server is replaced, not handed out.
-            check=AsyncConnectionPool.check_connection,
-            kwargs={"row_factory": dict_row, "autocommit": False},
+            # Autocommit connections: a lone read is one round trip, and every transaction is an
+            # explicit conn.transaction() (BEGIN ... COMMIT). No check on checkout: it would cost a
+            # round trip per transaction; a connection that died with a restarted server fails its
+            # one request (whose caller treats it as unconfirmed) and the pool replaces it.
+            kwargs={"row_factory": dict_row, "autocommit": True},
             connection_class=psycopg.AsyncConnection[DictRow],
         )
         await pool.open(wait=True, timeout=30)
@@ -52,12 +54,12 @@ class Database:
                 yield conn
 
     async def fetch_one(self, sql: str, params: Params | None = None) -> dict[str, Any] | None:
-        """Run one read-only statement in its own short transaction."""
-        async with self.transaction() as conn:
+        """Run one read-only statement on its own (autocommit: one round trip)."""
+        async with self.pool.connection() as conn:
             return await (await conn.execute(sql, params)).fetchone()
 
     async def fetch_all(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
-        async with self.transaction() as conn:
+        async with self.pool.connection() as conn:
             return await (await conn.execute(sql, params)).fetchall()
 
 
