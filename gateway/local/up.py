@@ -27,7 +27,7 @@ from gateway.local.servers import EmbeddedPostgres, EmbeddedValkey, free_port
 from gateway.settings import load_settings
 from gateway.store.db import Database
 from gateway.store.registry import register_provider_accounts
-from gateway.store.schema import init_schema
+from gateway.store.schema import check_schema, init_schema
 
 READY_TIMEOUT_S = 90.0
 
@@ -129,6 +129,11 @@ def run(data_dir: Path, web_port: int, provider_port: int, rehearsal: bool) -> i
             "database_url": servers.database_url, "redis_url": servers.redis_url, "config": str(config_path)})
         settings, effective = _effective_settings(config_path, servers)
         init_schema(settings.database_url)
+        drift = check_schema(settings.database_url)
+        if drift:
+            # init only adds what is missing; a database made by an older paygate keeps old shapes.
+            print("paygate: warning: the database differs from schema.sql (made by an older paygate?); "
+                  "start with a fresh --data-dir, or migrate it by hand:\n  " + "\n  ".join(drift), flush=True)
         tokens = asyncio.run(_prepare_database(settings))
         document = demo.demo_document(stored, urls, tokens, effective)
 
