@@ -15,7 +15,7 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
-from gateway.store.db import Connection, fetch_one
+from gateway.store.db import Connection
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.outbox")
@@ -42,22 +42,13 @@ async def enqueue(
     now: datetime,
     attempt_id: UUID | None = None,
     ordering_key: str | None = None,
+    read_back: bool = True,
 ) -> int | None:
     """Queue one effect in the caller's transaction; the new message id, or None when the same
-    effect was already queued (by this cause or another route)."""
-    row = await fetch_one(conn, _SQL["enqueue"], _row(dedup_key, kind, payload, now, attempt_id, ordering_key))
+    effect was already queued (by this cause or another route). With ``read_back`` False nothing
+    is read back (None), so a psycopg pipeline carrying the cause's other writes need not stop."""
+    cursor = await conn.execute(_SQL["enqueue"], _row(dedup_key, kind, payload, now, attempt_id, ordering_key))
+    if not read_back:
+        return None
+    row = await cursor.fetchone()
     return None if row is None else int(row["message_id"])
-
-
-async def enqueue_in_pipeline(
-    conn: Connection,
-    *,
-    dedup_key: str,
-    kind: str,
-    payload: dict[str, Any],
-    now: datetime,
-    attempt_id: UUID | None = None,
-    ordering_key: str | None = None,
-) -> None:
-    """:func:`enqueue` without reading the result back, so a psycopg pipeline need not stop here."""
-    await conn.execute(_SQL["enqueue"], _row(dedup_key, kind, payload, now, attempt_id, ordering_key))

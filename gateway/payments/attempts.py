@@ -20,7 +20,7 @@ from gateway.clock import Clock
 from gateway.domain.attempts import AttemptFacts, Decision, Escalation, Evidence, decide
 from gateway.domain.errors import OrderCancelled, OrderNotFound, OrderPaid, ProviderAccountUnavailable
 from gateway.escalations.store import raise_escalation, resolve_for_attempt
-from gateway.outbox.store import attempt_ordering_key, enqueue_in_pipeline
+from gateway.outbox.store import attempt_ordering_key, enqueue
 from gateway.payments.client import StoredRequest, payments_endpoint
 from gateway.payments.leases import LEASE_SQL as _LEASE_SQL
 from gateway.payments.leases import Lease, finish, release
@@ -221,9 +221,10 @@ class Attempts:
             if state in ("Failed", "NotApplied"):
                 await conn.execute(_SQL["order_cancel_completed"], {"order_id": attempt["order_id"], "now": now})
             for effect in decision.effects:
-                await enqueue_in_pipeline(
+                await enqueue(
                     conn, dedup_key=f"attempt:{attempt_id}:{effect}", kind=effect, now=now, attempt_id=attempt_id,
-                    ordering_key=attempt_ordering_key(attempt_id), payload=_effect_payload(attempt, payment_id))
+                    ordering_key=attempt_ordering_key(attempt_id), payload=_effect_payload(attempt, payment_id),
+                    read_back=False)
             if decision.resolves:
                 await resolve_for_attempt(conn, attempt_id, now, f"attempt {state}")
             if lease is not None and decision.resolves:
