@@ -24,7 +24,7 @@ from provider_fake.config import Account
 from provider_fake.errors import InvalidRequest, NotFound, ProviderError
 from provider_fake.fake import CardCo
 from provider_fake.faults import FaultRule
-from provider_fake.objects import ProviderObject
+from provider_fake.objects import Payment, Payout, ProviderObject
 from provider_fake.payments import PaymentRequest, RefundRequest, create_payment, refund_payment
 from provider_fake.payouts import PayoutRequest, create_payout
 from provider_fake.replies import Reply, render
@@ -79,9 +79,7 @@ class ProviderApi:
         store = self.fake.store
         return [
             Route("/v1/payments", self._endpoint(self.create_payment), methods=["POST"]),
-            Route(
-                "/v1/payments", self._endpoint(self.list_of("list_payments", store.payments)), methods=["GET"]
-            ),
+            Route("/v1/payments", self._endpoint(self.list_of("list_payments", Payment.kind)), methods=["GET"]),
             Route(
                 "/v1/payments/{id}",
                 self._endpoint(self.one_of("get_payment", store.payments)),
@@ -89,9 +87,7 @@ class ProviderApi:
             ),
             Route("/v1/payments/{id}/refunds", self._endpoint(self.refund_payment), methods=["POST"]),
             Route("/v1/payouts", self._endpoint(self.create_payout), methods=["POST"]),
-            Route(
-                "/v1/payouts", self._endpoint(self.list_of("list_payouts", store.payouts)), methods=["GET"]
-            ),
+            Route("/v1/payouts", self._endpoint(self.list_of("list_payouts", Payout.kind)), methods=["GET"]),
             Route(
                 "/v1/payouts/{id}", self._endpoint(self.one_of("get_payout", store.payouts)), methods=["GET"]
             ),
@@ -185,7 +181,7 @@ class ProviderApi:
 
         return get
 
-    def list_of(self, operation: str, objects: Mapping[str, ProviderObject]) -> Handler:
+    def list_of(self, operation: str, kind: str) -> Handler:
         """`GET /v1/<objects>?client_reference=...` -> `{"data": [...]}`, visible objects only."""
 
         async def list_(request: Request, account: Account, body: bytes) -> tuple[Reply, FaultRule | None]:
@@ -197,10 +193,8 @@ class ProviderApi:
             def produce() -> Reply:
                 data = [
                     obj.public()
-                    for obj in objects.values()
-                    if obj.account == account.id
-                    and obj.client_reference == reference
-                    and self.fake.can_see(obj, rule)
+                    for obj in self.fake.store.by_reference(kind, account.id, reference)
+                    if self.fake.can_see(obj, rule)
                 ]
                 return Reply.ok({"data": data})
 

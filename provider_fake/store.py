@@ -4,6 +4,8 @@ API.md "provider_fake: CardCo": same key and same parameters within the retentio
 the saved result of the first request; the same key with different parameters is a 409 with no
 effect. The idempotency scope is (account, key): the same key in two accounts is two requests.
 One asyncio lock guards the state so concurrent requests see a consistent check-then-effect.
+Lookups by client reference read an index kept by :meth:`Store.add`, so their cost does not grow
+with the ledger; an object's kind, account and client reference never change once stored.
 """
 
 from __future__ import annotations
@@ -32,10 +34,13 @@ class Store:
     payouts: dict[str, Payout] = field(default_factory=dict)
     saved: dict[tuple[str, str], SavedReply] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
+    # (kind, account, client reference) -> those objects by id, in the order they were stored.
+    references: dict[tuple[str, str, str], dict[str, ProviderObject]] = field(default_factory=dict)
 
     def clear(self) -> None:
         self.payments.clear()
         self.payouts.clear()
+        self.references.clear()
         self.saved.clear()
         self.requests.clear()
 
@@ -44,6 +49,13 @@ class Store:
             self.payments[obj.id] = obj
         elif isinstance(obj, Payout):
             self.payouts[obj.id] = obj
+        else:
+            return
+        self.references.setdefault((obj.kind, obj.account, obj.client_reference), {})[obj.id] = obj
+
+    def by_reference(self, kind: str, account: str, client_reference: str) -> list[ProviderObject]:
+        """The account's objects of ``kind`` with this client reference, oldest stored first."""
+        return list(self.references.get((kind, account, client_reference), {}).values())
 
     def objects(self) -> list[ProviderObject]:
         return [*self.payments.values(), *self.payouts.values()]

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from provider_fake import CardCo
-from tests.provider_fake.support import LIVE_ACCOUNT, LIVE_KEY, TEST_ACCOUNT, client_for, pay, payment_body
+from tests.provider_fake.support import (
+    LIVE_ACCOUNT,
+    LIVE_KEY,
+    TEST_ACCOUNT,
+    client_for,
+    pay,
+    payment_body,
+    send_payout,
+)
 
 
 async def test_visa_succeeds_with_the_documented_payment_object(client) -> None:
@@ -165,3 +173,21 @@ async def test_unknown_paths_answer_in_cardcos_error_shape(client) -> None:
     response = await client.get("/v1/nothing")
     assert response.status_code == 404
     assert response.json()["error"]["code"] == "not_found"
+
+
+async def test_lookup_by_client_reference_lists_that_accounts_payments_oldest_first(fake: CardCo, client) -> None:
+    """GET /v1/payments?client_reference= lists every visible payment of the caller's account with
+    that reference, in the order they were taken; not another reference's, another account's, or
+    a payout's with the same reference; and nothing after a reset (the store's index by reference)."""
+    first = (await pay(client, key="k1", reference="ORD-7-a1")).json()
+    await pay(client, key="k2", reference="ORD-7-a2")
+    second = (await pay(client, key="k3", reference="ORD-7-a1", method="pm_card_declined")).json()["error"]
+    await send_payout(client, key="p1", reference="ORD-7-a1")
+    async with client_for(fake, account=LIVE_ACCOUNT, key=LIVE_KEY) as live:
+        await pay(live, key="k1", reference="ORD-7-a1")
+    listed = (await client.get("/v1/payments", params={"client_reference": "ORD-7-a1"})).json()
+    assert listed == {"data": [first, second["payment"]]}
+    payouts = (await client.get("/v1/payouts", params={"client_reference": "ORD-7-a1"})).json()["data"]
+    assert [payout["object"] for payout in payouts] == ["payout"]
+    fake.reset()
+    assert (await client.get("/v1/payments", params={"client_reference": "ORD-7-a1"})).json() == {"data": []}
