@@ -103,12 +103,14 @@ async def test_a_429_pauses_lookups_for_that_account_only(shop: Shop, worker: Wo
     from tests.conftest import LIVE_ACCOUNT
 
     test_attempt = await unknown_payment(shop, "ORD-T1", action="drop_response")
+    clock.advance(1)  # ORD-T1 is due first; the others, one second later
     await shop.order("ORD-T2")
     await shop.faults({"operation": "create_payment", "action": "drop_response", "times": 0})
     await shop.pay("ORD-T2")
     await shop.order("ORD-L1", account=LIVE_ACCOUNT)
     await shop.pay("ORD-L1")
-    await shop.faults({"operation": "list_payments", "action": "rate_limit", "retry_after_s": 120})
+    await shop.faults({"operation": "list_payments", "action": "rate_limit", "retry_after_s": 120,
+                       "client_reference": "ORD-T1-a1"})
     clock.advance(60)
     outcomes = (await worker().sweep()).outcomes
     # The first test-account lookup is rate limited and pauses its scope: the second test-account
