@@ -16,7 +16,7 @@ from starlette.routing import BaseRoute, Route
 
 from gateway.clock import Clock
 from gateway.domain.errors import PaygateError
-from gateway.http import health, metrics, orders, problems
+from gateway.http import health, metrics, openapi, orders, problems
 from gateway.http import ops_attempts, ops_escalations, ops_outbox
 from gateway.http import ops_notifications, webhooks
 from gateway.http import payouts, reference_data
@@ -35,6 +35,7 @@ def routes() -> list[BaseRoute]:
         Route("/healthz", health.healthz, methods=["GET"]),
         Route("/readyz", health.readyz, methods=["GET"]),
         Route("/metrics", metrics.metrics, methods=["GET"]),
+        Route("/openapi.json", openapi.openapi, methods=["GET"]),
         *orders.routes(),
         *webhooks.routes(),
         *ops_notifications.routes(),

@@ -1,0 +1,72 @@
+"""JSON Schemas of what the gateway answers, for ``GET /openapi.json`` (API.md "Operations").
+
+Request schemas come from the pydantic models the handlers parse with; responses are rendered
+from rows by plain functions, so their shapes are written here, naming the fields API.md
+promises (``required``) and the values it fixes (``enum``). Other fields may be added (API.md:
+"You may add endpoints, fields and headers"), so objects stay open.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Schema = dict[str, Any]
+
+ATTEMPT_STATES = ["NotStarted", "Started", "Unknown", "Succeeded", "Failed", "NotApplied"]
+_STRING_OR_NULL: Schema = {"type": ["string", "null"]}
+_MONEY: Schema = {"amount_minor": {"type": "integer", "minimum": 1}, "currency": {"type": "string", "pattern": "^[A-Z]{3}$"}}
+
+
+def shape(*required: str, **properties: Schema) -> Schema:
+    """An open object that must carry ``required``, with a schema for some of its properties."""
+    return {"type": "object", "required": list(required),
+            "properties": {**{name: {} for name in required}, **properties}}
+
+
+def ref(name: str) -> Schema:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def array_of(name: str) -> Schema:
+    return {"type": "array", "items": ref(name)}
+
+
+SHAPES: dict[str, Schema] = {
+    "Problem": shape(
+        "type", "title", "status", "code", type={"type": "string"}, title={"type": "string"},
+        status={"type": "integer"}, code={"type": "string"}, detail={"type": "string"},
+        errors={"type": "array", "items": shape("field", "message")}),
+    "Order": shape("order_id", "customer_id", "amount_minor", "currency", "state", **_MONEY,
+                   state={"enum": ["Open", "Paid", "Cancelled", "CancelRequested"]}),
+    "PaymentStatus": shape(
+        "order_id", "attempt_id", "attempt_number", "client_reference", "state", "provider_status", "next_action",
+        "outcome_reason", "provider_payment_id", "status_url", state={"enum": ATTEMPT_STATES}),
+    "Escalation": shape(
+        "escalation_id", "escalation_key", "reason", "attempt_id", "raised_at", "acknowledged_at", "reminder_count",
+        "resolved_at", "details", escalation_id={"type": "integer"}, attempt_id=_STRING_OR_NULL,
+        reminder_count={"type": "integer"}, details={"type": "object"}),
+    "OutboxMessage": shape("message_id", "dedup_key", "kind", "ordering_key", "delivery_attempts", "last_error",
+                           "created_at", "dispatched_at", "dead_lettered_at", "discarded_at",
+                           message_id={"type": "integer"}, delivery_attempts={"type": "integer"}),
+    "Attempt": shape(
+        "attempt_id", "order_id", "attempt_number", "client_reference", "idempotency_key", "provider_account",
+        "state", "outcome_reason", "provider_status", "provider_payment_id", "created_at", "first_sent_at",
+        "escalation_deadline", "recovery_owner", "lease_expires_at", "next_check_at", "version", **_MONEY,
+        attempt_id={"type": "string", "format": "uuid"}, state={"enum": ATTEMPT_STATES}),
+    "AttemptEvent": shape("event_id", "kind", "occurred_at", "actor", "detail", event_id={"type": "integer"},
+                          detail={"type": "object"}),
+    "AttemptHistory": shape("attempt", "events", attempt=ref("Attempt"), events=array_of("AttemptEvent")),
+    "AppliedNotification": shape("notification_event_id", "attempt_id", "state", "resolved_escalations",
+                                 state={"enum": ATTEMPT_STATES}),
+    "Payout": shape("payout_id", "state", "version", "decisions", "grants", "attempts", "effect", **_MONEY,
+                    state={"enum": ["Draft", "Approved", "Executing", "Unknown", "Paid", "Failed", "Cancelled"]},
+                    decisions=array_of("Decision"), grants={"type": "array"}, attempts={"type": "array"}),
+    "Decision": shape("decision_id", "outcome", "reason", "policy_version", "terms_fingerprint", "grant", outcome={
+        "enum": ["Allowed", "Denied", "Deferred", "AcknowledgmentRequired", "EscalationRecommended"]}),
+    "Grant": shape("grant_id", "state", "not_before", "expires_at", "attempt_number"),
+    "ReferenceRecord": shape("version"),
+    "CardCoNotification": shape(
+        "type", "data", id={"type": "string"}, type={"type": "string"}, created={"type": "string"},
+        data=shape("object", object={"type": "object"})),
+    "Health": shape("status", status={"type": "string"}),
+}
