@@ -548,3 +548,92 @@ CREATE OR REPLACE TRIGGER payout_history_append_only
 CREATE OR REPLACE TRIGGER payout_history_no_truncate
     BEFORE TRUNCATE ON payout_history
     FOR EACH STATEMENT EXECUTE FUNCTION paygate_reject_history_change();
+
+-- ============================================================================================
+-- Effect records (seed 001, "The intent record"; docs/decisions/0012-effect-protocol-states.md).
+-- One row per checkout or payout attempt, written in the transaction that makes the attempt
+-- sendable, before any provider call: the canonical execution manifest, SHA-256 over its RFC 8785
+-- form, the idempotency key and, for payouts, the digests of the policy and approvals behind it.
+-- attempt_id names a payment_attempts or payout_attempts row (attempt_kind says which), so it
+-- carries no foreign key. The record is immutable: its protocol state is the last ledger row.
+-- ============================================================================================
+CREATE TABLE IF NOT EXISTS effect_records (
+    attempt_id          uuid        PRIMARY KEY,
+    attempt_kind        text        NOT NULL,
+    rail                text        NOT NULL,  -- the provider: 'cardco'
+    provider_account    text        NOT NULL REFERENCES provider_accounts (provider_account),
+    idempotency_key     text        NOT NULL,
+    effect_digest       bytea       NOT NULL,  -- SHA-256(JCS(manifest))
+    policy_digest       bytea       NULL,      -- payouts: the allowing decision's policy version and reason
+    approval_set_digest bytea       NULL,      -- payouts: the acknowledgments and approvals behind it
+    manifest            jsonb       NOT NULL,  -- identifiers, amounts, fields; never a destination token
+    created_at          timestamptz NOT NULL,
+    CONSTRAINT ck_effect_record_kind CHECK (attempt_kind IN ('payment', 'payout')),
+    CONSTRAINT ck_effect_record_rail CHECK (rail = split_part(provider_account, ':', 1)),
+    CONSTRAINT ck_effect_record_digest_length CHECK (octet_length(effect_digest) = 32),
+    CONSTRAINT ck_effect_record_policy_digest_length CHECK (
+        policy_digest IS NULL OR octet_length(policy_digest) = 32),
+    CONSTRAINT ck_effect_record_approval_digest_length CHECK (
+        approval_set_digest IS NULL OR octet_length(approval_set_digest) = 32),
+    -- A payout effect is governed (seed 000's decision); a checkout's authority is its customer.
+    CONSTRAINT ck_effect_record_governance CHECK (
+        (attempt_kind = 'payout') = (policy_digest IS NOT NULL AND approval_set_digest IS NOT NULL)),
+    -- The provider's key scope is the account: one intent per key there, whatever the attempt.
+    CONSTRAINT uq_effect_record_idempotency_key UNIQUE (provider_account, idempotency_key)
+);
+
+-- Append-only protocol ledger: every transition of every effect, numbered per effect. The unique
+-- sequence turns two writers that read the same state into a conflict instead of a fork.
+CREATE TABLE IF NOT EXISTS effect_ledger (
+    entry_id          bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    attempt_id        uuid        NOT NULL REFERENCES effect_records (attempt_id),
+    sequence          int         NOT NULL,
+    from_state        text        NULL,
+    to_state          text        NOT NULL,
+    effect_digest     bytea       NOT NULL,
+    idempotency_key   text        NOT NULL,
+    occurred_at       timestamptz NOT NULL,
+    actor             text        NOT NULL,
+    detail            jsonb       NOT NULL,  -- decision ids, reasons; never payloads or secrets
+    CONSTRAINT uq_effect_ledger_sequence UNIQUE (attempt_id, sequence),
+    CONSTRAINT ck_effect_ledger_sequence CHECK (sequence > 0),
+    CONSTRAINT ck_effect_ledger_first CHECK ((sequence = 1) = (from_state IS NULL)),
+    CONSTRAINT ck_effect_ledger_digest_length CHECK (octet_length(effect_digest) = 32),
+    CONSTRAINT ck_effect_ledger_states CHECK (to_state IN
+        ('PROPOSED', 'POLICY_EVALUATED', 'PENDING_APPROVAL', 'APPROVED', 'INTENT_PERSISTED',
+         'AUTHORIZATION_ISSUED', 'EXECUTING', 'EFFECT_CONFIRMED', 'EFFECT_FAILED', 'OUTCOME_UNKNOWN',
+         'RECONCILING', 'CERTIFIED'))
+);
+
+-- Signed certificates of confirmed effects, one per effect, never rewritten.
+CREATE TABLE IF NOT EXISTS effect_certificates (
+    attempt_id        uuid        PRIMARY KEY REFERENCES effect_records (attempt_id),
+    certificate       jsonb       NOT NULL,  -- integers only: re-serializing keeps its RFC 8785 form
+    key_id            text        NOT NULL,
+    signature         text        NOT NULL,  -- base64 Ed25519 over the canonical certificate
+    issued_at         timestamptz NOT NULL
+);
+
+CREATE OR REPLACE TRIGGER effect_records_append_only
+    BEFORE UPDATE OR DELETE ON effect_records
+    FOR EACH ROW EXECUTE FUNCTION paygate_reject_history_change();
+
+CREATE OR REPLACE TRIGGER effect_records_no_truncate
+    BEFORE TRUNCATE ON effect_records
+    FOR EACH STATEMENT EXECUTE FUNCTION paygate_reject_history_change();
+
+CREATE OR REPLACE TRIGGER effect_ledger_append_only
+    BEFORE UPDATE OR DELETE ON effect_ledger
+    FOR EACH ROW EXECUTE FUNCTION paygate_reject_history_change();
+
+CREATE OR REPLACE TRIGGER effect_ledger_no_truncate
+    BEFORE TRUNCATE ON effect_ledger
+    FOR EACH STATEMENT EXECUTE FUNCTION paygate_reject_history_change();
+
+CREATE OR REPLACE TRIGGER effect_certificates_append_only
+    BEFORE UPDATE OR DELETE ON effect_certificates
+    FOR EACH ROW EXECUTE FUNCTION paygate_reject_history_change();
+
+CREATE OR REPLACE TRIGGER effect_certificates_no_truncate
+    BEFORE TRUNCATE ON effect_certificates
+    FOR EACH STATEMENT EXECUTE FUNCTION paygate_reject_history_change();

@@ -20,6 +20,7 @@ from gateway.http import health, metrics, openapi, orders, problems
 from gateway.http import ops_attempts, ops_escalations, ops_outbox
 from gateway.http import ops_notifications, webhooks
 from gateway.http import payouts, reference_data
+from gateway.http import certificates
 from gateway.http.middleware import RequestEnvelope
 from gateway.logs import configure_logging
 from gateway.services import Services
@@ -41,6 +42,7 @@ def routes() -> list[BaseRoute]:
         *ops_notifications.routes(),
         *payouts.routes(),
         *reference_data.routes(),
+        *certificates.routes(),
     ]
 
 

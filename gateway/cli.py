@@ -93,6 +93,35 @@ def cmd_db_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_certificate_verify(args: argparse.Namespace) -> int:
+    """Exit 0 for a valid certificate, 1 for any tampering or unknown key (seed 001; API.md)."""
+    from gateway.domain.certificates import verify
+    from gateway.effects import offline
+
+    try:
+        document = offline.read_certificate(Path(args.file))
+        if args.key:
+            keys = offline.keys_from_file(Path(args.key), document)
+        else:
+            url = args.key_url or str(_demo(args)["gateway_url"]).rstrip("/") + "/v1/keys/certificates"
+            keys = offline.keys_from_url(url)
+    except offline.Unverifiable as exc:
+        raise CliError(str(exc)) from None
+    verdict = verify(document, keys)
+    print(f"{args.file}: {'valid' if verdict else 'INVALID'}: {verdict.reason}",
+          file=sys.stdout if verdict else sys.stderr)
+    return 0 if verdict else 1
+
+
+def _demo(args: argparse.Namespace) -> dict[str, Any]:
+    path = _data_dir(args) / "paygate-demo.json"
+    try:
+        loaded: dict[str, Any] = json.loads(path.read_text())
+    except OSError:
+        raise CliError(f"give --key-url or --key (there is no running 'paygate up' in {path.parent})") from None
+    return loaded
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     from gateway.local.up import run  # imported late: it pulls in the embedded servers
 
@@ -126,6 +155,16 @@ def parser() -> argparse.ArgumentParser:
         sub = db.add_parser(name, help=text)
         sub.add_argument("--data-dir", default=argparse.SUPPRESS)
         sub.set_defaults(handler=handler)
+
+    certificate = commands.add_parser("certificate", help="effect certificates (seed 001)")
+    verify = certificate.add_subparsers(dest="action", required=True).add_parser(
+        "verify", help="verify a certificate offline; exits 1 if it was altered")
+    verify.add_argument("file")
+    source = verify.add_mutually_exclusive_group()
+    source.add_argument("--key-url", help="a GET /v1/keys/certificates URL")
+    source.add_argument("--key", help="a file with that keys document, or one base64 public key")
+    verify.add_argument("--data-dir", default=argparse.SUPPRESS)
+    verify.set_defaults(handler=cmd_certificate_verify)
     return top
 
 

@@ -9,6 +9,8 @@ matrix: "A MaximumCallDuration that is zero, negative, or out of range fails at 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 import re
@@ -17,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -101,6 +104,58 @@ class ProviderAccount(_Model):
         return "live" if self.id.endswith(":live") else "test"
 
 
+KEY_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def _raw_key(value: str, name: str) -> bytes:
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except binascii.Error:
+        raise ValueError(f"{name} must be base64") from None
+    if len(raw) != 32:
+        raise ValueError(f"{name} must be base64 of exactly 32 bytes")
+    return raw
+
+
+class CertificateKey(_Model):
+    """One Ed25519 key for effect certificates (seed 001; API.md ``GET /v1/keys/certificates``).
+    The active key signs; retired keys keep only ``public_key`` (or both) so that certificates
+    they signed stay verifiable and listed with ``active: false``."""
+
+    key_id: str
+    private_key: SecretStr | None = None  # base64 of the raw 32-byte private key
+    public_key: str | None = None          # base64 of the raw 32-byte public key
+    active: bool = False
+
+    @model_validator(mode="after")
+    def _coherent(self) -> CertificateKey:
+        if not KEY_ID.match(self.key_id):
+            raise ValueError(f"key_id {self.key_id!r} must be 1-64 letters, digits, '.', '_' or '-'")
+        if self.private_key is None and self.public_key is None:
+            raise ValueError("a certificate key needs private_key or public_key")
+        if self.active and self.private_key is None:
+            raise ValueError("the active certificate key needs its private_key")
+        derived = None if self.private_key is None else Ed25519PrivateKey.from_private_bytes(
+            _raw_key(self.private_key.get_secret_value(), "private_key")).public_key().public_bytes_raw()
+        if self.public_key is not None and derived is not None and _raw_key(self.public_key, "public_key") != derived:
+            raise ValueError("public_key does not belong to private_key")
+        if self.public_key is not None:
+            _raw_key(self.public_key, "public_key")
+        return self
+
+    @property
+    def public_bytes(self) -> bytes:
+        if self.public_key is not None:
+            return _raw_key(self.public_key, "public_key")
+        return Ed25519PrivateKey.from_private_bytes(self.private_bytes).public_key().public_bytes_raw()
+
+    @property
+    def private_bytes(self) -> bytes:
+        if self.private_key is None:
+            raise ValueError(f"certificate key {self.key_id} has no private key")
+        return _raw_key(self.private_key.get_secret_value(), "private_key")
+
+
 class Settings(_Model):
     """Everything a paygate process needs, built once by :func:`load_settings`."""
 
@@ -132,9 +187,16 @@ class Settings(_Model):
     alert_sink_url: str | None = None
     merchant_signing_secret: SecretStr | None = None
     provider_accounts: list[ProviderAccount] = Field(default_factory=list)
+    # Effect certificates (seed 001): at most one active signing key; retired ones still verify.
+    certificate_keys: list[CertificateKey] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _coherent(self) -> Settings:
+        key_ids = [key.key_id for key in self.certificate_keys]
+        if len(key_ids) != len(set(key_ids)):
+            raise ValueError("certificate_keys key_id values must be unique")
+        if sum(key.active for key in self.certificate_keys) > 1:
+            raise ValueError("at most one certificate key may be active")
         ids = [account.id for account in self.provider_accounts]
         if len(ids) != len(set(ids)):
             raise ValueError("provider_accounts ids must be unique")

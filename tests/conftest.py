@@ -44,6 +44,9 @@ TEST_PEPPER = "test-pepper-not-secret"
 TEST_ACCOUNT = "cardco:acct_store:test"
 LIVE_ACCOUNT = "cardco:acct_store:live"
 CARDCO_URL = "http://cardco.test"
+# Effect certificates (seed 001): a fixed, public test key; never a production one.
+CERTIFICATE_KEY_ID = "test-cert-1"
+CERTIFICATE_PRIVATE_KEY = "nWGxne/9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A="
 
 
 @pytest.fixture(scope="session")
@@ -123,6 +126,7 @@ def settings(database_url: str, redis_url: str) -> Settings:
         "token_pepper": TEST_PEPPER,
         "log_format": "console",
         "provider_accounts": [account_config(TEST_ACCOUNT), account_config(LIVE_ACCOUNT)],
+        "certificate_keys": [{"key_id": CERTIFICATE_KEY_ID, "private_key": CERTIFICATE_PRIVATE_KEY, "active": True}],
     })
 
 

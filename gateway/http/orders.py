@@ -13,6 +13,7 @@ from starlette.routing import BaseRoute, Route
 
 from gateway.auth.tokens import Principal
 from gateway.domain.errors import OrderNotFound, OrderPaid, PaymentNotStarted, RequestInvalid
+from gateway.effects.views import effects_of
 from gateway.http.auth import authenticate
 from gateway.http.bodies import Body, parse_body
 from gateway.http.problems import from_error
@@ -89,8 +90,11 @@ async def cancel_order(request: Request) -> Response:
     return JSONResponse(order_body(order))
 
 
-def _status_response(status: PaymentStatus) -> Response:
-    """200 for final states and a current action; 202 with the status URL otherwise."""
+async def _status_response(services: Services, status: PaymentStatus) -> Response:
+    """200 for final states and a current action; 202 with the status URL otherwise. The body
+    carries the attempt's seed 001 effect record as an extension (``effect``, as for payouts)."""
+    async with services.db.transaction() as conn:
+        status.body["effect"] = (await effects_of(conn, [status.body["attempt_id"]])).get(status.body["attempt_id"])
     if status.final or status.action_current:
         return JSONResponse(status.body)
     return JSONResponse(status.body, status_code=202, headers={"Location": status.body["status_url"]})
@@ -117,13 +121,14 @@ async def pay(request: Request) -> Response:
         # This endpoint could not begin the recorded attempt, and nothing was sent (seed 004).
         return from_error(PaymentNotStarted(attempt=status.body), headers={
             "Retry-After": RETRY_AFTER_S, "Location": status_url(order_id)})
-    return _status_response(status)
+    return await _status_response(services, status)
 
 
 async def payment_status(request: Request) -> Response:
     principal = await _customer(request)
-    status = await _services(request).checkout.status(request.path_params["order_id"], principal.subject)
-    return _status_response(status)
+    services = _services(request)
+    status = await services.checkout.status(request.path_params["order_id"], principal.subject)
+    return await _status_response(services, status)
 
 
 def routes() -> list[BaseRoute]:

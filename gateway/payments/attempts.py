@@ -19,6 +19,9 @@ from psycopg.types.json import Jsonb
 from gateway.clock import Clock
 from gateway.domain.attempts import AttemptFacts, Decision, Escalation, Evidence, decide
 from gateway.domain.errors import OrderCancelled, OrderNotFound, OrderPaid, ProviderAccountUnavailable
+from gateway.effects.certify import Certifier
+from gateway.effects.ledger import advance
+from gateway.effects.payments import persist_payment
 from gateway.escalations.store import raise_escalation, resolve_for_attempt
 from gateway.outbox.store import attempt_ordering_key, enqueue
 from gateway.payments.client import StoredRequest, payments_endpoint
@@ -75,6 +78,7 @@ class Attempts:
         self._db = db
         self._clock = clock
         self._settings = settings
+        self._certifier = Certifier.of(settings)
 
     def _account(self, account_id: str) -> ProviderAccount:
         account = self._settings.account(account_id)
@@ -124,6 +128,9 @@ class Attempts:
             "next_check_at": now + timedelta(seconds=account.abandonment_threshold_s),
         })
         if inserted is not None:
+            # Seed 001 (issue 8): the effect record commits with the attempt that makes it sendable.
+            await persist_payment(conn, inserted, stored_request(inserted), now=now,
+                                  reminder_interval_s=self._settings.reminder_interval_s)
             return inserted
         winner = await fetch_one(conn, _SQL["live_for_order"], {"order_id": order["order_id"]})
         if winner is None:
@@ -138,13 +145,16 @@ class Attempts:
         account = self._account(attempt["provider_account"])
         now = self._clock.now()
         async with self._db.transaction() as conn:
-            return await fetch_one(conn, _SQL["mark_started"], {
+            started = await fetch_one(conn, _SQL["mark_started"], {
                 "attempt_id": attempt["attempt_id"], "order_id": attempt["order_id"],
                 "version": attempt["version"], "now": now, "actor": actor,
                 "escalation_deadline": now + timedelta(seconds=account.key_window_s - account.escalation_safety_margin_s),
                 "next_check_at": now + timedelta(seconds=account.call_budget_s + account.record_budget_s
                                                  + account.processing_allowance_s),
             })
+            if started is not None:  # seed 001 (issue 8): INTENT_PERSISTED -> AUTHORIZATION_ISSUED
+                await advance(conn, started["attempt_id"], "Started", actor=actor, now=now)
+            return started
 
     async def record_response(self, attempt_id: uuid.UUID, evidence: Evidence, actor: str) -> Attempt:
         """Record the answer to a send: a send_result event plus the evidence, in one transaction."""
@@ -235,6 +245,10 @@ class Attempts:
         updated = await applied.fetchone()
         if updated is None:
             raise VersionConflict(f"attempt {attempt_id} changed under its lock")
+        if state != attempt["state"] or state == "Unknown":
+            # Seed 001 (issue 8): the protocol follows the attempt (an Unknown kept after a
+            # reconciling resend is a step too); a confirmed effect is certified here.
+            await advance(conn, attempt_id, state, actor=actor, now=now, certifier=self._certifier, attempt=updated)
         return updated
 
     def _next_check(self, attempt: Attempt, state: str, evidence: Evidence, now: datetime) -> datetime:

@@ -21,6 +21,8 @@ import structlog
 from gateway.clock import Clock
 from gateway.domain.attempts import action_is_current
 from gateway.domain.errors import OrderNotFound, PaymentNotFound
+from gateway.effects.gate import SendGate
+from gateway.effects.payments import PaymentSends
 from gateway.payments.attempts import Attempt, Attempts, VersionConflict, stored_request
 from gateway.payments.client import PaymentClient
 from gateway.settings import Settings
@@ -79,7 +81,7 @@ class Checkout:
         self._clock = clock
         self._db = db
         self._attempts = attempts
-        self._client = client
+        self._sends = PaymentSends(SendGate(db, clock, settings.reminder_interval_s), client)  # seed 001 (issue 8)
         self._running: set[asyncio.Task[PaymentStatus]] = set()
 
     async def pay(self, order_id: str, customer_id: str) -> PaymentStatus:
@@ -126,7 +128,8 @@ class Checkout:
             return await self._reload(attempt, "start.unconfirmed")
         if started is None:
             return await self._reload(attempt, "start.lost")
-        evidence = await self._client.create_payment(stored_request(started), budget_s=account.call_budget_s)
+        evidence = await self._sends.create_payment(stored_request(started), started["attempt_id"], actor="endpoint",
+                                                    budget_s=account.call_budget_s)
         try:
             async with self._clock.budget(account.record_budget_s):
                 recorded = await self._attempts.record_response(started["attempt_id"], evidence, actor="endpoint")

@@ -17,6 +17,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from gateway.clock import Clock
+from gateway.effects.ledger import advance
 from gateway.escalations.store import raise_escalation
 from gateway.settings import Settings
 from gateway.store.db import Connection, Database, fetch_all, fetch_one
@@ -117,6 +118,7 @@ class Leases:
                 return None
             await append_event(conn, attempt["attempt_id"], "transition", lease.owner, now,
                                {"from": "NotStarted", "to": "NotApplied", "reason": "never-sent"})
+            await advance(conn, attempt["attempt_id"], "NotApplied", actor=lease.owner, now=now)  # seed 001 (issue 8)
             await conn.execute(_ATTEMPT_SQL["order_cancel_completed"], {"order_id": attempt["order_id"], "now": now})
             return closed
 

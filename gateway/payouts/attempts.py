@@ -11,7 +11,7 @@ A resolution moves the attempt, the payout and the daily-limit reservation in on
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -21,6 +21,8 @@ import structlog
 from gateway.domain.payout_outcomes import PAYOUT_STATE_AFTER, AttemptState
 from gateway.domain.payout_policy import ContextVersions
 from gateway.domain.payout_timing import PayoutTimings
+from gateway.effects.certify import Certifier
+from gateway.effects.ledger import advance
 from gateway.payouts import history, records
 from gateway.store.db import Connection, Database, fetch_all, fetch_one
 from gateway.store.queries import load_queries
@@ -59,7 +61,8 @@ class _Rollback(Exception):
 
 async def claim(db: Database, now: datetime, timings: PayoutTimings, *, grant: dict[str, Any],
                 payout: dict[str, Any], versions: ContextVersions, worker_id: str, provider_account: str,
-                digest: Callable[[str], str]) -> Claimed | NotClaimed:
+                digest: Callable[[str], str],
+                record_effect: Callable[[Connection, dict[str, Any], str], Awaitable[object]]) -> Claimed | NotClaimed:
     """The atomic claim. Raises whatever the commit raises: the caller treats that as unconfirmed."""
     attempt_id = uuid.uuid4()
     payout_id, number = payout["payout_id"], grant["attempt_number"]
@@ -85,6 +88,7 @@ async def claim(db: Database, now: datetime, timings: PayoutTimings, *, grant: d
                 "lease_expires_at": timings.lease_expiry(now), "escalation_deadline": timings.escalation_deadline(now)})
             if attempt is None:
                 raise RuntimeError("insert_attempt returned no row")
+            await record_effect(conn, attempt, token)  # seed 001 (issue 8): the effect record commits with the claim
             await history.append(conn, payout_id, "transition", actor=worker_id, now=now, attempt_id=attempt_id,
                                  grant_id=grant["grant_id"], decision_id=grant["decision_id"],
                                  detail={"from": "Approved", "to": "Executing", "version": moved["version"],
@@ -119,6 +123,7 @@ async def mark_started(db: Database, now: datetime, attempt: dict[str, Any], epo
                 await history.append(conn, attempt["payout_id"], "transition", actor=attempt["claimed_by"], now=now,
                                      attempt_id=attempt["attempt_id"],
                                      detail={"attempt_state": "Started", "lease_epoch": epoch})
+                await advance(conn, attempt["attempt_id"], "Started", actor=attempt["claimed_by"], now=now)  # issue 8
     except Exception as error:  # noqa: BLE001 - an unconfirmed commit may have committed: do not send
         log.warning("payout_start_unconfirmed", payout_id=attempt["payout_id"], attempt_id=str(attempt["attempt_id"]),
                     error_type=type(error).__name__)
@@ -141,7 +146,7 @@ async def count_send(db: Database, now: datetime, attempt: dict[str, Any], epoch
 async def resolve(conn: Connection, now: datetime, attempt: dict[str, Any], state: AttemptState, reason: str, *,
                   actor: str, from_states: Sequence[AttemptState], epoch: int | None = None,
                   provider_payout_id: str | None = None, provider_status: str | None = None,
-                  next_check_at: datetime | None = None) -> dict[str, Any] | None:
+                  next_check_at: datetime | None = None, certifier: Certifier | None = None) -> dict[str, Any] | None:
     """Move the attempt, then its payout and reservation, in the caller's transaction; None when the
     attempt was no longer in ``from_states`` (or the epoch moved): nothing is written then."""
     row = await fetch_one(conn, _SQL["resolve_attempt"], {
@@ -161,6 +166,8 @@ async def resolve(conn: Connection, now: datetime, attempt: dict[str, Any], stat
                                  "provider_payout_id": row["provider_payout_id"],
                                  "to": payout["state"] if payout else None,
                                  "version": payout["version"] if payout else None})
+    # Seed 001 (issue 8): the protocol follows the attempt; a confirmed effect is certified with ``certifier``.
+    await advance(conn, attempt["attempt_id"], state.value, actor=actor, now=now, certifier=certifier, attempt=row)
     if provider_status == "returned":  # completed, then returned: a separate, later lifecycle event
         await history.append(conn, payout_id, "return", actor=actor, now=now, attempt_id=attempt["attempt_id"],
                              detail={"provider_payout_id": row["provider_payout_id"]})

@@ -22,6 +22,9 @@ from gateway.domain.payout_outcomes import (
     Expected,
     classify,
 )
+from gateway.effects.certify import Certifier
+from gateway.effects.gate import SendGate
+from gateway.effects.payouts import open_send, persist_payout
 from gateway.payouts import attempts, history
 from gateway.payouts.cardco import (
     CardCoPayouts,
@@ -89,7 +92,10 @@ class Executor:
                 self.db, self.clock.now(), payout_timings(self.settings), grant=valid.grant, payout=valid.payout,
                 versions=valid.versions, worker_id=self.presenter.service_id,
                 provider_account=payout_account(self.settings).id,
-                digest=lambda token: destination_digest(pepper, token))
+                digest=lambda token: destination_digest(pepper, token),
+                record_effect=lambda conn, attempt, token: persist_payout(  # seed 001 (issue 8)
+                    conn, attempt, token, account=payout_account(self.settings), now=self.clock.now(),
+                    actor=self.presenter.service_id, reminder_interval_s=self.settings.reminder_interval_s))
         except Exception as error:  # noqa: BLE001 - the commit may have happened: never send, let recovery read
             log.warning("payout_claim_unconfirmed", error_type=type(error).__name__, **ids)
             return "claim.unconfirmed"
@@ -117,6 +123,13 @@ class Executor:
             if not await attempts.count_send(self.db, self.clock.now(), attempt, epoch):
                 log.warning("payout_send_refused", send=send, **ids)
                 return "send.refused"
+            # Seed 001 (issue 8): every send re-derives the effect digest from the body it carries.
+            refused = await open_send(SendGate(self.db, self.clock, self.settings.reminder_interval_s), attempt,
+                                      provider.account, token, pepper=provider.pepper, actor=self.presenter.service_id)
+            if refused is not None:
+                await self._resolve(attempt, epoch, AttemptState.UNKNOWN, f"request.not-buildable.{refused}",
+                                    from_state=AttemptState.STARTED)
+                return f"request.not-buildable.{refused}"
             classification = classify(await provider.submit(attempt, token, key), expected)
             await self._observe(attempt, classification, send)
             if not classification.row.resend:
@@ -148,7 +161,8 @@ class Executor:
                     conn, now, attempt, state, reason, actor=self.presenter.service_id, from_states=[from_state],
                     epoch=epoch, provider_payout_id=classification.provider_payout_id if classification else None,
                     provider_status=classification.provider_status if classification else None,
-                    next_check_at=timings.next_check(now, 0) if unresolved else None)
+                    next_check_at=timings.next_check(now, 0) if unresolved else None,
+                    certifier=Certifier.of(self.settings))  # seed 001 (issue 8)
         except Exception as error:  # noqa: BLE001 - the lease lapses and the sweeper records Unknown
             log.warning("payout_record_failed", payout_id=attempt["payout_id"], attempt_id=str(attempt["attempt_id"]),
                         error_type=type(error).__name__)

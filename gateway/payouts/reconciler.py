@@ -25,6 +25,7 @@ from gateway.domain.payout_outcomes import (
     classify_record,
 )
 from gateway.domain.payout_timing import not_applied_allowed
+from gateway.effects.certify import Certifier
 from gateway.escalations.store import raise_escalation
 from gateway.payouts import attempts, history
 from gateway.payouts.cardco import CardCoPayouts
@@ -96,7 +97,8 @@ class Reconciler:
             conn, now, attempt, state, reason, actor=ACTOR,
             from_states=[AttemptState.UNKNOWN, AttemptState.STARTED],
             provider_payout_id=classification.provider_payout_id if classification else None,
-            provider_status=classification.provider_status if classification else None)
+            provider_status=classification.provider_status if classification else None,
+            certifier=Certifier.of(self.settings))  # seed 001 (issue 8)
         return written is not None
 
     async def _escalate(self, conn: Connection, now: datetime, attempt: dict[str, Any], cause: str,

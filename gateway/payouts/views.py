@@ -1,9 +1,9 @@
 """What ``GET /v1/payouts/{id}`` shows (API.md, Payouts and "Shapes"): the payout with its state and
 version, and its decisions, grants and attempts oldest first, plus returns as separate events.
 
-``effect`` is reserved for seed 001's effect record (issue 8: ``effect_digest``,
-``idempotency_key``, ``protocol_state``, for the latest attempt and per attempt). It is ``None``
-until that issue writes it; this module invents no digest.
+``effect`` is seed 001's effect record (``effect_digest``, ``idempotency_key``,
+``protocol_state``; gateway.effects), per attempt and for the latest attempt; ``None`` before any
+attempt exists.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from gateway.effects.views import effects_of
 from gateway.payouts import attempts
 from gateway.store.db import Connection, fetch_all
 from gateway.store.queries import load_queries
@@ -47,7 +48,7 @@ def grant_view(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def attempt_view(row: dict[str, Any]) -> dict[str, Any]:
+def attempt_view(row: dict[str, Any], effect: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "attempt_id": str(row["attempt_id"]), "attempt_number": row["attempt_number"], "state": row["state"],
         "grant_id": str(row["grant_id"]), "decision_id": str(row["decision_id"]),
@@ -57,7 +58,7 @@ def attempt_view(row: dict[str, Any]) -> dict[str, Any]:
         "sends": row["sends"], "provider_payout_id": row["provider_payout_id"],
         "provider_status": row["provider_status"], "outcome_reason": row["outcome_reason"],
         "resolved_at": rfc3339(row["resolved_at"]),
-        "effect": None,  # seed 001's per-attempt effect record (issue 8)
+        "effect": effect,  # seed 001's per-attempt effect record (issue 8)
     }
 
 
@@ -67,6 +68,8 @@ async def payout_view(conn: Connection, payout: dict[str, Any]) -> dict[str, Any
     by_decision = {grant["decision_id"]: grant for grant in grants}
     decisions = await fetch_all(conn, _DECISIONS["decisions_of_payout"], key)
     events = await fetch_all(conn, _PAYOUTS["history_of_payout"], key)
+    rows = await attempts.attempts_of_payout(conn, payout["payout_id"])
+    effects = await effects_of(conn, [row["attempt_id"] for row in rows])
     return {
         "payout_id": payout["payout_id"], "tenant_id": payout["tenant_id"], "requester_id": payout["requester_id"],
         "beneficiary_id": payout["beneficiary_id"], "destination_id": payout["destination_id"],
@@ -75,8 +78,8 @@ async def payout_view(conn: Connection, payout: dict[str, Any]) -> dict[str, Any
         "state": payout["state"], "version": payout["version"],
         "decisions": [decision_view(row, by_decision.get(row["decision_id"])) for row in decisions],
         "grants": [grant_view(row) for row in grants],
-        "attempts": [attempt_view(row) for row in await attempts.attempts_of_payout(conn, payout["payout_id"])],
+        "attempts": [attempt_view(row, effects.get(str(row["attempt_id"]))) for row in rows],
         "returns": [{"attempt_id": str(e["attempt_id"]), "occurred_at": rfc3339(e["occurred_at"]), **e["detail"]}
                     for e in events if e["kind"] == "return"],
-        "effect": None,  # seed 001's effect record for the latest attempt (issue 8)
+        "effect": effects.get(str(rows[-1]["attempt_id"])) if rows else None,  # the latest attempt's (issue 8)
     }

@@ -24,6 +24,8 @@ from gateway.domain.attempts import Evidence
 from gateway.domain.cardco import Lookup, object_evidence
 from gateway.domain.recovery import AttemptView, ResendConditions, Step, Timings, after_not_found, backoff_s, \
     final_check, first_step
+from gateway.effects.gate import SendGate
+from gateway.effects.payments import PaymentSends
 from gateway.payments.attempts import Attempts, VersionConflict, stored_request
 from gateway.payments.client import NotBuildable, PaymentClient
 from gateway.payments.leases import Lease, Leases
@@ -75,6 +77,7 @@ class Recovery:
         self._attempts = attempts
         self._client = client
         self._leases = Leases(db, clock, settings)
+        self._sends = PaymentSends(SendGate(db, clock, settings.reminder_interval_s), client)  # seed 001 (issue 8)
         self.owner = owner or worker_name()
 
     async def sweep(self, limit: int = 100) -> SweepReport:
@@ -195,7 +198,8 @@ class Recovery:
                 return await self._perform(attempt, lease, Step("escalate-and-finish", times.readonly_cadence_s,
                                                                 "deadline"))
             return "send-abandoned"
-        evidence = await self._client.create_payment(stored_request(attempt), budget_s=account.call_budget_s)
+        evidence = await self._sends.create_payment(stored_request(attempt), attempt["attempt_id"], actor=self.owner,
+                                                    budget_s=account.call_budget_s)
         return await self._apply(attempt, evidence, lease, kind="send_result", prefix="resent")
 
     async def _apply(self, attempt: dict[str, Any], evidence: Evidence, lease: Lease, kind: str,

@@ -1,0 +1,116 @@
+"""Canonical execution manifests: what one attempt will send, as the JSON its digest commits to
+(seed 001, "The intent record": ``M := canonical_execution_manifest(approved)``,
+``d := SHA256(JCS(M))``; "Stable identity and exact bytes").
+
+A manifest names the rail and provider account, the endpoint, the API version, the operation, the
+idempotency key, the client reference, the amount and currency, and the request's business fields.
+It is derived from what a send will actually carry, so re-deriving it at send time and comparing
+digests proves the send is the committed intent and not an improvised one:
+
+- a checkout attempt's manifest comes from its stored request (endpoint, key, exact body); it also
+  holds the SHA-256 of the exact body bytes, so even a whitespace change is a different effect;
+- a payout attempt's manifest comes from the body the executor is about to send, with the
+  destination named by id and version and NEVER by its token (DESIGN invariant 8).
+
+Amounts are decimal strings: API amounts reach 2^63-1, beyond the I-JSON integers RFC 8785 allows.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from gateway.domain.canonical import digest
+
+MANIFEST_VERSION = "paygate.effect-manifest/1"
+AttemptKind = Literal["payment", "payout"]
+
+
+class ManifestUnbuildable(ValueError):
+    """The stored request cannot be read as the effect it claims to be."""
+
+
+@dataclass(frozen=True)
+class Transport:
+    """Where and how a request goes: fixed for the attempt's life."""
+
+    provider_account: str  # 'cardco:acct_store:test'
+    endpoint: str
+    api_version: str
+    idempotency_key: str
+
+    @property
+    def rail(self) -> str:
+        return self.provider_account.split(":", 1)[0]
+
+
+def _object(body: bytes) -> dict[str, Any]:
+    try:
+        parsed = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise ManifestUnbuildable("the request body is not JSON") from None
+    if not isinstance(parsed, dict):
+        raise ManifestUnbuildable("the request body is not a JSON object")
+    return parsed
+
+
+def _manifest(kind: AttemptKind, operation: str, transport: Transport, business: dict[str, Any]) -> dict[str, Any]:
+    missing = [name for name in ("client_reference", "amount_minor", "currency") if name not in business]
+    if missing or not isinstance(business["amount_minor"], int) or isinstance(business["amount_minor"], bool):
+        raise ManifestUnbuildable(f"the request lacks a usable {', '.join(missing) or 'amount_minor'}")
+    return {
+        "manifest_version": MANIFEST_VERSION, "attempt_kind": kind, "rail": transport.rail,
+        "provider_account": transport.provider_account, "endpoint": transport.endpoint,
+        "api_version": transport.api_version, "operation": operation,
+        "idempotency_key": transport.idempotency_key, "client_reference": business["client_reference"],
+        "amount_minor": str(business["amount_minor"]), "currency": business["currency"],
+        "business_fields": {name: str(value) if name == "amount_minor" else value for name, value in business.items()},
+    }
+
+
+def payment_manifest(transport: Transport, request_body: str) -> dict[str, Any]:
+    """A checkout attempt's manifest, from its stored request (``payment_attempts.request_body``
+    holds a payment-method token, never card data)."""
+    exact = request_body.encode("utf-8")
+    manifest = _manifest("payment", "create_payment", transport, _object(exact))
+    manifest["body_sha256"] = hashlib.sha256(exact).hexdigest()
+    return manifest
+
+
+def payout_manifest(transport: Transport, body: bytes, *, destination_id: str, destination_version: int) -> dict[str, Any]:
+    """A payout attempt's manifest, from the exact body about to be sent, without its token."""
+    business = _object(body)
+    if not isinstance(business.pop("destination_token", None), str):
+        raise ManifestUnbuildable("the request names no destination token")
+    business["destination"] = {"destination_id": destination_id, "destination_version": destination_version}
+    return _manifest("payout", "create_payout", transport, business)
+
+
+def effect_digest(manifest: dict[str, Any]) -> bytes:
+    return digest(manifest)
+
+
+def policy_document(decision: dict[str, Any]) -> dict[str, Any]:
+    """What ``policy_digest`` commits to: the allowing decision's policy version and reason."""
+    return {"decision_id": str(decision["decision_id"]), "operation": decision["operation"],
+            "outcome": decision["outcome"], "reason": decision["reason"],
+            "policy_version": decision["policy_version"], "terms_fingerprint": decision["terms_fingerprint"]}
+
+
+def approval_set_document(decision: dict[str, Any], requester_id: str,
+                          acknowledgments: list[dict[str, Any]]) -> dict[str, Any]:
+    """What ``approval_set_digest`` commits to: the acknowledgments and approvals behind the
+    allowing decision. An approval is that decision made by someone other than the requester
+    (API.md: ``approve`` is a fresh decision under the approver); acknowledgments are ordered by
+    id, since RFC 8785 orders object keys but never array elements."""
+    approvals = [] if decision["actor_id"] == requester_id else [
+        {"decision_id": str(decision["decision_id"]), "approver_id": decision["actor_id"],
+         "approval_limit_minor": None if decision["approval_limit_minor"] is None
+         else str(decision["approval_limit_minor"])}]
+    return {"requester_id": requester_id, "approvals": approvals, "acknowledgments": [
+        {"acknowledgment_id": ack["acknowledgment_id"], "reason_code": ack["reason_code"],
+         "destination_version": ack["destination_version"], "acknowledged_by": ack["acknowledged_by"]}
+        for ack in sorted(acknowledgments, key=lambda ack: int(ack["acknowledgment_id"]))]}

@@ -1,0 +1,1 @@
+"""Seed 001's effect records, protocol ledger, send gate and certificates."""

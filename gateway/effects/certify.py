@@ -1,0 +1,102 @@
+"""Issuing effect certificates with the configured Ed25519 keys (seed 001; API.md, "Shapes" and
+``GET /v1/keys/certificates``; docs/decisions/0013-certificates-in-the-confirming-transaction.md).
+
+A confirmed effect is certified in the transaction that confirms it: the certificate exists
+exactly when the Succeeded write committed, with no job to lag or lose it. Keys come from
+settings: the one ``active`` key signs; retired keys stay listed (``active: false``) so the
+certificates they signed still verify. Without an active key an effect stays EFFECT_CONFIRMED.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import structlog
+from psycopg.types.json import Jsonb
+
+from gateway.domain.certificates import ALG, CERTIFICATE_VERSION, STATEMENT, sign
+from gateway.settings import CertificateKey, Settings
+from gateway.store.db import Connection, fetch_all, fetch_one
+from gateway.store.queries import load_queries
+
+_SQL = load_queries("gateway.effects")
+log = structlog.get_logger("gateway.effects")
+
+_PROVIDER_FIELDS = {"payment": ("provider_payment_id", "order_id"), "payout": ("provider_payout_id", "payout_id")}
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class Certifier:
+    keys: tuple[CertificateKey, ...]
+
+    @classmethod
+    def of(cls, settings: Settings) -> Certifier:
+        return cls(tuple(settings.certificate_keys))
+
+    @property
+    def active(self) -> CertificateKey | None:
+        return next((key for key in self.keys if key.active), None)
+
+    @property
+    def key_id(self) -> str | None:
+        return None if self.active is None else self.active.key_id
+
+    def public_keys(self) -> dict[str, bytes]:
+        return {key.key_id: key.public_bytes for key in self.keys}
+
+    def published(self) -> dict[str, Any]:
+        """``GET /v1/keys/certificates``: every key that may have signed a certificate."""
+        return {"keys": [{"key_id": key.key_id, "alg": ALG, "active": key.active,
+                          "public_key": base64.b64encode(key.public_bytes).decode("ascii")} for key in self.keys]}
+
+    async def issue(self, conn: Connection, record: dict[str, Any], attempt: dict[str, Any],
+                    now: datetime) -> dict[str, Any] | None:
+        """Sign and store the certificate of ``record``'s confirmed effect; None without an active
+        key, or when one was already issued (then nothing is rewritten)."""
+        key = self.active
+        if key is None:
+            log.warning("effect_not_certified", attempt_id=str(record["attempt_id"]), why="no active certificate key")
+            return None
+        kind = record["attempt_kind"]
+        provider_field, subject_field = _PROVIDER_FIELDS[kind]
+        evidence = await fetch_all(conn, _SQL[f"{kind}_evidence"], {"attempt_id": record["attempt_id"]})
+        manifest = record["manifest"]
+        certificate = {
+            "certificate_version": CERTIFICATE_VERSION, "attempt_kind": kind,
+            "attempt_id": str(record["attempt_id"]), subject_field: attempt[subject_field],
+            "rail": record["rail"], "provider_account": record["provider_account"],
+            "idempotency_key": record["idempotency_key"], "client_reference": manifest["client_reference"],
+            "amount_minor": manifest["amount_minor"], "currency": manifest["currency"],
+            "effect_digest": bytes(record["effect_digest"]).hex(),
+            "policy_digest": _hex(record["policy_digest"]), "approval_set_digest": _hex(record["approval_set_digest"]),
+            "outcome": "EFFECT_CONFIRMED", "provider_reference": attempt[provider_field],
+            "provider_status": attempt["provider_status"],
+            "evidence_event_ids": [int(row["event_id"]) for row in evidence],
+            "issued_at": _rfc3339(now), "statement": STATEMENT,
+        }
+        signed = sign(certificate, key_id=key.key_id, private_seed=key.private_bytes)
+        stored = await fetch_one(conn, _SQL["insert_certificate"], {
+            "attempt_id": record["attempt_id"], "certificate": Jsonb(certificate), "key_id": key.key_id,
+            "signature": signed["signature"]["value"], "now": now})
+        return None if stored is None else signed
+
+
+def _hex(value: bytes | None) -> str | None:
+    return None if value is None else bytes(value).hex()
+
+
+async def certificate_of(conn: Connection, attempt_id: uuid.UUID) -> dict[str, Any] | None:
+    """The signed document of an issued certificate, exactly as API.md "Shapes" describes it."""
+    row = await fetch_one(conn, _SQL["get_certificate"], {"attempt_id": attempt_id})
+    if row is None:
+        return None
+    return {"certificate": row["certificate"],
+            "signature": {"alg": ALG, "key_id": row["key_id"], "value": row["signature"]}}

@@ -1,0 +1,139 @@
+"""Writing effect records and their protocol ledger, always inside the caller's transaction
+(seed 001, "The intent record": ``persist_intent`` and ``append_ledger_event``).
+
+:func:`persist` writes the record in the transaction that makes the attempt sendable, so "no
+payment-rail network call is permitted before COMMIT succeeds" holds by construction: the sender
+reads the attempt only after that commit. :func:`follow` appends the protocol states an attempt's
+new state implies (gateway.domain.effect_protocol), and certifies a confirmed effect when given a
+:class:`~gateway.effects.certify.Certifier`. A protocol step the table refuses is logged, never
+raised: the projection must not block the recording of money evidence.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from psycopg.types.json import Jsonb
+
+from gateway.domain.effect_manifest import AttemptKind, Transport, effect_digest
+from gateway.domain.effect_protocol import ProtocolState, TransitionRefused, check
+from gateway.domain.effect_protocol import follow as protocol_follow
+from gateway.escalations.store import raise_escalation
+from gateway.store.db import Connection, fetch_one
+from gateway.store.queries import load_queries
+
+if TYPE_CHECKING:
+    from gateway.effects.certify import Certifier
+
+_SQL = load_queries("gateway.effects")
+log = structlog.get_logger("gateway.effects")
+
+Step = tuple[ProtocolState, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Intent:
+    """One attempt's intent as its creator derived it."""
+
+    kind: AttemptKind
+    attempt_id: uuid.UUID
+    transport: Transport
+    manifest: dict[str, Any]
+    policy_digest: bytes | None = None
+    approval_set_digest: bytes | None = None
+
+    @property
+    def digest(self) -> bytes:
+        return effect_digest(self.manifest)
+
+
+def escalation_key(kind: AttemptKind, attempt_id: uuid.UUID, problem: str) -> str:
+    """``attempt:<id>:<problem>`` for checkout, ``payout-attempt:<id>:<problem>`` for payouts (the
+    keys each area's own escalations use)."""
+    return f"{'attempt' if kind == 'payment' else 'payout-attempt'}:{attempt_id}:{problem}"
+
+
+async def escalate(conn: Connection, kind: AttemptKind, attempt_id: uuid.UUID, problem: str, now: datetime,
+                   reminder_interval_s: float, details: dict[str, Any]) -> None:
+    """Raise ``problem`` for the attempt; payout attempts are named in details (the escalation's
+    attempt_id column references checkout attempts only)."""
+    await raise_escalation(conn, escalation_key=escalation_key(kind, attempt_id, problem), reason=problem, now=now,
+                           reminder_interval_s=reminder_interval_s,
+                           attempt_id=attempt_id if kind == "payment" else None,
+                           details={"attempt_id": str(attempt_id), **details})
+
+
+async def persist(conn: Connection, intent: Intent, *, prelude: Sequence[Step], actor: str, now: datetime,
+                  reminder_interval_s: float) -> bool:
+    """Write the record and its ledger up to INTENT_PERSISTED; True when the stored record is this
+    intent. False (a different key or digest is stored for this attempt or under this key) leaves
+    the stored record as it is, raises ``effect-intent-mismatch``, and leaves every later send of
+    the attempt to be refused by the send gate."""
+    digest = intent.digest
+    inserted = await fetch_one(conn, _SQL["insert_record"], {
+        "attempt_id": intent.attempt_id, "attempt_kind": intent.kind, "rail": intent.transport.rail,
+        "provider_account": intent.transport.provider_account, "idempotency_key": intent.transport.idempotency_key,
+        "effect_digest": digest, "policy_digest": intent.policy_digest,
+        "approval_set_digest": intent.approval_set_digest, "manifest": Jsonb(intent.manifest), "now": now})
+    stored = await fetch_one(conn, _SQL["lock_record"], {"attempt_id": intent.attempt_id})
+    if stored is None or bytes(stored["effect_digest"]) != digest \
+            or stored["idempotency_key"] != intent.transport.idempotency_key:
+        await escalate(conn, intent.kind, intent.attempt_id, "effect-intent-mismatch", now, reminder_interval_s, {
+            "idempotency_key": intent.transport.idempotency_key, "effect_digest": digest.hex(),
+            "stored_effect_digest": bytes(stored["effect_digest"]).hex() if stored else None})
+        log.error("effect_intent_mismatch", attempt_id=str(intent.attempt_id), attempt_kind=intent.kind)
+        return False
+    if inserted is not None:
+        steps = [*prelude, (ProtocolState.INTENT_PERSISTED, {"idempotency_key": intent.transport.idempotency_key})]
+        await _append(conn, stored, steps, actor, now)
+    return True
+
+
+async def advance(conn: Connection, attempt_id: uuid.UUID, attempt_state: str, *, actor: str, now: datetime,
+                  certifier: Certifier | None = None, attempt: dict[str, Any] | None = None) -> str | None:
+    """Append what ``attempt_state`` implies for the effect (nothing for an attempt without a record,
+    e.g. one created before effect records existed); with ``certifier`` and the attempt row, a newly
+    confirmed effect is certified in the same transaction. The protocol state after, or None."""
+    record = await fetch_one(conn, _SQL["lock_record"], {"attempt_id": attempt_id})
+    if record is None:
+        return None
+    current = ProtocolState(record["protocol_state"])
+    try:
+        states = protocol_follow(record["attempt_kind"], current, attempt_state)
+    except TransitionRefused as refused:
+        log.error("effect_protocol_refused", attempt_id=str(attempt_id), attempt_state=attempt_state,
+                  protocol_state=current.value, reason=str(refused))
+        return current.value
+    record = await _append(conn, record, [(state, {"attempt_state": attempt_state}) for state in states], actor, now)
+    confirmed = record["protocol_state"] == ProtocolState.EFFECT_CONFIRMED
+    if confirmed and certifier is not None and attempt is not None \
+            and await certifier.issue(conn, record, attempt, now) is not None:
+        record = await _append(conn, record, [(ProtocolState.CERTIFIED, {"key_id": certifier.key_id})], actor, now)
+    return str(record["protocol_state"])
+
+
+async def step(conn: Connection, record: dict[str, Any], state: ProtocolState, *, actor: str, now: datetime,
+               detail: dict[str, Any]) -> dict[str, Any]:
+    """Append one explicit transition to a record locked by the caller (the send gate's EXECUTING
+    and RECONCILING); refused by the table like any other."""
+    return await _append(conn, record, [(state, detail)], actor, now)
+
+
+async def _append(conn: Connection, record: dict[str, Any], steps: Sequence[Step], actor: str,
+                  now: datetime) -> dict[str, Any]:
+    current = None if record["protocol_state"] is None else ProtocolState(record["protocol_state"])
+    sequence = int(record["sequence"] or 0)
+    for state, detail in steps:
+        check(current, state)
+        sequence += 1
+        await conn.execute(_SQL["append_ledger"], {
+            "attempt_id": record["attempt_id"], "sequence": sequence, "from_state": current, "to_state": state.value,
+            "effect_digest": record["effect_digest"], "idempotency_key": record["idempotency_key"],
+            "now": now, "actor": actor, "detail": Jsonb(detail)})
+        current = state
+    return {**record, "sequence": sequence, "protocol_state": None if current is None else current.value}

@@ -1,0 +1,57 @@
+"""Effect records for checkout payment attempts (seed 001 applied to seed 004's attempts).
+
+The record is persisted in the transaction that inserts the NotStarted attempt with its exact
+``request_body`` and ``idempotency_key`` (``Attempts._insert``), and every send of the stored
+request, the endpoint's first and recovery's same-key resends, goes through :class:`PaymentSends`.
+A checkout's policy is the order being Open on a configured account and its approval the owning
+customer's POST, so its ledger runs PROPOSED -> POLICY_EVALUATED -> APPROVED -> INTENT_PERSISTED.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from gateway.domain.attempts import Evidence
+from gateway.domain.effect_manifest import Transport, payment_manifest
+from gateway.domain.effect_protocol import ProtocolState
+from gateway.effects import ledger
+from gateway.effects.gate import SendGate
+from gateway.payments.client import PaymentClient, StoredRequest
+from gateway.store.db import Connection
+
+
+def payment_intent(stored: StoredRequest, attempt_id: Any) -> ledger.Intent:
+    """The intent as the stored request states it; raises ManifestUnbuildable for a body that is
+    not the JSON object of a payment."""
+    transport = Transport(stored.provider_account, stored.endpoint, stored.api_version, stored.idempotency_key)
+    return ledger.Intent("payment", attempt_id, transport, payment_manifest(transport, stored.request_body))
+
+
+async def persist_payment(conn: Connection, attempt: dict[str, Any], stored: StoredRequest, *, now: datetime,
+                          reminder_interval_s: float) -> bool:
+    """Persist the new attempt's effect record; see :func:`gateway.effects.ledger.persist`."""
+    return await ledger.persist(conn, payment_intent(stored, attempt["attempt_id"]), prelude=[
+        (ProtocolState.PROPOSED, {"order_id": attempt["order_id"]}),
+        (ProtocolState.POLICY_EVALUATED, {"rule": "order-open-on-configured-account"}),
+        (ProtocolState.APPROVED, {"approved_by": "customer", "customer_id": attempt["customer_id"]}),
+    ], actor="endpoint", now=now, reminder_interval_s=reminder_interval_s)
+
+
+@dataclass(frozen=True)
+class PaymentSends:
+    """The payment client behind the send gate: the only way a stored request reaches the provider."""
+
+    gate: SendGate
+    client: PaymentClient
+
+    async def create_payment(self, stored: StoredRequest, attempt_id: Any, *, actor: str,
+                             budget_s: float | None = None) -> Evidence:
+        """Send ``stored`` once if its digest is the committed one; otherwise Unknown with the
+        reason, as for any stored request that cannot be built (nothing was sent)."""
+        refused = await self.gate.open("payment", attempt_id, lambda: payment_intent(stored, attempt_id), actor=actor)
+        if refused is not None:
+            return Evidence(finding="unknown", provider_account=stored.provider_account,
+                            reason=f"request.not-buildable.{refused}")
+        return await self.client.create_payment(stored, budget_s=budget_s)

@@ -1,0 +1,103 @@
+-- Effect records, the protocol ledger and certificates (seed 001, "The intent record"). Records
+-- and ledger rows are append-only (schema.sql triggers); the protocol state is the ledger's last
+-- row. Every ledger writer first locks the record (lock_record), so two writers of one effect
+-- append in turn; the unique (attempt_id, sequence) catches any writer that skipped the lock.
+
+-- name: insert_record
+-- Re-persisting the same intent is a no-op: the caller then compares the stored key and digest
+-- with its own (seed 001: "ON CONFLICT (intent_id) DO NOTHING; assert stored == K, d"). No
+-- conflict target: a clash on the account's idempotency key is a different intent under the same
+-- identity, and must surface as a mismatch too, never as an aborted transaction.
+INSERT INTO effect_records (attempt_id, attempt_kind, rail, provider_account, idempotency_key, effect_digest,
+                            policy_digest, approval_set_digest, manifest, created_at)
+VALUES (%(attempt_id)s, %(attempt_kind)s, %(rail)s, %(provider_account)s, %(idempotency_key)s, %(effect_digest)s,
+        %(policy_digest)s, %(approval_set_digest)s, %(manifest)s, %(now)s)
+ON CONFLICT DO NOTHING
+RETURNING attempt_id;
+
+-- name: lock_record
+-- The record with its current protocol state. FOR NO KEY UPDATE does not block the FOR KEY SHARE
+-- lock that inserting ledger rows (a foreign key to the record) takes. Callers that also lock an
+-- attempt lock it first (the attempt's own lock order), so this lock is always the last one taken.
+SELECT r.*, l.sequence, l.to_state AS protocol_state
+  FROM effect_records r
+  LEFT JOIN LATERAL (SELECT sequence, to_state FROM effect_ledger e
+                      WHERE e.attempt_id = r.attempt_id ORDER BY sequence DESC LIMIT 1) l ON true
+ WHERE r.attempt_id = %(attempt_id)s
+   FOR NO KEY UPDATE OF r;
+
+-- name: append_ledger
+INSERT INTO effect_ledger (attempt_id, sequence, from_state, to_state, effect_digest, idempotency_key,
+                           occurred_at, actor, detail)
+VALUES (%(attempt_id)s, %(sequence)s, %(from_state)s, %(to_state)s, %(effect_digest)s, %(idempotency_key)s,
+        %(now)s, %(actor)s, %(detail)s);
+
+-- name: effects_of
+-- What the APIs show: per attempt, the digest, key and current protocol state.
+SELECT r.attempt_id, r.effect_digest, r.idempotency_key, l.to_state AS protocol_state
+  FROM effect_records r
+  LEFT JOIN LATERAL (SELECT to_state FROM effect_ledger e
+                      WHERE e.attempt_id = r.attempt_id ORDER BY sequence DESC LIMIT 1) l ON true
+ WHERE r.attempt_id = ANY(%(attempt_ids)s::uuid[]);
+
+-- name: ledger_of
+SELECT sequence, from_state, to_state, occurred_at, actor, detail
+  FROM effect_ledger WHERE attempt_id = %(attempt_id)s ORDER BY sequence;
+
+-- name: payment_evidence
+-- A checkout effect's evidence: the send results, notifications and lookups recorded for it,
+-- including those its confirming transaction has just appended.
+SELECT event_id FROM payment_attempt_events
+ WHERE attempt_id = %(attempt_id)s AND kind IN ('send_result', 'notification', 'lookup')
+ ORDER BY event_id;
+
+-- name: payout_evidence
+SELECT event_id FROM payout_history
+ WHERE attempt_id = %(attempt_id)s AND kind IN ('provider_observation', 'reconciliation')
+ ORDER BY event_id;
+
+-- name: insert_certificate
+INSERT INTO effect_certificates (attempt_id, certificate, key_id, signature, issued_at)
+VALUES (%(attempt_id)s, %(certificate)s, %(key_id)s, %(signature)s, %(now)s)
+ON CONFLICT (attempt_id) DO NOTHING
+RETURNING attempt_id;
+
+-- name: get_certificate
+SELECT certificate, key_id, signature FROM effect_certificates WHERE attempt_id = %(attempt_id)s;
+
+-- name: payout_governance
+-- What a payout attempt's decision rests on, read in the claim's transaction: the allowing
+-- decision, the requester, and the decisions of this authorization round (after the previous
+-- Allowed one), whose AcknowledgmentRequired or EscalationRecommended outcomes were pending approval.
+SELECT d.*, p.requester_id,
+       (SELECT coalesce(jsonb_agg(jsonb_build_object('decision_id', r.decision_id, 'outcome', r.outcome)
+                                  ORDER BY r.position), '[]'::jsonb)
+          FROM payout_decisions r
+         WHERE r.payout_id = d.payout_id AND r.position < d.position
+           AND r.position > coalesce((SELECT max(a.position) FROM payout_decisions a
+                                       WHERE a.payout_id = d.payout_id AND a.outcome = 'Allowed'
+                                         AND a.position < d.position), 0)) AS round
+  FROM payout_decisions d JOIN payouts p USING (payout_id)
+ WHERE d.decision_id = %(decision_id)s;
+
+-- name: payout_acknowledgments
+-- Acknowledgments bind to a destination version: only those of the version this attempt pays count.
+SELECT acknowledgment_id, reason_code, destination_version, acknowledged_by
+  FROM payout_acknowledgments
+ WHERE payout_id = %(payout_id)s AND destination_version = %(destination_version)s
+ ORDER BY acknowledgment_id;
+
+-- name: order_certificate_attempt
+-- The order's succeeded attempt (at most one: a paid order gets no other attempt), with the
+-- order's owners so the endpoint can answer 404 to everyone else.
+SELECT o.merchant_id, o.customer_id, a.attempt_id
+  FROM orders o LEFT JOIN payment_attempts a ON a.order_id = o.order_id AND a.state = 'Succeeded'
+ WHERE o.order_id = %(order_id)s
+ ORDER BY a.attempt_number DESC NULLS LAST LIMIT 1;
+
+-- name: payout_certificate_attempt
+-- The payout's latest succeeded attempt; a recall is a separate operation with its own attempts.
+SELECT p.tenant_id, a.attempt_id
+  FROM payouts p LEFT JOIN payout_attempts a ON a.payout_id = p.payout_id AND a.state = 'Succeeded'
+ WHERE p.payout_id = %(payout_id)s
+ ORDER BY a.attempt_number DESC NULLS LAST LIMIT 1;
