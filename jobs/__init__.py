@@ -7,5 +7,6 @@ references only and are safe to run twice and on many machines at once.
 
 from jobs.broker import broker
 from jobs import heartbeat, outbox, recovery, reminders
+from jobs import payouts  # noqa: F401 - declares the payout actors (seed 000)
 
 __all__ = ["broker", "heartbeat", "outbox", "recovery", "reminders"]

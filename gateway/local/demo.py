@@ -12,6 +12,7 @@ import json
 import os
 import secrets
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +21,17 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from gateway.auth.tokens import Tokens
 from gateway.clock import Clock
+from gateway.payouts import reference
 from gateway.store.db import Database
 
 ACCOUNTS = ("cardco:acct_store:test", "cardco:acct_store:live")
 CUSTOMER_ID = "cus_demo"
 TENANT_ID = "T-0417"
 DEMO_ORDER_ID = "ORD-DEMO-1"
+# Seed 000's payout world: a verified Active beneficiary and its destination, registered more than
+# 7 days ago so the demo's first payout is not "recently changed" (API.md, "Precise details").
+BENEFICIARY_ID = "BEN-2208"
+DESTINATION_ID = "DST-77"
 
 # API.md, Command line: "--rehearsal uses short timings ... with exactly these values".
 REHEARSAL_GLOBAL = {
@@ -157,7 +163,20 @@ async def seed(db: Database, clock: Clock, pepper: str) -> dict[str, str]:
     }
     async with db.transaction() as conn:
         await conn.execute(_DEMO_ORDER, {"order_id": DEMO_ORDER_ID, "customer_id": CUSTOMER_ID, "now": clock.now()})
+    await seed_payouts(db, clock)
     return created
+
+
+async def seed_payouts(db: Database, clock: Clock) -> None:
+    """T-0417 (daily limit 50,000.00 EUR, Europe/Berlin), BEN-2208, DST-77 and a published
+    payout.submit policy release. Idempotent: a restarted demo moves no version."""
+    now = clock.now()
+    await reference.upsert_tenant(db, now, TENANT_ID, daily_limit_minor=5_000_000, currency="EUR",
+                                  payouts_suspended=False, settlement_time_zone="Europe/Berlin")
+    await reference.upsert_beneficiary(db, now, BENEFICIARY_ID, tenant_id=TENANT_ID, verified=True, status="Active")
+    await reference.upsert_destination(db, now - timedelta(days=8), DESTINATION_ID, beneficiary_id=BENEFICIARY_ID,
+                                       provider_token="dst_tok_demo_2208", actor="demo")
+    await reference.publish_policy(db, now, "payout.submit", "payout-policy/2026.10")
 
 
 def demo_document(stored: dict[str, Any], urls: Urls, tokens: dict[str, str],
@@ -170,6 +189,8 @@ def demo_document(stored: dict[str, Any], urls: Urls, tokens: dict[str, str],
         "tokens": tokens,
         "customer_id": CUSTOMER_ID,
         "tenant_id": TENANT_ID,
+        "beneficiary_id": BENEFICIARY_ID,
+        "destination_id": DESTINATION_ID,
         "demo_order_id": DEMO_ORDER_ID,
         "provider_accounts": [{
             "id": account_id,

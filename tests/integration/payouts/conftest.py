@@ -25,6 +25,7 @@ from gateway.services import Services
 from gateway.settings import Settings
 from provider_fake import CardCo
 from provider_fake.app import create_app as cardco_app
+from tests.integration.test_jobs import jobs_runtime  # noqa: F401 - the real broker, shared with the job tests
 
 TOKEN = "dst_tok_secret_77"
 POLICY = "payout-policy/2026.10"

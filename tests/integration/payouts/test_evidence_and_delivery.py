@@ -1,0 +1,62 @@
+"""Seed 000, section 12 ("Evidence records identifiers, amounts, currency and provider reason
+codes. It does not record destination tokens ... provider credentials") and Additional: "no
+grant, message, or evidence record contains a destination token or provider credential"; and
+real Dramatiq delivery for the job, its redelivery and a duplicate (sections 7 and 13)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import dramatiq
+import pytest
+import structlog
+
+from gateway.logs import configure_logging
+from tests.integration.payouts.conftest import TOKEN, World
+from tests.integration.test_jobs import run_worker_until_idle
+
+API_KEY = "ck_test_key"
+
+
+async def test_no_token_or_credential_reaches_grants_messages_evidence_or_logs(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    configure_logging("json", "debug")
+    try:
+        await world.faults({"operation": "create_payout", "action": "drop_response"})
+        job = await world.approved()
+        await world.run(job)
+        world.clock.advance(60)
+        await world.reconcile()
+        document = json.dumps(await world.payout())
+    finally:
+        structlog.reset_defaults()
+    tables = ["payout_grants", "payout_decisions", "payout_attempts", "payout_history", "outbox_messages",
+              "payment_escalations", "payouts", "tenants", "beneficiaries"]
+    dumped = {table: json.dumps(await world.rows(f"SELECT * FROM {table}"), default=str) for table in tables}
+    logs = capsys.readouterr()
+    for secret in (TOKEN, API_KEY):
+        for table, text in dumped.items():
+            assert secret not in text, table
+        assert secret not in document
+        assert secret not in logs.out + logs.err
+    assert "payout_decided" in logs.err and "PAY-3107" in logs.err
+
+
+async def test_a_published_job_redelivered_and_duplicated_on_the_real_broker_pays_once(
+        world: World, jobs_runtime: dramatiq.Broker) -> None:
+    """Section 7: "The relay may publish the message more than once, the broker may deliver it more
+    than once ... None of that changes what the worker is allowed to do"; matrix: "Redelivery after
+    the claim -> duplicate delivery, 0 additional calls"."""
+    from jobs.payouts import publish_payout_job
+
+    job = await world.approved()
+    [row] = await world.rows("SELECT payload FROM outbox_messages WHERE kind = 'payout-job'")
+    assert set(row["payload"]) == {"payout_id", "grant_id", "correlation_id", "deliver_at", "dedup_key", "kind"}
+    for _ in range(3):  # the relay publishes three times
+        publish_payout_job(row["payload"], world.clock)
+    await asyncio.to_thread(run_worker_until_idle, jobs_runtime)
+    assert len(world.submits()) == 1
+    deliveries = [e["detail"]["code"] for e in await world.history() if e["kind"] == "delivery"]
+    assert len(deliveries) == 2 and set(deliveries) <= {"claim.lost", "grant.consumed"}
+    assert (await world.payout())["attempts"][0]["grant_id"] == job.grant_id

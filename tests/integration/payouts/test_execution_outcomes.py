@@ -1,0 +1,205 @@
+"""Seed 000, "Decision and Execution Matrix", the rows where the claim is won or contested and the
+provider answers (or does not), with Traces D, E and F, and the "Additional tests should prove"
+items about claims, Started, leases and resends. Provider calls are counted from CardCo's own
+request log; money that moved, from its ledger."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+from pydantic import SecretStr
+
+from gateway.domain.payout_outcomes import AttemptState
+from gateway.payouts import attempts
+from gateway.payouts.cardco import CardCoPayouts
+from gateway.payouts.config import payout_account
+from gateway.store.db import Connection, Database
+from tests.integration.payouts.conftest import AMOUNT, World
+
+
+class LosesCommitAcknowledgment(Database):
+    """The ``fail_at``-th transaction commits, then its caller sees a connection error: the seed's
+    "claim commits but its acknowledgment is lost"."""
+
+    def __init__(self, inner: Database, fail_at: int) -> None:
+        super().__init__(inner.pool)
+        self.opened = 0
+        self.fail_at = fail_at
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Connection]:
+        self.opened += 1
+        async with super().transaction() as conn:
+            yield conn
+        if self.opened == self.fail_at:
+            raise psycopg.OperationalError("connection lost while COMMIT was in flight")
+
+
+async def _attempt(world: World, payout_id: str = "PAY-3107") -> dict[str, Any]:
+    [row] = await world.rows("SELECT * FROM payout_attempts WHERE payout_id = %(p)s ORDER BY attempt_number DESC "
+                             "LIMIT 1", p=payout_id)
+    return row
+
+
+async def test_trace_d_two_workers_racing_for_one_grant_make_one_call(world: World) -> None:
+    """Matrix: "Two workers race for one grant -> one wins, one claim.lost, 1 call in total";
+    Additional: "concurrent claims on one grant produce exactly one attempt and one provider call"."""
+    job = await world.approved()
+    results = await asyncio.gather(*(world.run(job) for _ in range(4)))
+    assert sorted(results).count("Started") == 1
+    assert set(results) - {"Started"} <= {"claim.lost", "grant.consumed"}
+    assert len(world.submits()) == 1
+    assert len((await world.payout())["attempts"]) == 1
+
+
+async def test_a_claim_whose_commit_acknowledgment_is_lost_sends_nothing_and_is_swept_to_not_started(
+        world: World) -> None:
+    """Matrix: "Claim commits but its acknowledgment is lost -> worker does not send, 0 calls,
+    Claimed, then NotStarted after the sweeper fences, back to Approved awaiting fresh authority"."""
+    job = await world.approved()
+    lossy = LosesCommitAcknowledgment(world.services.db, fail_at=2)  # validation, then the claim
+    assert await world.executor(db=lossy).run(job) == "claim.unconfirmed"
+    assert world.submits() == []
+    assert (await _attempt(world))["state"] == "Claimed"
+    assert await world.run(job) == "grant.consumed"  # the redelivery finds the durable claim
+    await world.sweep()
+    assert (await _attempt(world))["state"] == "Claimed"  # the lease has not lapsed yet
+    world.clock.advance(400)
+    await world.sweep()
+    attempt = await _attempt(world)
+    assert (attempt["state"], attempt["lease_epoch"]) == ("NotStarted", 2)
+    payout = await world.payout()
+    assert (payout["state"], [g["state"] for g in payout["grants"]]) == ("Approved", ["Consumed"])
+    assert await world.totals() == (0, 0)
+    assert world.submits() == []
+
+
+async def test_a_started_write_that_cannot_be_confirmed_sends_nothing(world: World) -> None:
+    """Additional: "a worker whose Started write is refused or unconfirmed does not send"; the
+    sweeper then finds it Started (it may have committed) and records Unknown, never NotStarted."""
+    job = await world.approved()
+    lossy = LosesCommitAcknowledgment(world.services.db, fail_at=3)  # validation, claim, Started
+    assert await world.executor(db=lossy).run(job) == "start.unconfirmed"
+    assert world.submits() == []
+    world.clock.advance(400)
+    await world.sweep()
+    assert ((await _attempt(world))["state"], (await world.payout())["state"]) == ("Unknown", "Unknown")
+
+
+async def test_a_fenced_worker_can_neither_start_nor_record(world: World) -> None:
+    """Additional: "an attempt left in Claimed is classified NotStarted only after the sweeper
+    fences the old worker" and "a worker that lost its lease cannot write a state transition"."""
+    job = await world.approved()
+    lossy = LosesCommitAcknowledgment(world.services.db, fail_at=2)
+    await world.executor(db=lossy).run(job)
+    stale = await _attempt(world)
+    world.clock.advance(400)
+    await world.sweep()
+    assert not await attempts.mark_started(world.services.db, world.clock.now(), stale, stale["lease_epoch"])
+    async with world.services.db.transaction() as conn:
+        written = await attempts.resolve(conn, world.clock.now(), stale, AttemptState.FAILED, "late",
+                                         actor="old-worker", from_states=[AttemptState.NOT_STARTED],
+                                         epoch=stale["lease_epoch"])
+    assert written is None
+    assert (await _attempt(world))["state"] == "NotStarted"
+
+
+async def test_a_provider_credential_unavailable_before_send_is_not_started(world: World) -> None:
+    """Matrix: "Provider credential unavailable before send -> won, 0 calls, NotStarted, back to
+    Approved, awaiting fresh authority"."""
+    job = await world.approved()
+    account = payout_account(world.settings)
+    settings = world.settings.model_copy(update={"provider_accounts": [
+        account.model_copy(update={"api_key": SecretStr("")}), *world.settings.provider_accounts[1:]]})
+    assert await world.executor(settings=settings).run(job) == "credential.unavailable"
+    assert world.submits() == []
+    assert ((await _attempt(world))["state"], (await world.payout())["state"]) == ("NotStarted", "Approved")
+    assert await world.totals() == (0, 0)
+
+
+async def test_trace_e_destination_closed_fails_the_attempt_and_leaves_the_decision_allowed(world: World) -> None:
+    """Matrix: "Provider rejects: destination closed -> Allowed, unchanged; 1 call; Failed; Failed";
+    Trace E: no automatic resend; the reservation is released."""
+    await world.faults({"operation": "create_payout", "action": "decline", "code": "destination_closed"})
+    job = await world.approved()
+    assert await world.run(job) == "Failed"
+    payout = await world.payout()
+    assert (payout["state"], payout["attempts"][0]["outcome_reason"]) == ("Failed", "destination_closed")
+    assert [d["outcome"] for d in payout["decisions"]] == ["Allowed"]
+    assert len(world.submits()) == 1
+    assert await world.totals() == (0, 0)
+
+
+async def test_a_rate_limited_send_is_resent_with_the_same_key_and_bytes(world: World) -> None:
+    """Matrix: "Provider rate-limits, documented no-effect -> 1 call per send, bounded"; section 14:
+    an execution retry inside the attempt, same key and parameters, before the send deadline."""
+    await world.faults({"operation": "create_payout", "action": "rate_limit", "retry_after_s": 0})
+    job = await world.approved()
+    assert await world.run(job) == "Started"
+    sent = world.submits()
+    assert len(sent) == 2
+    assert sent[0]["body_base64"] == sent[1]["body_base64"]
+    assert sent[0]["headers"]["idempotency-key"] == sent[1]["headers"]["idempotency-key"] == "payout-PAY-3107-a1"
+    assert (await _attempt(world))["sends"] == 2
+
+
+async def test_rate_limiting_that_never_ends_is_bounded(world: World) -> None:
+    await world.faults({"operation": "create_payout", "action": "rate_limit", "retry_after_s": 0, "times": 0})
+    job = await world.approved()
+    assert await world.run(job) == "provider.rate-limited"
+    assert len(world.submits()) == 3
+    assert (await _attempt(world))["state"] == "Started"
+
+
+async def test_no_send_happens_after_the_send_deadline(world: World) -> None:
+    """Additional: "no resend happens after the attempt's send deadline": the pre-send check
+    refuses once the deadline passed, whoever holds the lease."""
+    job = await world.approved()
+    lossy = LosesCommitAcknowledgment(world.services.db, fail_at=3)  # Started committed, unconfirmed
+    await world.executor(db=lossy).run(job)
+    attempt = await _attempt(world)
+    assert attempt["state"] == "Started"
+    world.clock.advance(299)
+    assert await attempts.count_send(world.services.db, world.clock.now(), attempt, attempt["lease_epoch"])
+    world.clock.advance(1)
+    assert not await attempts.count_send(world.services.db, world.clock.now(), attempt, attempt["lease_epoch"])
+    assert world.submits() == []
+
+
+async def test_trace_f_a_timeout_after_acceptance_is_unknown_and_blocks_a_second_payout(world: World) -> None:
+    """Matrix: "Provider times out after accepting -> 1 call, Unknown, Unknown"; "Redelivery after
+    the claim -> duplicate delivery, 0 additional"; Trace F: new attempt blocked; section 14: a
+    timeout is not a documented no-effect rejection, so no resilience-policy resend."""
+    await world.faults({"operation": "create_payout", "action": "drop_response"})
+    job = await world.approved()
+    assert await world.run(job) == "Unknown"
+    assert await world.run(job) == "grant.consumed"
+    refused = await world.post("/v1/payouts/PAY-3107/reauthorize", {})
+    assert (refused.status_code, refused.json()["code"]) == (409, "payout.attempt_unresolved")
+    payout = await world.payout()
+    assert (payout["state"], [a["state"] for a in payout["attempts"]]) == ("Unknown", ["Unknown"])
+    assert len(payout["decisions"]) == 1
+    assert len(world.submits()) == 1
+    assert len(world.ledger()) == 1  # the provider did pay, once
+    assert await world.totals() == (0, AMOUNT)  # held while Unknown
+
+
+async def test_a_paused_worker_that_sends_after_expiry_is_rejected_with_no_effect(world: World) -> None:
+    """Additional: "a paused worker that sends after that expiry has its request rejected with no
+    effect": the request carries the send deadline as expires_at and CardCo enforces it + 30 s."""
+    job = await world.approved()
+    lossy = LosesCommitAcknowledgment(world.services.db, fail_at=3)  # Started committed, unconfirmed
+    await world.executor(db=lossy).run(job)
+    world.clock.advance(300 + 31)
+    attempt = await _attempt(world)
+    provider = CardCoPayouts(payout_account(world.settings), world.clock, "pepper")
+    # The paused worker had passed every local check before it paused; now it wakes and sends.
+    answer = await provider.submit(attempt, "dst_tok_secret_77", provider.credential())
+    assert getattr(answer, "status", None) == 400
+    assert world.ledger() == []
+    assert timedelta(seconds=300) == attempt["send_deadline"] - attempt["claimed_at"]

@@ -1,0 +1,69 @@
+"""Seed 000, "Classify the Outcome by What the Provider Can Prove" and "Production Adaptation":
+the versioned CardCo payout table, one recorded test vector per documented response (bodies as
+CardCo's fake sends them, API.md "provider_fake: CardCo")."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.domain.payout_outcomes import (
+    TABLE_VERSION,
+    Expected,
+    NoResponse,
+    Observation,
+    ProviderResponse,
+    classify,
+)
+
+EXPECTED = Expected("PAY-3107-a1", 425_000, "EUR")
+
+
+def payout(status: str, failure_code: str | None = None, amount: int = 425_000) -> bytes:
+    failure = "null" if failure_code is None else f'"{failure_code}"'
+    return (f'{{"object":"payout","id":"po_1","client_reference":"PAY-3107-a1","amount_minor":{amount},'
+            f'"currency":"EUR","status":"{status}","failure_code":{failure},"destination_token":"t",'
+            f'"expires_at":"2026-11-29T16:05:04Z","sequence":1}}').encode()
+
+
+def error(code: str) -> bytes:
+    return f'{{"error":{{"code":"{code}","message":"m"}}}}'.encode()
+
+
+VECTORS: list[tuple[str, Observation, str, str, bool]] = [
+    ("200 processing", ProviderResponse(200, payout("processing")), "Started", "provider.accepted", False),
+    ("200 paid", ProviderResponse(200, payout("paid")), "Succeeded", "provider.paid", False),
+    ("200 failed destination_closed", ProviderResponse(200, payout("failed", "destination_closed")), "Failed",
+     "destination_closed", False),
+    ("200 returned", ProviderResponse(200, payout("returned", "account_closed")), "Succeeded", "provider.returned",
+     False),
+    ("400 request_expired", ProviderResponse(400, error("request_expired")), "NotApplied",
+     "provider.request-expired", False),
+    ("400 invalid_request", ProviderResponse(400, error("invalid_request")), "Failed", "provider.invalid-request",
+     False),
+    ("409 idempotency_key_in_use", ProviderResponse(409, error("idempotency_key_in_use")), "Unknown",
+     "provider.idempotency-key-in-use", False),
+    ("429 rate_limited", ProviderResponse(429, error("rate_limited"), 1.0), "Started", "provider.rate-limited", True),
+    ("500 internal_error", ProviderResponse(500, error("internal_error")), "Unknown",
+     "provider.undocumented-response", False),
+    ("401 unauthorized", ProviderResponse(401, error("unauthorized")), "Unknown", "provider.undocumented-response",
+     False),
+    ("200 unknown status", ProviderResponse(200, payout("on_hold")), "Unknown", "provider.undocumented-response",
+     False),
+    ("200 another amount", ProviderResponse(200, payout("paid", amount=1)), "Unknown", "provider.record-mismatch",
+     False),
+    ("timeout", NoResponse("timeout"), "Unknown", "provider.no-response", False),
+    ("transport error", NoResponse("transport"), "Unknown", "provider.no-response", False),
+    ("malformed body", ProviderResponse(200, payout("paid")[:40]), "Unknown", "provider.malformed-response", False),
+    ("empty body", ProviderResponse(200, b""), "Unknown", "provider.malformed-response", False),
+]
+
+
+@pytest.mark.parametrize(("name", "observation", "state", "reason", "resend"), VECTORS, ids=[v[0] for v in VECTORS])
+def test_each_documented_response_has_its_row(name: str, observation: Observation, state: str, reason: str,
+                                              resend: bool) -> None:
+    classification = classify(observation, EXPECTED)
+    assert (classification.state.value, classification.reason, classification.row.resend) == (state, reason, resend)
+
+
+def test_the_table_is_versioned() -> None:
+    assert TABLE_VERSION == "cardco-payouts/2026-11-01.1"
