@@ -73,7 +73,7 @@ class CardCo:
     def settle(self) -> None:
         """Apply every scheduled status change that is due by the fake clock, oldest first."""
         now = self.clock.now()
-        due = [(o.scheduled.at, o) for o in self.store.objects() if o.scheduled and o.scheduled.at <= now]
+        due = [(o.scheduled.at, o) for o in self.store.with_schedule() if o.scheduled and o.scheduled.at <= now]
         for _, obj in sorted(due, key=lambda pair: pair[0]):
             obj.apply_schedule()
             self.announce(obj)

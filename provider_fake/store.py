@@ -4,8 +4,10 @@ API.md "provider_fake: CardCo": same key and same parameters within the retentio
 the saved result of the first request; the same key with different parameters is a 409 with no
 effect. The idempotency scope is (account, key): the same key in two accounts is two requests.
 One asyncio lock guards the state so concurrent requests see a consistent check-then-effect.
-Lookups by client reference read an index kept by :meth:`Store.add`, so their cost does not grow
-with the ledger; an object's kind, account and client reference never change once stored.
+Lookups by client reference, and the settling of scheduled changes that precedes every request,
+read indexes kept by :meth:`Store.add`, so their cost does not grow with the ledger: an object's
+kind, account and client reference never change once stored, and a scheduled change is only ever
+set when an object is created (processing, a 3-D Secure action), before it is stored.
 """
 
 from __future__ import annotations
@@ -36,11 +38,14 @@ class Store:
     requests: list[dict[str, Any]] = field(default_factory=list)
     # (kind, account, client reference) -> those objects by id, in the order they were stored.
     references: dict[tuple[str, str, str], dict[str, ProviderObject]] = field(default_factory=dict)
+    # Objects stored with a scheduled change, by id, until the change is applied or cleared.
+    scheduled: dict[str, ProviderObject] = field(default_factory=dict)
 
     def clear(self) -> None:
         self.payments.clear()
         self.payouts.clear()
         self.references.clear()
+        self.scheduled.clear()
         self.saved.clear()
         self.requests.clear()
 
@@ -52,13 +57,20 @@ class Store:
         else:
             return
         self.references.setdefault((obj.kind, obj.account, obj.client_reference), {})[obj.id] = obj
+        if obj.scheduled is not None:
+            self.scheduled[obj.id] = obj
 
     def by_reference(self, kind: str, account: str, client_reference: str) -> list[ProviderObject]:
         """The account's objects of ``kind`` with this client reference, oldest stored first."""
         return list(self.references.get((kind, account, client_reference), {}).values())
 
-    def objects(self) -> list[ProviderObject]:
-        return [*self.payments.values(), *self.payouts.values()]
+    def with_schedule(self) -> list[ProviderObject]:
+        """Every stored object that still has a scheduled change (forgetting those that do not):
+        payments, then payouts, each in the order they were stored."""
+        for done in [key for key, obj in self.scheduled.items() if obj.scheduled is None]:
+            del self.scheduled[done]
+        pending = list(self.scheduled.values())
+        return [o for o in pending if isinstance(o, Payment)] + [o for o in pending if isinstance(o, Payout)]
 
     def saved_reply(self, account: str, key: str, fingerprint: str, now: datetime) -> Reply | None:
         """The reply saved under (account, key) if still retained; 409 if the params differ."""

@@ -191,3 +191,15 @@ async def test_lookup_by_client_reference_lists_that_accounts_payments_oldest_fi
     assert [payout["object"] for payout in payouts] == ["payout"]
     fake.reset()
     assert (await client.get("/v1/payments", params={"client_reference": "ORD-7-a1"})).json() == {"data": []}
+
+
+async def test_settling_visits_only_objects_with_a_pending_change(fake: CardCo, client) -> None:
+    """Every request first applies the changes due by the fake clock; the store tracks the objects
+    that have one (stored with it, forgotten once applied), so settling does not scan the ledger."""
+    await pay(client, key="k1", reference="ORD-8-a1")
+    action = (await pay(client, key="k2", reference="ORD-8-a2", method="pm_card_3ds")).json()
+    assert [obj.id for obj in fake.store.with_schedule()] == [action["id"]]
+    fake.clock.advance(600)
+    expired = (await client.get(f"/v1/payments/{action['id']}")).json()
+    assert (expired["status"], expired["failure_code"]) == ("failed", "action_expired")
+    assert fake.store.with_schedule() == []
