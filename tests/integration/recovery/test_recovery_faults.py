@@ -163,12 +163,15 @@ async def test_a_recorded_id_that_misses_falls_back_to_the_client_reference(
 async def test_a_record_owned_by_another_attempt_resolves_nothing_and_escalates(
         shop: Shop, worker: WorkerFactory, clock: ManualClock) -> None:
     """Seed 004 matrix: "A record carrying a different provider payment ID, or one already owned by
-    another attempt, resolves nothing and escalates"."""
-    first = (await shop.order("ORD-A"), (await shop.pay("ORD-A")).json())[1]
-    attempt = await unknown_payment(shop, "ORD-B", action="timeout_before_effect")
-    # CardCo's record for ORD-B's reference carries ORD-A's payment id (a provider-side mix-up).
-    payment = shop.cardco.store.payments[first["provider_payment_id"]]
-    payment.client_reference = attempt["client_reference"]
+    another attempt, resolves nothing and escalates" (a recorded ID can be wrong: here ORD-A's
+    attempt wrongly recorded the payment that CardCo took for ORD-B)."""
+    await shop.order("ORD-A")
+    first = (await shop.pay("ORD-A")).json()
+    attempt = await unknown_payment(shop, "ORD-B", action="drop_response")
+    taken_for_b = next(p for p in shop.ledger() if p["client_reference"] == attempt["client_reference"])
+    async with shop.services.db.transaction() as conn:
+        await conn.execute("UPDATE payment_attempts SET provider_payment_id = %(p)s WHERE attempt_id = %(a)s",
+                           {"p": taken_for_b["id"], "a": first["attempt_id"]})
     clock.advance(60)
     assert (await worker().sweep()).outcomes == {"found:succeeded->Unknown": 1}
     assert await escalations(shop) == [f"attempt:{attempt['attempt_id']}:provider-id-conflict"]
