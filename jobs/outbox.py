@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import dramatiq
 
+from gateway.outbox.delivery import Publisher
 from gateway.outbox.dispatcher import dispatch_due
 from jobs import runtime
 from jobs.broker import QUEUE
+from jobs.payouts import publish_payout_job
+
+# Outbox kinds that become job messages instead of HTTP deliveries.
+PUBLISHERS: dict[str, Publisher] = {"payout-job": publish_payout_job}
 
 
 @dramatiq.actor(queue_name=QUEUE, max_retries=0, time_limit=300_000)
 async def dispatch_outbox() -> None:
     """Deliver every eligible outbox row, in order per ordering key."""
     current = await runtime.current()
-    await dispatch_due(current.db, current.clock, current.settings, current.http)
+    await dispatch_due(current.db, current.clock, current.settings, current.http, publishers=PUBLISHERS)

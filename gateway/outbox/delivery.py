@@ -8,11 +8,17 @@ Both carry ``{"kind", "dedup_key", "attempt_id", "escalation_id", "payload"}``.
 A delivery ends in ``None`` (the receiver answered 2xx) or a short error for ``last_error``. The
 error never holds the URL (a sink URL can embed a credential), the receiver's body or the payload.
 A sink that is not configured for a kind is a failure, never a silent drop.
+
+Some kinds are not sent over HTTP but published to the job system: a ``payout-job`` row becomes
+the Dramatiq message that wakes the payout executor (seed 000, "The Queue Message Is
+Transport"). The job package passes those publishers in, so this module imports no broker.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
@@ -24,6 +30,9 @@ from gateway.outbox.store import OPERATOR_ALERT
 from gateway.settings import Settings
 
 log = structlog.get_logger("gateway.outbox")
+
+# Publishes one row's payload (references only) somewhere other than HTTP; raises on failure.
+Publisher = Callable[[dict[str, Any], Clock], object]
 
 
 def message_body(row: dict[str, Any]) -> bytes:
@@ -59,8 +68,22 @@ def _target(row: dict[str, Any], settings: Settings, clock: Clock, body: bytes) 
     return settings.merchant_sink_url, headers
 
 
-async def deliver(row: dict[str, Any], settings: Settings, clock: Clock, http: httpx.AsyncClient) -> str | None:
-    """POST ``row`` to its sink within the delivery budget; None on 2xx, else the error."""
+async def publish(row: dict[str, Any], publisher: Publisher, clock: Clock) -> str | None:
+    """Hand ``row`` to its publisher (a blocking broker call, so off the event loop)."""
+    try:
+        await asyncio.to_thread(publisher, row["payload"], clock)
+    except Exception as exc:  # noqa: BLE001 - any failure is this row's failure, retried on the backoff
+        return f"publish failed: {type(exc).__name__}"
+    return None
+
+
+async def deliver(row: dict[str, Any], settings: Settings, clock: Clock, http: httpx.AsyncClient,
+                  publishers: Mapping[str, Publisher] | None = None) -> str | None:
+    """POST ``row`` to its sink within the delivery budget (or publish it, for a kind that has a
+    publisher); None on success, else the error."""
+    publisher = (publishers or {}).get(row["kind"])
+    if publisher is not None:
+        return await publish(row, publisher, clock)
     if row["kind"] == OPERATOR_ALERT and row["delivery_attempts"] == 0:
         # The log is the alert's second channel: ids and the reason code only, never the payload.
         log.warning("operator_alert", message_id=row["message_id"], dedup_key=row["dedup_key"],

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
@@ -34,7 +35,7 @@ from gateway.domain.outbox_policy import (
     describe_error,
 )
 from gateway.escalations.store import raise_escalation
-from gateway.outbox.delivery import deliver
+from gateway.outbox.delivery import Publisher, deliver
 from gateway.outbox.store import OPERATOR_ALERT
 from gateway.settings import Settings
 from gateway.store.db import Connection, Database, fetch_all
@@ -55,13 +56,13 @@ def retry_policy(settings: Settings) -> RetryPolicy:
 
 
 async def dispatch_batch(db: Database, clock: Clock, settings: Settings, http: httpx.AsyncClient,
-                         *, limit: int = BATCH_SIZE) -> int:
+                         *, limit: int = BATCH_SIZE, publishers: Mapping[str, Publisher] | None = None) -> int:
     """Claim, deliver and settle one batch of eligible rows; how many rows it claimed."""
     async with db.transaction() as conn:
         timeout_ms = int((settings.outbox_delivery_budget_s + IDLE_GRACE_S) * 1000)
         await conn.execute(_SQL["bound_idle_transaction"], {"timeout_ms": str(timeout_ms)})
         rows = await fetch_all(conn, _SQL["claim_due"], {"now": clock.now(), "limit": limit})
-        outcomes = await asyncio.gather(*(deliver(row, settings, clock, http) for row in rows),
+        outcomes = await asyncio.gather(*(deliver(row, settings, clock, http, publishers) for row in rows),
                                         return_exceptions=True)
         for row, outcome in zip(rows, outcomes, strict=True):
             error = _unexpected(row, outcome) if isinstance(outcome, BaseException) else outcome
@@ -73,14 +74,14 @@ async def dispatch_batch(db: Database, clock: Clock, settings: Settings, http: h
 
 
 async def dispatch_due(db: Database, clock: Clock, settings: Settings, http: httpx.AsyncClient,
-                       *, max_batches: int = 20) -> int:
+                       *, max_batches: int = 20, publishers: Mapping[str, Publisher] | None = None) -> int:
     """Dispatch batches until nothing is eligible (or ``max_batches``); how many rows it claimed.
     Settling a row can make its successor eligible, so the next batch delivers that one without
     waiting for another wake-up; failed rows back off and are not due again in this pass. The cap
     leaves the rest to the next wake-up, so one message never runs unbounded."""
     total = 0
     for _ in range(max_batches):
-        claimed = await dispatch_batch(db, clock, settings, http)
+        claimed = await dispatch_batch(db, clock, settings, http, publishers=publishers)
         total += claimed
         if claimed == 0:
             break

@@ -6,6 +6,7 @@ real Dramatiq delivery for the job, its redelivery and a duplicate (sections 7 a
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 import json
 
 import dramatiq
@@ -59,4 +60,22 @@ async def test_a_published_job_redelivered_and_duplicated_on_the_real_broker_pay
     assert len(world.submits()) == 1
     deliveries = [e["detail"]["code"] for e in await world.history() if e["kind"] == "delivery"]
     assert len(deliveries) == 2 and set(deliveries) <= {"claim.lost", "grant.consumed"}
+    assert (await world.payout())["attempts"][0]["grant_id"] == job.grant_id
+
+
+async def test_the_outbox_dispatcher_publishes_the_job_and_a_real_worker_pays_once(
+        world: World, jobs_runtime: dramatiq.Broker) -> None:
+    """Section 7: the decision's outbox row is what publishes the job; the dispatcher hands
+    ``payout-job`` rows to the job system instead of a sink, and the worker pays once."""
+    from jobs.outbox import dispatch_outbox
+
+    job = await world.approved()
+    [row] = await world.rows("SELECT payload FROM outbox_messages WHERE kind = 'payout-job'")
+    world.clock.set(datetime.fromisoformat(row["payload"]["deliver_at"]))
+    dispatch_outbox.send()
+    await asyncio.to_thread(run_worker_until_idle, jobs_runtime)
+    [dispatched] = await world.rows("SELECT dispatched_at, delivery_attempts FROM outbox_messages"
+                                    " WHERE kind = 'payout-job'")
+    assert dispatched["dispatched_at"] is not None
+    assert len(world.submits()) == 1
     assert (await world.payout())["attempts"][0]["grant_id"] == job.grant_id
