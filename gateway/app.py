@@ -16,7 +16,7 @@ from starlette.routing import BaseRoute, Route
 
 from gateway.clock import Clock
 from gateway.domain.errors import PaygateError
-from gateway.http import health, metrics, openapi, orders, problems
+from gateway.http import console, health, metrics, openapi, orders, problems
 from gateway.http import ops_attempts, ops_escalations, ops_outbox
 from gateway.http import ops_notifications, webhooks
 from gateway.http import payouts, reference_data
@@ -37,6 +37,7 @@ def routes() -> list[BaseRoute]:
         Route("/readyz", health.readyz, methods=["GET"]),
         Route("/metrics", metrics.metrics, methods=["GET"]),
         Route("/openapi.json", openapi.openapi, methods=["GET"]),
+        *console.routes(),
         *orders.routes(),
         *webhooks.routes(),
         *ops_notifications.routes(),
