@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from gateway.auth.tokens import Role
+from gateway.domain import effect_errors as ee
 from gateway.domain import errors as e
 from gateway.domain import payout_errors as pe
 from gateway.http import (
@@ -163,4 +164,15 @@ CATALOG: dict[tuple[str, str], Operation] = {
     ("PUT", "/v1/policy/{operation}"): Operation(
         "Publish a policy release", ("admin",), {200: _RECORD}, (pe.PolicyOperationNotFound,),
         body=reference_data.PolicyBody),
+
+    ("GET", "/v1/keys/certificates"): Operation(
+        "Every key that may have signed a certificate, for offline verification", (),
+        {200: Reply("The published keys", "CertificateKeys")}),
+    ("GET", "/v1/payouts/{payout_id}/certificate"): Operation(
+        "The signed certificate of the payout's confirmed effect", ("clerk", "operator", "admin"),
+        {200: Reply("The certificate and its signature", "Certificate")}, (pe.PayoutNotFound, ee.CertificateNotFound)),
+    ("GET", "/v1/orders/{order_id}/payment/certificate"): Operation(
+        "The signed certificate of the order's confirmed payment", ("merchant", "customer"),
+        {200: Reply("The certificate and its signature", "Certificate")}, (e.OrderNotFound, ee.CertificateNotFound),
+        **_ORDER_REFUSED),
 }

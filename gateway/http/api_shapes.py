@@ -68,5 +68,8 @@ SHAPES: dict[str, Schema] = {
     "CardCoNotification": shape(
         "type", "data", id={"type": "string"}, type={"type": "string"}, created={"type": "string"},
         data=shape("object", object={"type": "object"})),
+    "Certificate": shape("certificate", "signature", certificate={"type": "object"}, signature=shape(
+        "alg", "key_id", "value", alg={"const": "Ed25519"}, key_id={"type": "string"}, value={"type": "string"})),
+    "CertificateKeys": shape("keys", keys={"type": "array", "items": shape("key_id", "alg", "public_key", "active")}),
     "Health": shape("status", status={"type": "string"}),
 }
