@@ -85,15 +85,26 @@ def load_or_create_secrets(data_dir: Path) -> dict[str, Any]:
     path = data_dir / "secrets.json"
     if path.exists():
         stored: dict[str, Any] = json.loads(path.read_text())
-        return stored
+        return _with_certificate_key(stored, data_dir)
     created = {
         "token_pepper": secrets.token_urlsafe(32),
+        # Effect certificates (seed 001): the demo's signing key, "demo-1" in GET /v1/keys/certificates.
+        "certificate_key": base64.b64encode(secrets.token_bytes(32)).decode(),
         "merchant_signing_secret": "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode(),
         "accounts": {account: _new_account_secrets(account) for account in ACCOUNTS},
     }
     path.touch(mode=0o600)
     path.write_text(json.dumps(created, indent=2))
     return created
+
+
+def _with_certificate_key(stored: dict[str, Any], data_dir: Path) -> dict[str, Any]:
+    """Secrets written before certificates existed get their key now, once."""
+    if "certificate_key" in stored:
+        return stored
+    stored = {**stored, "certificate_key": base64.b64encode(secrets.token_bytes(32)).decode()}
+    (data_dir / "secrets.json").write_text(json.dumps(stored, indent=2))
+    return stored
 
 
 def public_key(seed_b64: str) -> str:
@@ -122,6 +133,7 @@ def gateway_config(stored: dict[str, Any], urls: Urls, *, rehearsal: bool) -> di
         "alert_sink_url": urls.alert_sink,
         "merchant_signing_secret": stored["merchant_signing_secret"],
         "provider_accounts": accounts,
+        "certificate_keys": [{"key_id": "demo-1", "private_key": stored["certificate_key"], "active": True}],
         **(REHEARSAL_GLOBAL if rehearsal else {}),
     }
 

@@ -72,6 +72,8 @@ def test_paygate_up_runs_the_system_and_stops_it_cleanly(tmp_path: Path) -> None
         ready = httpx.get(f"{demo['gateway_url']}/readyz", timeout=5)
         assert ready.status_code == 200, ready.text
         assert httpx.get(f"{demo['provider_url']}/_control/ledger", timeout=5).status_code == 200
+        keys = httpx.get(f"{demo['gateway_url']}/v1/keys/certificates", timeout=5).json()["keys"]
+        assert [(k["key_id"], k["active"]) for k in keys] == [("demo-1", True)]
         assert httpx.get(str(demo["merchant_sink_url"]), timeout=5).json() == {"messages": []}
 
         created = subprocess.run(
