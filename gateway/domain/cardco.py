@@ -102,8 +102,9 @@ def payment_evidence(account: str, status_code: int, body: bytes) -> Evidence:
             return object_evidence(account, PaymentObject.model_validate(document), **details)
         except ValidationError:
             return _unknown(account, "provider.malformed-body", **details)
-    error = document.get("error") if isinstance(document, dict) else None
-    code = error.get("code") if isinstance(error, dict) else None
+    found = document.get("error") if isinstance(document, dict) else None
+    error: dict[str, Any] = found if isinstance(found, dict) else {}
+    code = error.get("code")
     if status_code == 402 and code == "card_declined":
         declined = _declined_payment(error)
         return Evidence(finding="failed", provider_account=account, reason="card_declined",
