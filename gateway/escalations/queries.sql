@@ -17,6 +17,16 @@ UPDATE payment_escalations
  WHERE attempt_id = %(attempt_id)s AND resolved_at IS NULL
 RETURNING escalation_id;
 
+-- name: resolve_by_key_prefix
+-- Payout attempts cannot fill attempt_id (it references checkout attempts), so their episodes are
+-- named by key: 'payout-attempt:<id>:<problem>' (deadline, mismatch, effect-*). Closing every open
+-- episode under that prefix is the payout form of resolve_for_attempt. Only open episodes are
+-- scanned (few, and the reminders index covers them); starts_with avoids LIKE's wildcards.
+UPDATE payment_escalations
+   SET resolved_at = %(now)s, next_reminder_at = NULL, resolution_note = %(note)s
+ WHERE resolved_at IS NULL AND starts_with(escalation_key, %(prefix)s)
+RETURNING escalation_id;
+
 -- name: list_escalations
 -- API.md "Escalations and reminders": open = every unresolved episode, acknowledged or not;
 -- acknowledged = acknowledged and unresolved. Oldest first, paged by escalation_id.

@@ -88,3 +88,11 @@ async def resolve_by_key(conn: Connection, escalation_key: str, now: datetime, n
     rows = await fetch_all(conn, _SQL["resolve_open"], {"escalation_id": None, "escalation_key": escalation_key,
                                                         "now": now, "note": note})
     return [int(row["escalation_id"]) for row in rows]
+
+
+async def resolve_by_key_prefix(conn: Connection, prefix: str, now: datetime, note: str) -> list[int]:
+    """Close every open episode whose key starts with ``prefix`` (a payout attempt's
+    ``payout-attempt:<id>:``), in the caller's transaction: the payout form of
+    :func:`resolve_for_attempt`, whose ``attempt_id`` column names checkout attempts only."""
+    rows = await fetch_all(conn, _SQL["resolve_by_key_prefix"], {"prefix": prefix, "now": now, "note": note})
+    return [int(row["escalation_id"]) for row in rows]

@@ -22,7 +22,8 @@ from gateway.domain.payout_outcomes import PAYOUT_STATE_AFTER, AttemptState
 from gateway.domain.payout_policy import ContextVersions
 from gateway.domain.payout_timing import PayoutTimings
 from gateway.effects.certify import Certifier
-from gateway.effects.ledger import advance
+from gateway.effects.ledger import advance, escalation_key
+from gateway.escalations.store import resolve_by_key_prefix
 from gateway.payouts import history, records
 from gateway.store.db import Connection, Database, fetch_all, fetch_one
 from gateway.store.queries import load_queries
@@ -31,6 +32,7 @@ _SQL = load_queries("gateway.payouts", "attempts.sql")
 log = structlog.get_logger("gateway.payouts")
 
 RELEASES = {AttemptState.FAILED, AttemptState.NOT_STARTED, AttemptState.NOT_APPLIED}
+FINAL = RELEASES | {AttemptState.SUCCEEDED}
 
 
 def client_reference(payout_id: str, attempt_number: int) -> str:
@@ -156,8 +158,12 @@ async def resolve(conn: Connection, now: datetime, attempt: dict[str, Any], stat
     if row is None:
         return None
     payout_id = attempt["payout_id"]
-    if state is AttemptState.SUCCEEDED or state in RELEASES:
+    if state in FINAL:
         await records.release_reservation(conn, payout_id, paid=state is AttemptState.SUCCEEDED)
+        # Seed 004, "Escalations": every writer that resolves an attempt resolves that attempt's
+        # open escalations in the same transaction, so no reminder follows a settled payout.
+        await resolve_by_key_prefix(conn, escalation_key("payout", attempt["attempt_id"], ""), now,
+                                    f"payout attempt {state.value} ({reason}) by {actor}")
     payout = None
     if state is not AttemptState.STARTED:
         payout = await records.follow_attempt(conn, now, payout_id, attempt["attempt_id"], PAYOUT_STATE_AFTER[state])

@@ -26,6 +26,7 @@ from gateway.domain.payout_outcomes import (
 )
 from gateway.domain.payout_timing import not_applied_allowed
 from gateway.effects.certify import Certifier
+from gateway.effects.ledger import escalation_key
 from gateway.escalations.store import raise_escalation
 from gateway.payouts import attempts, history
 from gateway.payouts.cardco import CardCoPayouts
@@ -104,7 +105,7 @@ class Reconciler:
     async def _escalate(self, conn: Connection, now: datetime, attempt: dict[str, Any], cause: str,
                         provider_payout_id: str | None = None) -> None:
         """Payments operations own what reconciliation cannot resolve (seed 000, section 2)."""
-        await raise_escalation(conn, escalation_key=f"payout-attempt:{attempt['attempt_id']}:{cause}",
+        await raise_escalation(conn, escalation_key=escalation_key("payout", attempt["attempt_id"], cause),
                                reason=f"payout-{cause}", now=now, reminder_interval_s=self.settings.reminder_interval_s,
                                details={"attempt_id": str(attempt["attempt_id"]), "payout_id": attempt["payout_id"],
                                         "client_reference": attempt["client_reference"],
