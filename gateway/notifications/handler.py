@@ -6,7 +6,8 @@ rejection). :meth:`NotificationHandler.handle` then does everything in ONE trans
 attempt by verified account + client reference and by account + provider payment id
 independently; record the notification (a keyed duplicate returns before any transition, alert or
 outbox row); then escalate an identity conflict, an unmatched or unreadable notification, or apply
-it through :meth:`Attempts.apply_evidence`, the conditional transition every writer shares. The
+it through :meth:`Attempts.apply_evidence`, the conditional transition every writer shares
+(``payout.*`` through ``gateway.payouts.notifications.apply``, the payouts aggregate's own). The
 caller acknowledges only after this returns, i.e. after the commit.
 """
 
@@ -29,6 +30,7 @@ from gateway.domain.webhook_signatures import AccountKeys, Rejected, Verified, v
 from gateway.escalations.store import raise_escalation
 from gateway.notifications import repository
 from gateway.payments.attempts import Attempts, retry_transaction
+from gateway.payouts import notifications as payout_notifications
 from gateway.settings import ProviderAccount, Settings
 from gateway.store.db import Connection, Database
 
@@ -110,21 +112,32 @@ class NotificationHandler:
         account_id = context.account.id
         reference, object_id = parsed.client_reference, parsed.provider_object_id
         by_reference = by_payment_id = None
+        payout = payout_notifications.Match(None)
         if parsed.kind == "payment":
             # Both identifiers resolved independently; if they name different attempts the
             # notification is contradictory evidence, applied to neither.
             by_reference = await repository.attempt_by_reference(conn, account_id, reference)
             by_payment_id = await repository.attempt_by_provider_payment_id(conn, account_id, object_id)
-        conflict = by_reference is not None and by_payment_id is not None and by_reference != by_payment_id
+        else:  # payout.*: the payouts aggregate matches its own attempts, the same two ways
+            payout = await payout_notifications.match(conn, account_id, parsed)
+        conflict = (by_reference is not None and by_payment_id is not None and by_reference != by_payment_id) \
+            or payout.conflict is not None
         attempt_id = None if conflict else by_reference or by_payment_id
+        matched = attempt_id is not None or payout.attempt is not None
         problem = "identity-conflict" if conflict else "unmatched"
         esc_key = escalation_key(account_id, problem, notification_key=context.key,
                                  provider_object_id=object_id, client_reference=reference)
         detail = {**parsed.detail(), "webhook_id": context.webhook_id,
-                  "escalation_key": None if attempt_id else esc_key}
+                  "escalation_key": None if matched else esc_key,
+                  "payout_attempt_id": str(payout.attempt["attempt_id"]) if payout.attempt else None}
         recorded = await self._record(conn, context, attempt_id, detail)
         if isinstance(recorded, repository.Duplicate):
             return Handled("duplicate")
+        if payout.attempt is not None:  # the one call site docs/decisions/0011 left for payouts
+            await payout_notifications.apply(conn, self._clock.now(), payout.attempt, parsed,
+                                             notification_event_id=recorded.event_id, notification_key=context.key,
+                                             settings=self._settings)
+            return Handled("applied", recorded.event_id, payout.attempt["attempt_id"])
         if attempt_id is not None:
             await self.apply(conn, account_id, attempt_id, parsed, recorded.event_id, context.key, actor=ACTOR)
             return Handled("applied", recorded.event_id, attempt_id)
@@ -134,8 +147,9 @@ class NotificationHandler:
                  "amount_minor": parsed.subject.amount_minor, "currency": parsed.subject.currency}
         if conflict:
             # Attached to the reference-matched attempt for navigation; details name both.
+            named = payout.conflict or (str(by_reference), str(by_payment_id))
             await self._raise(conn, esc_key, "identity-conflict", by_reference, {
-                **facts, "reference_attempt_id": str(by_reference), "provider_payment_id_attempt_id": str(by_payment_id)})
+                **facts, "reference_attempt_id": named[0], "provider_payment_id_attempt_id": named[1]})
             return Handled("identity-conflict", recorded.event_id)
         # Never silently ignore what cannot be placed; the stored notification waits for
         # reconciliation (POST /v1/ops/notifications/{event_id}/apply).

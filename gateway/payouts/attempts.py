@@ -164,9 +164,9 @@ async def resolve(conn: Connection, now: datetime, attempt: dict[str, Any], stat
         # open escalations in the same transaction, so no reminder follows a settled payout.
         await resolve_by_key_prefix(conn, escalation_key("payout", attempt["attempt_id"], ""), now,
                                     f"payout attempt {state.value} ({reason}) by {actor}")
-    payout = None
-    if state is not AttemptState.STARTED:
-        payout = await records.follow_attempt(conn, now, payout_id, attempt["attempt_id"], PAYOUT_STATE_AFTER[state])
+    # Started after Unknown (a processing notification) moves the payout back to Executing; after
+    # Started the payout is already there and follow_attempt changes nothing.
+    payout = await records.follow_attempt(conn, now, payout_id, attempt["attempt_id"], PAYOUT_STATE_AFTER[state])
     await history.append(conn, payout_id, "transition", actor=actor, now=now, attempt_id=attempt["attempt_id"],
                          detail={"attempt_state": state.value, "reason": reason,
                                  "provider_payout_id": row["provider_payout_id"],
@@ -175,11 +175,33 @@ async def resolve(conn: Connection, now: datetime, attempt: dict[str, Any], stat
     # Seed 001 (issue 8): the protocol follows the attempt; a confirmed effect is certified with ``certifier``.
     await advance(conn, attempt["attempt_id"], state.value, actor=actor, now=now, certifier=certifier, attempt=row)
     if provider_status == "returned":  # completed, then returned: a separate, later lifecycle event
-        await history.append(conn, payout_id, "return", actor=actor, now=now, attempt_id=attempt["attempt_id"],
-                             detail={"provider_payout_id": row["provider_payout_id"]})
+        await record_return(conn, now, row, actor=actor, marked=True)
     log.info("payout_attempt_resolved", payout_id=payout_id, attempt_id=str(attempt["attempt_id"]),
              grant_id=str(attempt["grant_id"]), attempt_state=state.value, reason=reason, actor=actor)
     return row
+
+
+async def record_return(conn: Connection, now: datetime, attempt: dict[str, Any], *, actor: str,
+                        marked: bool = False) -> bool:
+    """The ``return`` event of a Succeeded attempt whose payout came back, once: False when it was
+    already recorded. ``marked``: the resolution that wrote Succeeded stored the status itself."""
+    if not marked and await fetch_one(conn, _SQL["record_return"], {"attempt_id": attempt["attempt_id"]}) is None:
+        return False
+    await history.append(conn, attempt["payout_id"], "return", actor=actor, now=now,
+                         attempt_id=attempt["attempt_id"], detail={"provider_payout_id": attempt["provider_payout_id"]})
+    return True
+
+
+async def lock_attempt(conn: Connection, provider_account: str, *, client_reference: str | None,
+                       provider_payout_id: str | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The attempts a notification names by reference and by provider id, each locked, each None
+    when that identifier is absent or matches nothing."""
+    by_reference = None if client_reference is None else await fetch_one(conn, _SQL["lock_attempt_by_reference"], {
+        "provider_account": provider_account, "client_reference": client_reference})
+    by_provider_id = None if provider_payout_id is None else await fetch_one(
+        conn, _SQL["lock_attempt_by_provider_payout_id"],
+        {"provider_account": provider_account, "provider_payout_id": provider_payout_id})
+    return by_reference, by_provider_id
 
 
 async def get_attempt(conn: Connection, attempt_id: uuid.UUID) -> dict[str, Any] | None:

@@ -121,3 +121,27 @@ SELECT * FROM payout_attempts WHERE grant_id = %(grant_id)s;
 
 -- name: attempts_of_payout
 SELECT * FROM payout_attempts WHERE payout_id = %(payout_id)s ORDER BY attempt_number;
+
+-- name: lock_attempt_by_reference
+-- A payout notification names its attempt by the verified account and the client reference the
+-- claim generated and sent ('<payout_id>-a<N>'; uq_payout_attempt_reference). FOR UPDATE: the
+-- notification decides from the state it read, and the attempt is locked before its payout, the
+-- order every resolving writer follows.
+SELECT * FROM payout_attempts
+ WHERE provider_account = %(provider_account)s AND client_reference = %(client_reference)s
+   FOR UPDATE;
+
+-- name: lock_attempt_by_provider_payout_id
+-- The same attempt by CardCo's own id, resolved independently: two different answers are an
+-- identity conflict, applied to neither (seed 004, "The Notification Handler").
+SELECT * FROM payout_attempts
+ WHERE provider_account = %(provider_account)s AND provider_payout_id = %(provider_payout_id)s
+   FOR UPDATE;
+
+-- name: record_return
+-- A completed payout came back (seed 000: "A return is not a rejection"): the attempt stays
+-- Succeeded; the condition makes a redelivered return add no second event.
+UPDATE payout_attempts
+   SET provider_status = 'returned'
+ WHERE attempt_id = %(attempt_id)s AND state = 'Succeeded' AND provider_status IS DISTINCT FROM 'returned'
+RETURNING provider_payout_id;

@@ -100,11 +100,12 @@ RETURNING state, version;
 
 -- name: resolve_payout
 -- The payout follows its active attempt's resolution; conditional on that attempt still being
--- the active one, so a stale writer cannot move a payout another attempt now owns.
+-- the active one, so a stale writer cannot move a payout another attempt now owns. A payout
+-- already in the state (Executing, for an attempt still Started) keeps its version.
 UPDATE payouts
    SET state = %(state)s, version = version + 1, updated_at = %(now)s,
        active_attempt_id = CASE WHEN %(state)s IN ('Executing', 'Unknown') THEN active_attempt_id END
- WHERE payout_id = %(payout_id)s AND active_attempt_id = %(attempt_id)s
+ WHERE payout_id = %(payout_id)s AND active_attempt_id = %(attempt_id)s AND state <> %(state)s
 RETURNING state, version;
 
 -- name: append_history

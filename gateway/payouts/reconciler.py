@@ -26,11 +26,10 @@ from gateway.domain.payout_outcomes import (
 )
 from gateway.domain.payout_timing import not_applied_allowed
 from gateway.effects.certify import Certifier
-from gateway.effects.ledger import escalation_key
-from gateway.escalations.store import raise_escalation
 from gateway.payouts import attempts, history
 from gateway.payouts.cardco import CardCoPayouts
 from gateway.payouts.config import payout_account, payout_timings
+from gateway.payouts.escalations import escalate
 from gateway.settings import Settings
 from gateway.store.db import Connection, Database
 
@@ -105,10 +104,6 @@ class Reconciler:
     async def _escalate(self, conn: Connection, now: datetime, attempt: dict[str, Any], cause: str,
                         provider_payout_id: str | None = None) -> None:
         """Payments operations own what reconciliation cannot resolve (seed 000, section 2)."""
-        await raise_escalation(conn, escalation_key=escalation_key("payout", attempt["attempt_id"], cause),
-                               reason=f"payout-{cause}", now=now, reminder_interval_s=self.settings.reminder_interval_s,
-                               details={"attempt_id": str(attempt["attempt_id"]), "payout_id": attempt["payout_id"],
-                                        "client_reference": attempt["client_reference"],
-                                        "provider_payout_id": provider_payout_id or attempt["provider_payout_id"]})
-        log.warning("payout_escalated", cause=cause, payout_id=attempt["payout_id"],
-                    attempt_id=str(attempt["attempt_id"]))
+        await escalate(conn, now, attempt, cause, reason=f"payout-{cause}",
+                       reminder_interval_s=self.settings.reminder_interval_s,
+                       provider_payout_id=provider_payout_id or attempt["provider_payout_id"])

@@ -71,8 +71,8 @@ async def test_an_unknown_type_with_an_id_is_keyed_recorded_once_and_escalated_o
     assert episode["details"]["provider_event_id"] == "evt_disputed_1"
 
 
-async def test_a_payout_notification_is_recorded_and_escalated_until_payouts_take_it(webhooks: Webhooks) -> None:
-    """No payouts function applies a verified payout notification yet (docs/decisions/0011)."""
+async def test_a_payout_notification_no_payout_attempt_matches_is_recorded_and_escalated(webhooks: Webhooks) -> None:
+    """No payout attempt has reference PO-1-a1: unmatched-payout (docs/decisions/0011)."""
     payload = {"id": "evt_po_1", "type": "payout.paid", "data": {"object": {
         "object": "payout", "id": "po_1", "client_reference": "PO-1-a1", "amount_minor": 100, "currency": "EUR",
         "status": "paid", "destination_token": "tok_never_stored", "sequence": 2}}}
