@@ -7,10 +7,11 @@ The real gateway app (Starlette, auth, the checkout flow, the attempts repositor
 process on an embedded PostgreSQL; ``--connections`` concurrent clients POST
 ``/v1/orders/{id}/payment`` for distinct Open orders through httpx's ASGI transport; CardCo answers
 immediately, in-process. Each checkout's provider call is timed on its own, so the gateway's own
-latency is the total minus the call. Round trips are counted at the driver: every statement, every
-BEGIN/COMMIT, and every pool connection check. The ceiling, measured in the same run on the same
-database with the same number of clients: pgbench running the same three transactions
-(bench/checkout_txn.sql). A ratio of 1.0 would mean the gateway adds nothing to the database's work.
+latency is the total minus the call. Round trips are counted at the driver: every statement outside
+a pipeline, every pipeline, every BEGIN/COMMIT, and every pool connection check. The ceiling,
+measured in the same run on the same database with the same number of clients: pgbench running the
+same three transactions (bench/checkout_txn.sql). A ratio of 1.0 would mean the gateway adds
+nothing to the database's work.
 """
 
 from __future__ import annotations
@@ -20,64 +21,27 @@ import asyncio
 import itertools
 import statistics
 import sys
-import tempfile
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
 import respx
-from psycopg_pool import AsyncConnectionPool
 
-BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.notifications import pgbench_binary  # noqa: E402
+from bench.support import ACCOUNT, BENCH, RoundTrips, embedded_database, insert_orders, pgbench  # noqa: E402
 from gateway.app import create_app  # noqa: E402
 from gateway.clock import SystemClock  # noqa: E402
-from gateway.local.servers import EmbeddedPostgres  # noqa: E402
 from gateway.logs import configure_logging  # noqa: E402
 from gateway.services import Services  # noqa: E402
 from gateway.settings import build_settings  # noqa: E402
-from gateway.store.schema import init_schema  # noqa: E402
 from provider_fake import CardCo, CardCoConfig  # noqa: E402
 from provider_fake.config import Account  # noqa: E402
 from provider_fake.inprocess import mount  # noqa: E402
 
-ACCOUNT = "cardco:acct_store:test"
 CARDCO_URL = "http://cardco.bench"
 MAX_DURATION_S = 20
-
-_ORDERS = """
-INSERT INTO orders (order_id, merchant_id, customer_id, amount_minor, currency, payment_method, provider_account,
-                    state, created_at, updated_at)
-SELECT %(prefix)s || g, 'merchant_bench', 'cus_bench', 4250, 'EUR', 'pm_card_visa', %(account)s, 'Open', now(), now()
-  FROM generate_series(1, %(count)s) g
-"""
-
-
-class RoundTrips:
-    """Counts what the driver sends: statements, transaction BEGIN/COMMIT, pool checks."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def install(self) -> None:
-        counter = self
-
-        def counted(original: Callable[..., Awaitable[Any]], per_call: int) -> Callable[..., Awaitable[Any]]:
-            async def wrapper(*args: Any, **kwargs: Any) -> Any:
-                counter.count += per_call
-                return await original(*args, **kwargs)
-            return wrapper
-
-        psycopg.AsyncCursor.execute = counted(psycopg.AsyncCursor.execute, 1)  # type: ignore[method-assign]
-        psycopg.AsyncTransaction.__aenter__ = counted(psycopg.AsyncTransaction.__aenter__, 1)  # type: ignore[method-assign]
-        psycopg.AsyncTransaction.__aexit__ = counted(psycopg.AsyncTransaction.__aexit__, 1)  # type: ignore[method-assign]
-        AsyncConnectionPool.check_connection = staticmethod(  # type: ignore[method-assign]
-            counted(AsyncConnectionPool.check_connection, 1))
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -138,19 +102,6 @@ async def gateway_run(url: str, connections: int, duration: float, orders: int, 
             "round_trips": trips.count / max(len(totals), 1)}
 
 
-def pgbench(url: str, connections: int, duration: int, orders: int) -> float:
-    import re
-    import subprocess
-
-    output = subprocess.run(
-        [pgbench_binary(), "-n", "-M", "prepared", "-c", str(connections), "-j", "2", "-T", str(duration),
-         "-D", f"orders={orders}", "-D", f"account={ACCOUNT}", "-f", str(BENCH / "checkout_txn.sql"), url],
-        capture_output=True, text=True, check=False)
-    if output.returncode != 0:
-        raise RuntimeError(f"pgbench failed: {output.stderr[-2000:]}")
-    return float(re.search(r"tps = ([\d.]+)", output.stdout).group(1))  # type: ignore[union-attr]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=int, default=10, help=f"seconds per run (at most {MAX_DURATION_S})")
@@ -158,29 +109,22 @@ def main() -> None:
     parser.add_argument("--orders", type=int, default=20_000, help="Open orders prepared for each side")
     args = parser.parse_args()
     duration = min(args.duration, MAX_DURATION_S)
-    work = Path(tempfile.mkdtemp(prefix="paygate-bench-"))
-    server = EmbeddedPostgres(work / "pg", ephemeral=True)
     configure_logging("json", "warning")
     trips = RoundTrips()
     trips.install()
-    try:
-        url = server.url()
-        init_schema(url)
-        with psycopg.connect(url) as conn:
-            conn.execute("INSERT INTO provider_accounts VALUES (%s, 'cardco', 'test', now())", (ACCOUNT,))
-            for prefix in ("ORD-", "PGB-"):
-                conn.execute(_ORDERS, {"prefix": prefix, "count": args.orders, "account": ACCOUNT})  # type: ignore[arg-type]
-        ceiling = pgbench(url, args.connections, duration, args.orders)
+    with embedded_database() as (url, _):
+        for prefix in ("ORD-", "PGB-"):
+            insert_orders(url, prefix, args.orders)
+        ceiling = pgbench(url, BENCH / "checkout_txn.sql", args.connections, duration,
+                          {"orders": args.orders, "account": ACCOUNT})
         result = asyncio.run(gateway_run(url, args.connections, duration, args.orders, trips))
-    finally:
-        server.stop()
     print(f"\ncheckout (POST /v1/orders/{{id}}/payment, CardCo answering at once), {args.connections} clients, "
           f"{duration} s\n")
     print(f"  checkouts/s            {result['rate']:>9.0f}   ({result['count']:.0f} in the run)")
     print(f"  latency p50 / p99      {result['p50']:>9.2f} / {result['p99']:.2f} ms")
     print(f"  gateway's own p50/p99  {result['own_p50']:>9.2f} / {result['own_p99']:.2f} ms  (total minus the "
           f"provider call, p50 {result['provider_p50']:.2f} ms)")
-    print(f"  round trips/checkout   {result['round_trips']:>9.1f}   (statements + BEGIN/COMMIT + pool checks)")
+    print(f"  round trips/checkout   {result['round_trips']:>9.1f}   (statements, pipelines, BEGIN/COMMIT)")
     print(f"  pgbench, 3 txns        {ceiling:>9.0f} tps  (bench/checkout_txn.sql, same clients)")
     print(f"  ratio                  {result['rate'] / ceiling:>9.2f}")
 

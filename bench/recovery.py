@@ -1,0 +1,250 @@
+"""Benchmark: attempts reconciled per second by the recovery loop (issue 6; bench/README.md).
+
+    python bench/recovery.py [--attempts 10000] [--workers 1 4] [--duration 10]
+
+For each worker count, a fresh backlog of ``--attempts`` Unknown checkout attempts, all due now,
+is prepared in an embedded PostgreSQL the way the checkout leaves them (order, attempt, and the
+send_intent, send_result and transition of a first send whose answer was lost), and CardCo (its
+own uvicorn server on loopback, answering at once) takes each attempt's stored request under its
+key, so it holds a succeeded payment for every client reference. Then that many worker processes,
+each a ``Recovery`` with its own pool and HTTP client, sweep until nothing is due (at most 60 s):
+every pass claims a lease, looks the payment up by client reference, verifies it and records
+Succeeded with its confirmation row. Ceilings, in the same run with the same number of clients:
+- pgbench running the SQL of one pass (bench/recovery_txn.sql) for ``--duration`` seconds;
+- CardCo's lookup rate: the same processes and payment client, looking up without the database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.support import (  # noqa: E402
+    ACCOUNT, BENCH, RoundTrips, embedded_database, in_processes, insert_orders, pgbench,
+    progress, run_sql, uvicorn,
+)
+from gateway.clock import SystemClock  # noqa: E402
+from gateway.logs import configure_logging  # noqa: E402
+from gateway.payments.attempts import Attempts  # noqa: E402
+from gateway.payments.client import PaymentClient  # noqa: E402
+from gateway.recovery.loop import Recovery  # noqa: E402
+from gateway.settings import Settings, build_settings  # noqa: E402
+from gateway.store.db import Database  # noqa: E402
+
+API_KEY = "ck_bench"
+BATCH = 100  # jobs/recovery.py's BATCH (importing jobs needs a broker): attempts listed per sweep
+MAX_RUN_S = 60
+MAX_CEILING_S = 20
+SEED_CONCURRENCY = 32
+
+# What Checkout leaves when the first send's answer is lost: Started -> Unknown with the send's
+# intent and result, the escalation deadline stamped (key window 24 h minus the 1 h margin), and
+# next_check_at moved to now so the whole backlog is due at once.
+_BACKLOG = """
+INSERT INTO payment_attempts (attempt_id, order_id, customer_id, attempt_number, provider_account, endpoint,
+                              api_version, client_reference, idempotency_key, request_body, amount_minor, currency,
+                              state, outcome_reason, created_at, first_sent_at, escalation_deadline, next_check_at,
+                              version)
+SELECT md5(%(prefix)s || g)::uuid, %(prefix)s || g, 'cus_bench', 1, %(account)s, %(endpoint)s, '2026-11-01',
+       %(prefix)s || g || '-a1', gen_random_uuid()::text,
+       '{"amount_minor":4250,"currency":"EUR","payment_method":"pm_card_visa","client_reference":"'
+           || %(prefix)s || g || '-a1"}',
+       4250, 'EUR', 'Unknown', 'provider.no-response.caller', now() - interval '5 min', now() - interval '5 min',
+       now() + interval '23 hours', now(), 2
+  FROM generate_series(1, %(count)s) g;
+INSERT INTO payment_attempt_events (attempt_id, occurred_at, kind, actor, detail)
+SELECT md5(%(prefix)s || g)::uuid, now() - interval '5 min', 'send_intent', 'endpoint',
+       jsonb_build_object('endpoint', %(endpoint)s::text, 'api_version', '2026-11-01',
+                          'provider_account', %(account)s::text, 'send', 'first')
+  FROM generate_series(1, %(count)s) g;
+INSERT INTO payment_attempt_events (attempt_id, occurred_at, kind, actor, detail)
+SELECT md5(%(prefix)s || g)::uuid, now() - interval '5 min', kind, 'endpoint', detail
+  FROM generate_series(1, %(count)s) g,
+       (VALUES (1, 'send_result', jsonb_build_object('finding', 'unknown', 'reason', 'provider.no-response.caller',
+                                                     'provider_account', %(account)s::text, 'decision', 'Unknown')),
+               (2, 'transition', '{"from": "Started", "to": "Unknown", "reason": "provider.no-response.caller"}'))
+           AS later (position, kind, detail)
+ ORDER BY g, position
+"""
+
+_PARK = """
+UPDATE payment_attempts SET next_check_at = now() + interval '1 day'
+ WHERE order_id LIKE %(like)s AND state IN ('NotStarted', 'Started', 'Unknown')
+"""
+
+
+def settings_for(url: str, cardco: str) -> Settings:
+    return build_settings({
+        "database_url": url, "redis_url": "redis://127.0.0.1:1/0", "token_pepper": "bench", "log_level": "warning",
+        "provider_accounts": [{"id": ACCOUNT, "base_url": cardco, "api_key": API_KEY,
+                               "webhook_endpoint_id": "cardco-test"}]})
+
+
+def insert_backlog(url: str, cardco: str, prefix: str, count: int) -> None:
+    """``count`` Unknown attempts ``<prefix><n>`` (attempt_id md5 of that), due now."""
+    insert_orders(url, prefix, count)
+    run_sql(url, _BACKLOG, {"prefix": prefix, "count": count, "account": ACCOUNT,
+                            "endpoint": f"{cardco}/v1/payments"})
+
+
+def prepare_backlog(url: str, cardco: str, prefix: str, count: int) -> None:
+    """The backlog, and CardCo holding a succeeded payment for each of its attempts."""
+    insert_backlog(url, cardco, prefix, count)
+    with psycopg.connect(url) as conn:
+        sends = conn.execute("SELECT idempotency_key, request_body FROM payment_attempts WHERE order_id LIKE %s",
+                             (f"{prefix}%",)).fetchall()
+    asyncio.run(_take_payments(cardco, sends))
+
+
+async def _take_payments(cardco: str, sends: list[tuple[str, str]]) -> None:
+    pending = iter(sends)
+    headers = {"Authorization": f"Bearer {API_KEY}", "CardCo-Account": ACCOUNT, "Content-Type": "application/json"}
+    async with httpx.AsyncClient(base_url=cardco, headers=headers) as http:
+        async def sender() -> None:
+            for key, body in pending:
+                response = await http.post("/v1/payments", content=body, headers={"Idempotency-Key": key})
+                response.raise_for_status()
+
+        await asyncio.gather(*(sender() for _ in range(SEED_CONCURRENCY)))
+
+
+async def reconcile(index: int, url: str, cardco: str, start: Callable[[], None]) -> dict[str, Any]:
+    """One worker process: sweep until nothing is due (or MAX_RUN_S)."""
+    configure_logging("json", "warning")
+    trips = RoundTrips()
+    trips.install()
+    settings = settings_for(url, cardco)
+    clock = SystemClock()
+    db = await Database.open(url, size=2, name=f"bench-recovery-{index}")
+    outcomes: Counter[str] = Counter()
+    async with httpx.AsyncClient(timeout=httpx.Timeout(None)) as http:
+        recovery = Recovery(settings, clock, db, Attempts(db, clock, settings), PaymentClient(settings, clock, http))
+        start()
+        trips.count = 0
+        began = time.perf_counter()
+        while time.perf_counter() - began < MAX_RUN_S:
+            report = await recovery.sweep(BATCH)
+            if not report.outcomes:
+                break
+            outcomes.update(report.outcomes)
+        seconds = time.perf_counter() - began
+    await db.close()
+    return {"seconds": seconds, "outcomes": outcomes, "round_trips": trips.count}
+
+
+async def look_up(index: int, url: str, cardco: str, references: list[str], duration: float,
+                  start: Callable[[], None]) -> dict[str, Any]:
+    """One ceiling process: the same payment client's lookups, one after another, no database."""
+    settings = settings_for(url, cardco)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(None)) as http:
+        client = PaymentClient(settings, SystemClock(), http)
+        start()
+        done = 0
+        began = time.perf_counter()
+        while time.perf_counter() - began < duration:
+            found = await client.find_payment(ACCOUNT, client_reference=references[(index + done) % len(references)])
+            if found.payment is None:
+                raise RuntimeError(f"the ceiling's lookup found nothing: {found}")
+            done += 1
+        return {"seconds": time.perf_counter() - began, "lookups": done}
+
+
+def check_resolved(url: str, prefix: str, count: int) -> str | None:
+    """None if every attempt of the backlog is Succeeded, its order Paid and its confirmation
+    queued once; else what is wrong."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute("""
+            SELECT count(*) FILTER (WHERE a.state = 'Succeeded'), count(*) FILTER (WHERE o.state = 'Paid'),
+                   (SELECT count(*) FROM outbox_messages m WHERE m.dedup_key LIKE 'attempt:%%:order-confirmation'
+                       AND m.attempt_id IN (SELECT attempt_id FROM payment_attempts WHERE order_id LIKE %(like)s))
+              FROM payment_attempts a JOIN orders o USING (order_id) WHERE a.order_id LIKE %(like)s""",
+                           {"like": f"{prefix}%"}).fetchone()
+    if row != (count, count, count):
+        return f"succeeded, paid, confirmations = {row}, expected {count} each"
+    return None
+
+
+def run(url: str, cardco: str, workers: int, count: int, duration: int) -> dict[str, Any]:
+    """One backlog run down by ``workers`` processes, then CardCo's lookup rate for as many."""
+    prefix = f"R{workers}-"
+    progress(f"preparing {count} Unknown attempts and their CardCo payments")
+    prepare_backlog(url, cardco, prefix, count)
+    progress(f"{workers} recovery worker(s) running the backlog down")
+    results = in_processes(reconcile, workers, url, cardco)
+    outcomes: Counter[str] = sum((r["outcomes"] for r in results), Counter())
+    seconds = max(r["seconds"] for r in results)
+    capped = seconds >= MAX_RUN_S
+    problem = None if capped else check_resolved(url, prefix, count)
+    # A run stopped at MAX_RUN_S leaves attempts due; the next run must not sweep them.
+    run_sql(url, _PARK, {"like": f"{prefix}%"})
+    references = [f"{prefix}{n}-a1" for n in range(1, count + 1)]
+    progress(f"CardCo's lookup rate from {workers} process(es)")
+    lookups = in_processes(look_up, workers, url, cardco, references, duration)
+    return {
+        "workers": workers,
+        "reconciled": outcomes["found:succeeded->Succeeded"],
+        "rate": outcomes["found:succeeded->Succeeded"] / seconds,
+        "seconds": seconds,
+        "passes": sum(outcomes.values()),
+        "trips": sum(r["round_trips"] for r in results) / max(1, outcomes["found:succeeded->Succeeded"]),
+        "other": {k: v for k, v in outcomes.items() if k != "found:succeeded->Succeeded"},
+        "problem": problem,
+        "capped": capped,
+        "cardco": sum(r["lookups"] for r in lookups) / max(r["seconds"] for r in lookups),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--attempts", type=int, default=10_000, help="Unknown attempts in each backlog")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--duration", type=int, default=10, help=f"seconds per ceiling (at most {MAX_CEILING_S})")
+    args = parser.parse_args()
+    duration = min(args.duration, MAX_CEILING_S)
+    configure_logging("json", "warning")
+    with embedded_database() as (url, work):
+        config = work / "cardco.json"
+        config.write_text(json.dumps({"accounts": [{"id": ACCOUNT, "api_key": API_KEY}]}))
+        with uvicorn(["provider_fake.app:app"], {"CARDCO_CONFIG": str(config)}) as cardco:
+            rows = [run(url, cardco, workers, args.attempts, duration) for workers in args.workers]
+            # Only now: pgbench's attempts stay due, and no worker may sweep them.
+            insert_backlog(url, cardco, "PGB-", args.attempts)
+            for row in rows:
+                progress(f"pgbench, {row['workers']} client(s)")
+                row["pgbench"] = pgbench(url, BENCH / "recovery_txn.sql", row["workers"], duration,
+                                         {"attempts": args.attempts, "account": ACCOUNT})
+    report(rows, args.attempts, duration)
+
+
+def report(rows: list[dict[str, Any]], count: int, duration: int) -> None:
+    print(f"\nrecovery: Unknown attempts reconciled per second, backlogs of {count}, CardCo on loopback "
+          f"(bench/README.md); ceilings over {duration} s\n")
+    print(f"{'workers':>7} {'reconciled/s':>12} {'seconds':>7} {'trips/pass':>10} {'pgbench tps':>11} {'ratio':>6} "
+          f"{'CardCo/s':>9} {'ratio':>6}")
+    for row in rows:
+        print(f"{row['workers']:>7} {row['rate']:>12.0f} {row['seconds']:>7.1f} {row['trips']:>10.1f} "
+              f"{row['pgbench']:>11.0f} {row['rate'] / row['pgbench']:>6.2f} {row['cardco']:>9.0f} "
+              f"{row['rate'] / row['cardco']:>6.2f}")
+    for row in rows:
+        if row["other"]:
+            print(f"  {row['workers']} worker(s), other outcomes: {row['other']}")
+        if row["capped"]:
+            print(f"  {row['workers']} worker(s): stopped after {MAX_RUN_S} s with {row['reconciled']} reconciled")
+        if row["problem"]:
+            print(f"  {row['workers']} worker(s), NOT RESOLVED: {row['problem']}")
+
+
+if __name__ == "__main__":
+    main()
