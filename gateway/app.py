@@ -16,11 +16,22 @@ from starlette.routing import BaseRoute, Route
 
 from gateway.clock import Clock
 from gateway.domain.errors import PaygateError
-from gateway.http import console, health, metrics, openapi, orders, problems
-from gateway.http import ops_attempts, ops_escalations, ops_outbox
-from gateway.http import ops_notifications, webhooks
-from gateway.http import payouts, reference_data
-from gateway.http import certificates
+from gateway.http import (
+    certificates,
+    console,
+    health,
+    metrics,
+    openapi,
+    ops_attempts,
+    ops_escalations,
+    ops_notifications,
+    ops_outbox,
+    orders,
+    payouts,
+    problems,
+    reference_data,
+    webhooks,
+)
 from gateway.http.middleware import RequestEnvelope
 from gateway.logs import configure_logging
 from gateway.services import Services

@@ -13,7 +13,7 @@ the role refusal when it needs a token; 413 and 422 ``request.invalid`` when it 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pydantic import BaseModel
 
@@ -55,7 +55,7 @@ class Operation:
     refusal: type[e.PaygateError] = e.Forbidden
     # A body that is not a pydantic model (verified as raw bytes), by its shape name.
     raw_body: str | None = None
-    header_params: tuple[str, ...] = field(default=())
+    header_params: tuple[str, ...] = ()
 
 
 _ORDER = Reply("The order", "Order")
@@ -64,7 +64,6 @@ _PENDING = Reply("Started without a current action, or Unknown: poll the status 
 _PAYOUT = Reply("The payout with its decisions, grants and attempts, oldest first", "Payout")
 _DECISION = Reply("A fresh, immutable decision", "Decision")
 _RECORD = Reply("The record as stored, with its version", "ReferenceRecord")
-_ORDER_REFUSED = {"refusal": e.OrderNotFound}
 _PAYOUT_ERRORS = (pe.PayoutNotFound, pe.AttemptUnresolved)
 
 CATALOG: dict[tuple[str, str], Operation] = {
@@ -77,21 +76,21 @@ CATALOG: dict[tuple[str, str], Operation] = {
     ("POST", "/v1/orders"): Operation(
         "Create an order (same id and body again: the existing order)", ("merchant",),
         {201: _ORDER, 200: Reply("The existing order with the same terms", "Order")},
-        (e.OrderConflict,), body=orders.NewOrder, **_ORDER_REFUSED),
+        (e.OrderConflict,), body=orders.NewOrder, refusal=e.OrderNotFound),
     ("GET", "/v1/orders/{order_id}"): Operation(
         "Read an order (its merchant or its customer)", ("merchant", "customer"), {200: _ORDER},
-        (e.OrderNotFound,), **_ORDER_REFUSED),
+        (e.OrderNotFound,), refusal=e.OrderNotFound),
     ("POST", "/v1/orders/{order_id}/cancel"): Operation(
         "Cancel an order: Cancelled, or CancelRequested while an attempt is live", ("merchant",), {200: _ORDER},
-        (e.OrderNotFound, e.OrderPaid), **_ORDER_REFUSED),
+        (e.OrderNotFound, e.OrderPaid), refusal=e.OrderNotFound),
     ("POST", "/v1/orders/{order_id}/payment"): Operation(
         "Start or report the order's live payment attempt", ("customer",), {200: _STATUS, 202: _PENDING},
         (e.OrderNotFound, e.OrderPaid, e.OrderCancelled, e.PaymentNotStarted, e.ProviderAccountUnavailable),
-        **_ORDER_REFUSED),
+        refusal=e.OrderNotFound),
     ("GET", "/v1/orders/{order_id}/payment/status"): Operation(
         "The latest attempt's status; never sends anything", ("customer",),
         {200: _STATUS, 202: Reply("NotStarted, Started or Unknown", "PaymentStatus", ("Location",))},
-        (e.OrderNotFound, e.PaymentNotFound), **_ORDER_REFUSED),
+        (e.OrderNotFound, e.PaymentNotFound), refusal=e.OrderNotFound),
 
     ("POST", "/v1/webhooks/{endpoint_id}"): Operation(
         "A provider notification, authenticated by its Standard Webhooks signature", (),
@@ -124,7 +123,8 @@ CATALOG: dict[tuple[str, str], Operation] = {
         "Outbox messages in one delivery state, oldest first", ("operator",),
         {200: Reply("Messages (never their payloads)", "[OutboxMessage]")}, query=ops_outbox.OutboxQuery),
     ("POST", "/v1/ops/outbox/{message_id}/retry"): Operation(
-        "A dead-lettered or backing-off message is due now", ("operator",), {200: Reply("The message", "OutboxMessage")},
+        "A dead-lettered or backing-off message is due now", ("operator",),
+        {200: Reply("The message", "OutboxMessage")},
         (e.OutboxMessageNotFound, e.OutboxDispatched, e.OutboxDiscarded)),
     ("POST", "/v1/ops/outbox/{message_id}/discard"): Operation(
         "Drop a dead-lettered message for good, with a note", ("operator",),
@@ -174,5 +174,5 @@ CATALOG: dict[tuple[str, str], Operation] = {
     ("GET", "/v1/orders/{order_id}/payment/certificate"): Operation(
         "The signed certificate of the order's confirmed payment", ("merchant", "customer"),
         {200: Reply("The certificate and its signature", "Certificate")}, (e.OrderNotFound, ee.CertificateNotFound),
-        **_ORDER_REFUSED),
+        refusal=e.OrderNotFound),
 }

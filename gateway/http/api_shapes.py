@@ -14,7 +14,8 @@ Schema = dict[str, Any]
 
 ATTEMPT_STATES = ["NotStarted", "Started", "Unknown", "Succeeded", "Failed", "NotApplied"]
 _STRING_OR_NULL: Schema = {"type": ["string", "null"]}
-_MONEY: Schema = {"amount_minor": {"type": "integer", "minimum": 1}, "currency": {"type": "string", "pattern": "^[A-Z]{3}$"}}
+_MONEY: Schema = {"amount_minor": {"type": "integer", "minimum": 1},
+                  "currency": {"type": "string", "pattern": "^[A-Z]{3}$"}}
 
 
 def shape(*required: str, **properties: Schema) -> Schema:

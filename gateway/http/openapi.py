@@ -121,8 +121,9 @@ def _responses(operation: Operation, *, takes_body: bool, has_path_parameters: b
         refusals += [e.RequestInvalid]
     responses: dict[str, Any] = {str(status): _success(reply) for status, reply in operation.ok.items()}
     for status, codes in _by_status([*operation.errors, *refusals]).items():
-        responses[str(status)] = {"description": "; ".join(f"{code}: {title}" for code, title in codes.items()), "content": {"application/problem+json": {
-            "schema": {"allOf": [ref("Problem"), {"properties": {"code": {"enum": list(codes)}}}]}}}}
+        schema = {"allOf": [ref("Problem"), {"properties": {"code": {"enum": list(codes)}}}]}
+        responses[str(status)] = {"description": "; ".join(f"{code}: {title}" for code, title in codes.items()),
+                                  "content": {"application/problem+json": {"schema": schema}}}
     responses["default"] = {"description": "Any other failure, as a problem document",
                             "content": {"application/problem+json": {"schema": ref("Problem")}}}
     return responses

@@ -94,7 +94,8 @@ async def test_an_operator_signs_in_works_an_escalation_and_reads_an_attempts_hi
         assert await page.evaluate("document.querySelector('#view img') === null && document.title !== 'pwned'")
         await _picture(page, "escalations")
 
-        await page.evaluate("[...document.querySelectorAll('#view button')].find(b => b.textContent === 'Acknowledge').click()")
+        await page.evaluate("[...document.querySelectorAll('#view button')]"
+                            ".find(b => b.textContent === 'Acknowledge').click()")
         await page.wait_for("document.querySelector('#view tbody tr td:nth-child(6)').textContent !== '—'")
         row = await services.db.fetch_one("SELECT acknowledged_at FROM payment_escalations")
         assert row is not None and row["acknowledged_at"] is not None
@@ -104,7 +105,8 @@ async def test_an_operator_signs_in_works_an_escalation_and_reads_an_attempts_hi
         await _picture(page, "attempts")
         await page.evaluate(f"document.querySelector('#view a[href=\"#attempt/{attempt_id}\"]').click()")
         await page.wait_for("document.getElementById('view').innerText.includes('History (')")
-        history = await page.evaluate("[...document.querySelectorAll('#view tbody tr td:nth-child(3)')].map(td => td.textContent)")
+        history = await page.evaluate("[...document.querySelectorAll('#view tbody tr td:nth-child(3)')]"
+                                      ".map(td => td.textContent)")
         assert history == ["send_intent", "lookup", "transition"]
         await _picture(page, "attempt")
 

@@ -31,7 +31,8 @@ async def document(client: httpx.AsyncClient) -> dict[str, Any]:
 @pytest.fixture
 async def tokens(services: Services) -> dict[str, dict[str, str]]:
     """A bearer header per role; the clerk belongs to a tenant, as clerks must."""
-    made = {role: await services.tokens.create(role, f"{role}-1") for role in ("merchant", "customer", "operator", "admin")}
+    made = {role: await services.tokens.create(role, f"{role}-1")
+            for role in ("merchant", "customer", "operator", "admin")}
     made["clerk"] = await services.tokens.create("clerk", "clerk-1", tenant_id="tenant-1", approval_limit_minor=10**8)
     return {role: {"Authorization": f"Bearer {token}"} for role, token in made.items()}
 

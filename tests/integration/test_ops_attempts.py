@@ -30,7 +30,7 @@ async def test_lists_attempts_in_one_state_oldest_first_with_keyset_paging(
     webhooks.clock.advance(5)
     second = await webhooks.set_unknown(await webhooks.attempt())
 
-    async def ids(**params: object) -> list[str]:
+    async def ids(**params: str | int) -> list[str]:
         response = await webhooks.http.get("/v1/ops/attempts", headers=operator, params=params)
         assert response.status_code == 200, response.text
         return [item["attempt_id"] for item in response.json()]
