@@ -80,7 +80,10 @@ async def persist(conn: Connection, intent: Intent, *, prelude: Sequence[Step], 
         "provider_account": intent.transport.provider_account, "idempotency_key": intent.transport.idempotency_key,
         "effect_digest": digest, "policy_digest": intent.policy_digest,
         "approval_set_digest": intent.approval_set_digest, "manifest": Jsonb(intent.manifest), "now": now})
-    stored = await fetch_one(conn, _SQL["lock_record"], {"attempt_id": intent.attempt_id})
+    # A record this statement just inserted is this intent, with no ledger yet; only a conflict
+    # needs the stored record read back and compared.
+    stored = {**inserted, "sequence": None, "protocol_state": None} if inserted is not None else await fetch_one(
+        conn, _SQL["lock_record"], {"attempt_id": intent.attempt_id})
     if stored is None or bytes(stored["effect_digest"]) != digest \
             or stored["idempotency_key"] != intent.transport.idempotency_key:
         await escalate(conn, intent.kind, intent.attempt_id, "effect-intent-mismatch", now, reminder_interval_s, {
@@ -128,12 +131,13 @@ async def _append(conn: Connection, record: dict[str, Any], steps: Sequence[Step
                   now: datetime) -> dict[str, Any]:
     current = None if record["protocol_state"] is None else ProtocolState(record["protocol_state"])
     sequence = int(record["sequence"] or 0)
-    for state, detail in steps:
-        check(current, state)
-        sequence += 1
-        await conn.execute(_SQL["append_ledger"], {
-            "attempt_id": record["attempt_id"], "sequence": sequence, "from_state": current, "to_state": state.value,
-            "effect_digest": record["effect_digest"], "idempotency_key": record["idempotency_key"],
-            "now": now, "actor": actor, "detail": Jsonb(detail)})
-        current = state
+    async with conn.pipeline():  # the rows read nothing back: one network round trip for all of them
+        for state, detail in steps:
+            check(current, state)
+            sequence += 1
+            await conn.execute(_SQL["append_ledger"], {
+                "attempt_id": record["attempt_id"], "sequence": sequence, "from_state": current,
+                "to_state": state.value, "effect_digest": record["effect_digest"],
+                "idempotency_key": record["idempotency_key"], "now": now, "actor": actor, "detail": Jsonb(detail)})
+            current = state
     return {**record, "sequence": sequence, "protocol_state": None if current is None else current.value}

@@ -13,7 +13,7 @@ INSERT INTO effect_records (attempt_id, attempt_kind, rail, provider_account, id
 VALUES (%(attempt_id)s, %(attempt_kind)s, %(rail)s, %(provider_account)s, %(idempotency_key)s, %(effect_digest)s,
         %(policy_digest)s, %(approval_set_digest)s, %(manifest)s, %(now)s)
 ON CONFLICT DO NOTHING
-RETURNING attempt_id;
+RETURNING *;
 
 -- name: lock_record
 -- The record with its current protocol state. FOR NO KEY UPDATE does not block the FOR KEY SHARE

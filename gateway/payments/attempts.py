@@ -100,13 +100,14 @@ class Attempts:
         insert attempt N+1 with a fresh key, the exact request and next_check_at = created_at +
         abandonment threshold (seed 004, PayAsync's first transaction)."""
         async with self._db.transaction() as conn:
-            order = await fetch_one(conn, _SQL["lock_order"], {"order_id": order_id})
+            order = await fetch_one(conn, _SQL["lock_order_for_checkout"], {"order_id": order_id})
             if order is None or order["customer_id"] != customer_id:
                 raise OrderNotFound()
             if order["state"] == "Paid":
                 paid = await fetch_one(conn, _SQL["succeeded_for_order"], {"order_id": order_id})
                 raise OrderPaid(attempt=paid)
-            live = await fetch_one(conn, _SQL["live_for_order"], {"order_id": order_id})
+            live = None if order["live_attempt_id"] is None else await fetch_one(
+                conn, _SQL["live_for_order"], {"order_id": order_id})
             if order["state"] != "Open" and (live is None or live["state"] == "NotStarted"):
                 # A cancellation committed first: no new attempt, and a NotStarted one never starts.
                 raise OrderCancelled()
@@ -115,8 +116,7 @@ class Attempts:
     async def _insert(self, conn: Connection, order: dict[str, Any]) -> Attempt:
         account = self._account(order["provider_account"])
         now = self._clock.now()
-        numbered = await fetch_one(conn, _SQL["next_attempt_number"], {"order_id": order["order_id"]})
-        number = int(numbered["attempt_number"]) if numbered else 1
+        number = int(order["next_attempt_number"])
         client_reference = f"{order['order_id']}-a{number}"
         inserted = await fetch_one(conn, _SQL["insert"], {
             "attempt_id": uuid.uuid4(), "order_id": order["order_id"], "customer_id": order["customer_id"],

@@ -6,6 +6,19 @@
 -- name: lock_order
 SELECT * FROM orders WHERE order_id = %(order_id)s FOR NO KEY UPDATE;
 
+-- name: lock_order_for_checkout
+-- The checkout's first step in one round trip: the order under its lock, whether it has a live
+-- attempt, and the number the next attempt would get (read under the same lock, so no other
+-- cooperating writer can take it).
+SELECT o.*,
+       (SELECT a.attempt_id FROM payment_attempts a
+         WHERE a.order_id = o.order_id AND a.state IN ('NotStarted', 'Started', 'Unknown')) AS live_attempt_id,
+       (SELECT COALESCE(max(a.attempt_number), 0) + 1 FROM payment_attempts a
+         WHERE a.order_id = o.order_id) AS next_attempt_number
+  FROM orders o
+ WHERE o.order_id = %(order_id)s
+   FOR NO KEY UPDATE OF o;
+
 -- name: lock_for_evidence
 -- The order row, then the attempt row, in one round trip: the MATERIALIZED CTE locks the order
 -- first, and the outer FOR NO KEY UPDATE OF a locks the attempt only for the row the join
@@ -41,9 +54,6 @@ SELECT * FROM payment_attempts WHERE order_id = %(order_id)s ORDER BY attempt_nu
 -- name: succeeded_for_order
 SELECT * FROM payment_attempts WHERE order_id = %(order_id)s AND state = 'Succeeded'
  ORDER BY attempt_number DESC LIMIT 1;
-
--- name: next_attempt_number
-SELECT COALESCE(max(attempt_number), 0) + 1 AS attempt_number FROM payment_attempts WHERE order_id = %(order_id)s;
 
 -- name: insert
 -- Callers hold the order lock, so they never collide here; the conflict target is for writers
