@@ -24,9 +24,9 @@ from provider_fake.config import Account
 from provider_fake.errors import InvalidRequest, NotFound, ProviderError
 from provider_fake.fake import CardCo
 from provider_fake.faults import FaultRule
-from provider_fake.objects import Payment, Payout, ProviderObject
+from provider_fake.objects import Payment, Payout, PayoutRecall, ProviderObject
 from provider_fake.payments import PaymentRequest, RefundRequest, create_payment, refund_payment
-from provider_fake.payouts import PayoutRequest, create_payout
+from provider_fake.payouts import PayoutRequest, RecallParams, RecallRequest, create_payout, create_recall
 from provider_fake.replies import Reply, render
 
 REDACTED_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key"})
@@ -91,6 +91,10 @@ class ProviderApi:
             Route(
                 "/v1/payouts/{id}", self._endpoint(self.one_of("get_payout", store.payouts)), methods=["GET"]
             ),
+            Route("/v1/payouts/{id}/recalls", self._endpoint(self.create_recall), methods=["POST"]),
+            Route(
+                "/v1/payout_recalls", self._endpoint(self.list_of("list_recalls", PayoutRecall.kind)), methods=["GET"]
+            ),
         ]
 
     def _endpoint(self, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
@@ -144,6 +148,18 @@ class ProviderApi:
         rule = self.fake.faults.match(operation, params.client_reference)
         reply = await self.fake.create(
             operation, account, key, params, rule, lambda: effect(key, params, rule)
+        )
+        return reply, rule
+
+    async def create_recall(
+        self, request: Request, account: Account, body: bytes
+    ) -> tuple[Reply, FaultRule | None]:
+        """Extension: a recall of a paid payout, idempotent by key like every create."""
+        key = idempotency_key(request)
+        params = RecallParams(**parse(RecallRequest, body).model_dump(), payout_id=request.path_params["id"])
+        rule = self.fake.faults.match("create_recall", params.client_reference)
+        reply = await self.fake.create(
+            "create_recall", account, key, params, rule, lambda: create_recall(self.fake, account, key, params, rule)
         )
         return reply, rule
 

@@ -83,6 +83,7 @@ class CardCoConfig(BaseModel):
     idempotency_retention_s: float = Field(default=86400, gt=0)
     request_expiry_skew_s: float = Field(default=30, ge=0)
     processing_complete_after_s: float = Field(default=2, ge=0)
+    payout_recall_window_s: float = Field(default=86400, gt=0)  # extension: a paid payout is recallable this long
     requires_action_expires_in_s: float = Field(default=600, gt=0)
     webhook_retry_schedule_s: list[float] = Field(default_factory=lambda: [1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
     webhook_timeout_s: float = Field(default=5, gt=0)

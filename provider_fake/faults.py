@@ -24,6 +24,8 @@ Operation = Literal[
     "create_payout",
     "get_payout",
     "list_payouts",
+    "create_recall",
+    "list_recalls",
     "webhook",
 ]
 
@@ -44,11 +46,12 @@ REQUEST_ACTIONS = frozenset(
 OUTCOME_ACTIONS: dict[str, frozenset[str]] = {
     "decline": frozenset({"create_payment", "create_payout"}),
     "requires_action": frozenset({"create_payment"}),
-    "processing": frozenset({"create_payment", "create_payout"}),
+    "processing": frozenset({"create_payment", "create_payout", "create_recall"}),
 }
 FINAL_STATUSES = {
     "create_payment": frozenset({"succeeded", "failed"}),
     "create_payout": frozenset({"paid", "failed"}),
+    "create_recall": frozenset({"recalled", "failed"}),
 }
 WEBHOOK_ACTIONS = frozenset(
     {"duplicate", "delay_ms", "reorder", "omit_event_id", "tamper_amount", "drop", "bad_signature"}

@@ -98,6 +98,10 @@ class ProviderObject:
     def extra_fields(self) -> dict[str, Any]:
         return {}
 
+    def event_type(self) -> str:
+        """The webhook type announcing the current status."""
+        return f"{self.kind}.{self.status}"
+
     def ledger_entry(self) -> dict[str, Any]:
         """API.md "CardCo control API": the ledger's view of one object."""
         return {
@@ -171,3 +175,21 @@ class Payout(ProviderObject):
 
     def extra_fields(self) -> dict[str, Any]:
         return {"destination_token": self.destination_token, "expires_at": rfc3339(self.expires_at)}
+
+
+@dataclass(kw_only=True)
+class PayoutRecall(ProviderObject):
+    """A request to pull a paid payout back (extension; docs/rehearsing-incidents.md): its own
+    object, key and reference; the payout it names keeps its own status and history."""
+
+    kind: ClassVar[str] = "payout_recall"
+    id_prefix: ClassVar[str] = "prc"
+    payout: str
+    expires_at: datetime
+
+    def extra_fields(self) -> dict[str, Any]:
+        return {"payout": self.payout, "expires_at": rfc3339(self.expires_at)}
+
+    def event_type(self) -> str:
+        """`payout.recalled`, `payout.recall_failed`, `payout.recall_processing`."""
+        return "payout.recalled" if self.status == "recalled" else f"payout.recall_{self.status}"

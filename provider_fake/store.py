@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from provider_fake.errors import IdempotencyKeyInUse
-from provider_fake.objects import Payment, Payout, ProviderObject
+from provider_fake.objects import Payment, Payout, PayoutRecall, ProviderObject
 from provider_fake.replies import Reply
 
 
@@ -34,6 +34,7 @@ class Store:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     payments: dict[str, Payment] = field(default_factory=dict)
     payouts: dict[str, Payout] = field(default_factory=dict)
+    recalls: dict[str, PayoutRecall] = field(default_factory=dict)
     saved: dict[tuple[str, str], SavedReply] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
     # (kind, account, client reference) -> those objects by id, in the order they were stored.
@@ -44,6 +45,7 @@ class Store:
     def clear(self) -> None:
         self.payments.clear()
         self.payouts.clear()
+        self.recalls.clear()
         self.references.clear()
         self.scheduled.clear()
         self.saved.clear()
@@ -54,6 +56,8 @@ class Store:
             self.payments[obj.id] = obj
         elif isinstance(obj, Payout):
             self.payouts[obj.id] = obj
+        elif isinstance(obj, PayoutRecall):
+            self.recalls[obj.id] = obj
         else:
             return
         self.references.setdefault((obj.kind, obj.account, obj.client_reference), {})[obj.id] = obj
@@ -66,11 +70,11 @@ class Store:
 
     def with_schedule(self) -> list[ProviderObject]:
         """Every stored object that still has a scheduled change (forgetting those that do not):
-        payments, then payouts, each in the order they were stored."""
+        payments, then payouts and recalls, each in the order they were stored."""
         for done in [key for key, obj in self.scheduled.items() if obj.scheduled is None]:
             del self.scheduled[done]
         pending = list(self.scheduled.values())
-        return [o for o in pending if isinstance(o, Payment)] + [o for o in pending if isinstance(o, Payout)]
+        return [o for o in pending if isinstance(o, Payment)] + [o for o in pending if not isinstance(o, Payment)]
 
     def saved_reply(self, account: str, key: str, fingerprint: str, now: datetime) -> Reply | None:
         """The reply saved under (account, key) if still retained; 409 if the params differ."""

@@ -116,10 +116,10 @@ class Webhooks:
         self.deliveries.clear()
 
     def emit(self, account: Account, obj: ProviderObject) -> Event:
-        """Record `<kind>.<status>` for the object's current state and queue its delivery."""
+        """Record `<kind>.<status>` (`obj.event_type()`) for the object's current state and queue its delivery."""
         event = Event(
             id=new_id("evt"),
-            type=f"{obj.kind}.{obj.status}",
+            type=obj.event_type(),
             account=account.id,
             created=self._clock.now(),
             object=obj.public(),
