@@ -71,10 +71,10 @@ class Leases:
     async def claim(self, attempt_id: uuid.UUID, owner: str) -> dict[str, Any] | None:
         """The claimed attempt (with ``passes`` and ``last_send_event``), or None if not ours."""
         now = self._clock.now()
-        async with self._db.transaction() as conn:
-            return await fetch_one(conn, _SQL["claim"], {
-                "attempt_id": attempt_id, "owner": owner, "token": uuid.uuid4(), "now": now,
-                "lease_expires_at": now + timedelta(seconds=self._settings.recovery_lease_s)})
+        # One statement, committed on its own: a claim lost to another worker costs one round trip.
+        return await self._db.fetch_one(_SQL["claim"], {
+            "attempt_id": attempt_id, "owner": owner, "token": uuid.uuid4(), "now": now,
+            "lease_expires_at": now + timedelta(seconds=self._settings.recovery_lease_s)})
 
     async def finish(self, attempt_id: uuid.UUID, lease: Lease, delay_s: float,
                      event: tuple[str, dict[str, Any]] | None = None) -> bool:

@@ -54,7 +54,7 @@ class Database:
                 yield conn
 
     async def fetch_one(self, sql: str, params: Params | None = None) -> dict[str, Any] | None:
-        """Run one read-only statement on its own (autocommit: one round trip)."""
+        """Run one statement on its own: autocommit, so one round trip, and a write commits by itself."""
         async with self.pool.connection() as conn:
             return await (await conn.execute(sql, params)).fetchone()
 
