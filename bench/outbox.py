@@ -32,7 +32,12 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.support import (  # noqa: E402
-    embedded_database, in_processes, pgbench_command, progress, run_sql, uvicorn,
+    embedded_database,
+    in_processes,
+    pgbench_command,
+    progress,
+    run_sql,
+    uvicorn,
 )
 from gateway.clock import SystemClock  # noqa: E402
 from gateway.logs import configure_logging  # noqa: E402
@@ -197,7 +202,8 @@ def run(url: str, sink: str, work: Path, workers: int, backlog: dict[str, int], 
     progress(f"the sink under {workers} process(es) of deliveries")
     loads = in_processes(deliver_only, workers, url, sink, duration)
     dispatched = sum(r["claimed"] for r in results)
-    return {"workers": workers, "rows": rows, "seconds": seconds, "rate": dispatched / seconds, "problem": problem, "pgbench": rows / drained_s,
+    return {"workers": workers, "rows": rows, "seconds": seconds, "rate": dispatched / seconds, "problem": problem,
+            "pgbench": rows / drained_s,
             "sink": sum(r["delivered"] for r in loads) / max(r["seconds"] for r in loads)}
 
 

@@ -32,8 +32,16 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.support import (  # noqa: E402
-    ACCOUNT, BENCH, RoundTrips, embedded_database, in_processes, insert_orders, pgbench,
-    progress, run_sql, uvicorn,
+    ACCOUNT,
+    BENCH,
+    RoundTrips,
+    embedded_database,
+    in_processes,
+    insert_orders,
+    pgbench,
+    progress,
+    run_sql,
+    uvicorn,
 )
 from gateway.clock import SystemClock  # noqa: E402
 from gateway.logs import configure_logging  # noqa: E402

@@ -5,8 +5,10 @@ actor module is imported, so no broker is ever created implicitly (STYLE). Actor
 references only and are safe to run twice and on many machines at once.
 """
 
+# isort: off
+# The broker first: installing it before any actor module is imported is the point of this order.
 from jobs.broker import broker
-from jobs import heartbeat, outbox, recovery, reminders
-from jobs import payouts  # noqa: F401 - declares the payout actors (seed 000)
+from jobs import heartbeat, outbox, payouts, recovery, reminders
+# isort: on
 
-__all__ = ["broker", "heartbeat", "outbox", "recovery", "reminders"]
+__all__ = ["broker", "heartbeat", "outbox", "payouts", "recovery", "reminders"]

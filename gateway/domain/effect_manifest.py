@@ -80,7 +80,8 @@ def payment_manifest(transport: Transport, request_body: str) -> dict[str, Any]:
     return manifest
 
 
-def payout_manifest(transport: Transport, body: bytes, *, destination_id: str, destination_version: int) -> dict[str, Any]:
+def payout_manifest(transport: Transport, body: bytes, *, destination_id: str,
+                    destination_version: int) -> dict[str, Any]:
     """A payout attempt's manifest, from the exact body about to be sent, without its token."""
     business = _object(body)
     if not isinstance(business.pop("destination_token", None), str):

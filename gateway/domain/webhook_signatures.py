@@ -110,7 +110,8 @@ def _matches(keys: AccountKeys, entries: list[tuple[str, bytes]], content: bytes
     return False
 
 
-def verify(headers: Mapping[str, str], body: bytes, accounts: Sequence[AccountKeys], now: datetime) -> Verified | Rejected:
+def verify(headers: Mapping[str, str], body: bytes, accounts: Sequence[AccountKeys],
+           now: datetime) -> Verified | Rejected:
     """Which of ``accounts`` signed this request, or why it is rejected (see the module docstring).
 
     The timestamp is checked before any key is tried, as the reference libraries do; a stale but

@@ -23,7 +23,9 @@ _SQL = load_queries("gateway.escalations")
 
 def alert_key(escalation_id: int, reminder: int | None = None) -> str:
     """The outbox key of an episode's initial alert or of its n-th reminder."""
-    return f"escalation:{escalation_id}:initial" if reminder is None else f"escalation:{escalation_id}:reminder:{reminder}"
+    if reminder is None:
+        return f"escalation:{escalation_id}:initial"
+    return f"escalation:{escalation_id}:reminder:{reminder}"
 
 
 async def raise_escalation(

@@ -31,9 +31,11 @@ async def parse_body(request: Request, model: type[Model]) -> Model:
     try:
         document = json.loads(raw) if raw.strip() else None
     except ValueError:
-        raise RequestInvalid("the body is not valid JSON", errors=[{"field": "body", "message": "invalid JSON"}]) from None
+        raise RequestInvalid("the body is not valid JSON",
+                             errors=[{"field": "body", "message": "invalid JSON"}]) from None
     if not isinstance(document, dict):
-        raise RequestInvalid("the body must be a JSON object", errors=[{"field": "body", "message": "expected an object"}])
+        raise RequestInvalid("the body must be a JSON object",
+                             errors=[{"field": "body", "message": "expected an object"}])
     try:
         return model.model_validate(document)
     except ValidationError as error:

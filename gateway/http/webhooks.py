@@ -33,7 +33,8 @@ async def receive(request: Request) -> Response:
     verified = services.notifications.verify(endpoint_id, request.headers, body)
     if isinstance(verified, Rejected):
         log.info("webhook_rejected", endpoint_id=endpoint_id, code=verified.code, reason=verified.reason)
-        error = WebhookTimestampOutOfTolerance if verified.code == TIMESTAMP_OUT_OF_TOLERANCE else WebhookSignatureInvalid
+        stale = verified.code == TIMESTAMP_OUT_OF_TOLERANCE
+        error = WebhookTimestampOutOfTolerance if stale else WebhookSignatureInvalid
         return from_error(error())
     try:
         await services.notifications.handle(verified, body)

@@ -80,7 +80,8 @@ def _effective_settings(config_path: Path, servers: Servers) -> tuple[Any, dict[
     env = {**os.environ, "PAYGATE_CONFIG": str(config_path),
            "DATABASE_URL": servers.database_url, "REDIS_URL": servers.redis_url}
     settings = load_settings(env)
-    timings = settings.model_dump(exclude={"database_url", "redis_url", "token_pepper", "provider_accounts", "certificate_keys",
+    timings = settings.model_dump(exclude={"database_url", "redis_url", "token_pepper", "provider_accounts",
+                                           "certificate_keys",
                                            "merchant_signing_secret", "merchant_sink_url", "alert_sink_url"})
     account = settings.provider_accounts[0].model_dump(
         exclude={"id", "base_url", "api_key", "webhook_secrets", "webhook_public_keys", "webhook_endpoint_id"})

@@ -79,7 +79,8 @@ async def record_application(conn: Connection, *, event_id: int, attempt_id: UUI
     return row is not None
 
 
-async def others_behind_escalation(conn: Connection, *, provider_account: str, escalation_key: str, event_id: int) -> int:
+async def others_behind_escalation(conn: Connection, *, provider_account: str, escalation_key: str,
+                                   event_id: int) -> int:
     row = await fetch_one(conn, _SQL["others_behind_escalation"], {
         "provider_account": provider_account, "escalation_key": escalation_key, "event_id": event_id})
     return int(row["remaining"]) if row else 0

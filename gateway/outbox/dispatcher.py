@@ -19,8 +19,8 @@ alert would go to the same failing sink, and so on without end; it is logged, co
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 import httpx

@@ -148,7 +148,8 @@ class Attempts:
             started = await fetch_one(conn, _SQL["mark_started"], {
                 "attempt_id": attempt["attempt_id"], "order_id": attempt["order_id"],
                 "version": attempt["version"], "now": now, "actor": actor,
-                "escalation_deadline": now + timedelta(seconds=account.key_window_s - account.escalation_safety_margin_s),
+                "escalation_deadline": now + timedelta(
+                    seconds=account.key_window_s - account.escalation_safety_margin_s),
                 "next_check_at": now + timedelta(seconds=account.call_budget_s + account.record_budget_s
                                                  + account.processing_allowance_s),
             })

@@ -122,7 +122,8 @@ class Leases:
             await conn.execute(_ATTEMPT_SQL["order_cancel_completed"], {"order_id": attempt["order_id"], "now": now})
             return closed
 
-    async def commit_intent(self, attempt: dict[str, Any], lease: Lease, observation: tuple[str, dict[str, Any]]) -> bool:
+    async def commit_intent(self, attempt: dict[str, Any], lease: Lease,
+                            observation: tuple[str, dict[str, Any]]) -> bool:
         """The recovery send intent (see leases.sql), committed with the lookup that found nothing;
         False when confirmed not committed. A database failure or unconfirmed commit raises: the
         write may have happened."""

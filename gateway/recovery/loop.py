@@ -22,8 +22,16 @@ import structlog
 from gateway.clock import Clock
 from gateway.domain.attempts import Evidence
 from gateway.domain.cardco import Lookup, object_evidence
-from gateway.domain.recovery import AttemptView, ResendConditions, Step, Timings, after_not_found, backoff_s, \
-    final_check, first_step
+from gateway.domain.recovery import (
+    AttemptView,
+    ResendConditions,
+    Step,
+    Timings,
+    after_not_found,
+    backoff_s,
+    final_check,
+    first_step,
+)
 from gateway.effects.gate import SendGate
 from gateway.effects.payments import PaymentSends
 from gateway.payments.attempts import Attempts, VersionConflict, stored_request

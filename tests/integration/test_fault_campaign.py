@@ -31,9 +31,9 @@ from gateway.recovery.loop import Recovery
 from gateway.services import Services
 from provider_fake import CardCo, CardCoConfig
 from provider_fake import Clock as CardCoClock
+from provider_fake.app import create_app as create_cardco_app
 from provider_fake.config import Account
 from provider_fake.inprocess import mount
-from provider_fake.app import create_app as create_cardco_app
 from tests.conftest import CARDCO_URL, TEST_ACCOUNT, account_config
 
 SAMPLE = int(os.environ.get("PAYGATE_CAMPAIGN_SAMPLE", "4"))

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from gateway.domain.recovery import AttemptView, ResendConditions, Timings, after_not_found, backoff_s, \
-    final_check, first_step
+from gateway.domain.recovery import (
+    AttemptView,
+    ResendConditions,
+    Timings,
+    after_not_found,
+    backoff_s,
+    final_check,
+    first_step,
+)
 
 NOW = datetime(2026, 11, 29, 16, 0, tzinfo=UTC)
 TIMINGS = Timings(abandonment_threshold_s=60, call_budget_s=15, record_budget_s=5, processing_allowance_s=10,

@@ -6,8 +6,8 @@ real Dramatiq delivery for the job, its redelivery and a duplicate (sections 7 a
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime
 import json
+from datetime import datetime
 
 import dramatiq
 import pytest

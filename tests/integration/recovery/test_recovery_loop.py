@@ -209,8 +209,8 @@ async def test_a_stale_not_started_started_by_the_endpoint_meanwhile_is_reschedu
     assert claimed is not None
     started = await shop.services.attempts.mark_started(attempt)
     assert started is not None
-    from gateway.recovery.loop import timings
     from gateway.payments.leases import Lease
+    from gateway.recovery.loop import timings
 
     lease = Lease(recovery.owner, claimed["lease_token"], claimed["lease_expires_at"], 60, 900)
     outcome = await recovery._close_never_sent(claimed, timings(shop.services.settings.provider_accounts[0],  # noqa: SLF001

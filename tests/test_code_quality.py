@@ -1,0 +1,24 @@
+"""The checks every commit keeps green (STYLE.md, "Habits"), run with the tests so CI runs them:
+ruff over the code, the import-linter contracts of pyproject.toml (pure domain, CardCo as a third
+party, no gateway -> jobs imports), and mypy --strict over the pure decisions in gateway/domain."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+@pytest.mark.parametrize("command", [
+    [sys.executable, "-m", "ruff", "check", "gateway", "jobs", "provider_fake", "bench", "tests"],
+    [str(BIN / "lint-imports")],
+    [sys.executable, "-m", "mypy", "gateway/domain"],
+], ids=["ruff", "import-linter", "mypy-domain"])
+def test_the_code_passes(command: list[str]) -> None:
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
