@@ -38,7 +38,9 @@ def processes(web_port: int, provider_port: int, sinks_port: int) -> dict[str, l
     return {
         "web": [py, "-m", "uvicorn", "--factory", "gateway.app:app_from_environment",
                 "--host", "127.0.0.1", "--port", str(web_port), "--no-access-log"],
-        "worker": [py, "-m", "dramatiq", "jobs", "--processes", "1", "--threads", "4"],
+        # Shuts down within honcho's 5 s grace: a pass cut short only leaves a lease to expire.
+        "worker": [py, "-m", "dramatiq", "jobs", "--processes", "1", "--threads", "4",
+                   "--worker-shutdown-timeout", "4000"],
         "clock": [py, "-m", "jobs.clock"],
         "provider": [py, "-m", "uvicorn", "provider_fake.app:app",
                      "--host", "127.0.0.1", "--port", str(provider_port), "--no-access-log"],
