@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+import httpx
 import psycopg
 import pytest
 
 from gateway.clock import ManualClock
 from gateway.domain.attempts import Evidence
 from gateway.payments.attempts import stored_request
+from gateway.payments.client import PaymentClient
 from tests.conftest import TEST_ACCOUNT
 from tests.integration.checkout.conftest import Shop
 
@@ -317,3 +319,21 @@ async def test_an_unknown_attempt_never_surfaces_an_action(shop: Shop) -> None:
     assert unknown["state"] == "Unknown" and unknown["next_action"] is None
     polled = await shop.status()
     assert polled.status_code == 202 and polled.json()["next_action"] is None
+
+
+@pytest.mark.parametrize("failure", [httpx.ConnectError, httpx.ConnectTimeout, httpx.ReadTimeout, httpx.WriteError,
+                                     httpx.RemoteProtocolError, httpx.PoolTimeout, httpx.ReadError])
+async def test_any_transport_failure_is_unknown(shop: Shop, failure: type[httpx.TransportError]) -> None:
+    """Seed 004 matrix: "A TimeoutRejectedException, an open-circuit rejection, a malformed body, and
+    an empty body each produce Unknown" — here, every exception the transport layer raises."""
+    await shop.order()
+    attempt = await shop.services.attempts.mark_started(
+        await shop.services.attempts.get_or_create_live("ORD-5521", "cus_1"))
+    assert attempt is not None
+    def fail(request: httpx.Request) -> httpx.Response:
+        raise failure("the network failed", request=request)
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(fail)) as broken:
+        client = PaymentClient(shop.services.settings, shop.services.clock, broken)
+        evidence = await client.create_payment(stored_request(attempt), budget_s=15)
+    assert (evidence.finding, evidence.reason) == ("unknown", f"provider.transport.{failure.__name__}")
