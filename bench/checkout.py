@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import itertools
+import secrets
 import statistics
 import sys
 import time
@@ -53,6 +55,9 @@ async def gateway_run(url: str, connections: int, duration: float, orders: int, 
     settings = build_settings({
         "database_url": url, "redis_url": "redis://127.0.0.1:1/0", "token_pepper": "bench", "log_level": "warning",
         "db_pool_size": connections,
+        # A signing key, so each confirmed effect is certified as in production (seed 001).
+        "certificate_keys": [{"key_id": "bench-1", "active": True,
+                              "private_key": base64.b64encode(secrets.token_bytes(32)).decode()}],
         "provider_accounts": [{"id": ACCOUNT, "base_url": CARDCO_URL, "api_key": "ck_bench",
                                "webhook_endpoint_id": "cardco-test"}]})
     cardco = CardCo(CardCoConfig(accounts=[Account(id=ACCOUNT, api_key="ck_bench")]))
