@@ -509,6 +509,114 @@ CREATE INDEX IF NOT EXISTS payout_attempts_checks_due
     ON payout_attempts (next_check_at, claimed_at)
     WHERE state IN ('Started', 'Unknown') AND next_check_at IS NOT NULL;
 
+-- Payout recall (docs/decisions/0015; seed 000 section 17): its own decisions, grants and
+-- attempts, linked to the payout by id and to the paid attempt by its provider payout id. The
+-- payout's own decisions, grants, attempts and reservation are never touched by a recall.
+CREATE TABLE IF NOT EXISTS payout_recalls (
+    payout_id           text        PRIMARY KEY REFERENCES payouts (payout_id),
+    recalls_allocated   int         NOT NULL DEFAULT 0,  -- the last recall number a decision allocated
+    created_at          timestamptz NOT NULL,
+    updated_at          timestamptz NOT NULL,
+    CONSTRAINT ck_payout_recalls_allocated CHECK (recalls_allocated >= 0)
+);
+
+CREATE TABLE IF NOT EXISTS payout_recall_decisions (
+    decision_id             uuid        PRIMARY KEY,
+    position                bigint      GENERATED ALWAYS AS IDENTITY,
+    payout_id               text        NOT NULL REFERENCES payouts (payout_id),
+    operation               text        NOT NULL DEFAULT 'payout.recall',
+    outcome                 text        NOT NULL,
+    reason                  text        NOT NULL,
+    policy_version          text        NULL,
+    actor_id                text        NOT NULL,
+    evaluated_payout_version int        NOT NULL,
+    paid_attempt_id         uuid        NULL REFERENCES payout_attempts (attempt_id),
+    provider_payout_id      text        NULL,
+    observed_at             timestamptz NOT NULL,
+    correlation_id          text        NOT NULL,
+    CONSTRAINT ck_recall_decision_operation CHECK (operation = 'payout.recall'),
+    CONSTRAINT ck_recall_decision_outcome CHECK (outcome IN ('Allowed', 'Denied', 'Deferred'))
+);
+
+CREATE INDEX IF NOT EXISTS payout_recall_decisions_by_payout ON payout_recall_decisions (payout_id, position);
+
+CREATE OR REPLACE TRIGGER payout_recall_decisions_append_only
+    BEFORE UPDATE OR DELETE ON payout_recall_decisions
+    FOR EACH ROW EXECUTE FUNCTION paygate_reject_history_change();
+
+CREATE TABLE IF NOT EXISTS payout_recall_grants (
+    grant_id            uuid        PRIMARY KEY,
+    decision_id         uuid        NOT NULL REFERENCES payout_recall_decisions (decision_id),
+    payout_id           text        NOT NULL REFERENCES payouts (payout_id),
+    tenant_id           text        NOT NULL,
+    operation           text        NOT NULL DEFAULT 'payout.recall',
+    audience            text        NOT NULL,
+    recall_number       int         NOT NULL,
+    provider_payout_id  text        NOT NULL,
+    policy_version      text        NOT NULL,
+    not_before          timestamptz NOT NULL,
+    expires_at          timestamptz NOT NULL,
+    state               text        NOT NULL,
+    consumed_at         timestamptz NULL,
+    consumed_by         text        NULL,
+    expired_at          timestamptz NULL,
+    CONSTRAINT uq_recall_grant_decision UNIQUE (decision_id),
+    CONSTRAINT uq_recall_grant_number UNIQUE (payout_id, recall_number),
+    CONSTRAINT ck_recall_grant_operation CHECK (operation = 'payout.recall'),
+    CONSTRAINT ck_recall_grant_state CHECK (state IN ('Issued', 'Consumed', 'Expired')),
+    CONSTRAINT ck_recall_grant_window CHECK (expires_at > not_before),
+    CONSTRAINT ck_recall_grant_state_fields CHECK (
+        (state = 'Issued' AND consumed_at IS NULL AND expired_at IS NULL)
+        OR (state = 'Consumed' AND consumed_at IS NOT NULL AND consumed_by IS NOT NULL AND expired_at IS NULL)
+        OR (state = 'Expired' AND expired_at IS NOT NULL AND consumed_at IS NULL))
+);
+
+CREATE TABLE IF NOT EXISTS payout_recall_attempts (
+    attempt_id          uuid        PRIMARY KEY,
+    payout_id           text        NOT NULL REFERENCES payouts (payout_id),
+    grant_id            uuid        NOT NULL REFERENCES payout_recall_grants (grant_id),
+    decision_id         uuid        NOT NULL REFERENCES payout_recall_decisions (decision_id),
+    recall_number       int         NOT NULL,
+    provider_account    text        NOT NULL REFERENCES provider_accounts (provider_account),
+    provider_payout_id  text        NOT NULL,  -- the paid payout the recall names
+    client_reference    text        NOT NULL,  -- '<payout_id>-r<N>'
+    idempotency_key     text        NOT NULL,  -- 'recall-<payout_id>-r<N>'
+    amount_minor        bigint      NOT NULL,
+    currency            text        NOT NULL,
+    state               text        NOT NULL,
+    claimed_by          text        NOT NULL,
+    claimed_at          timestamptz NOT NULL,
+    send_deadline       timestamptz NOT NULL,  -- sent as expires_at
+    lease_epoch         int         NOT NULL DEFAULT 1,
+    lease_expires_at    timestamptz NULL,
+    started_at          timestamptz NULL,
+    sends               int         NOT NULL DEFAULT 0,
+    provider_recall_id  text        NULL,
+    provider_status     text        NULL,
+    outcome_reason      text        NULL,
+    next_check_at       timestamptz NULL,
+    checks              int         NOT NULL DEFAULT 0,
+    escalation_deadline timestamptz NOT NULL,
+    resolved_at         timestamptz NULL,
+    CONSTRAINT uq_recall_attempt_grant UNIQUE (grant_id),
+    CONSTRAINT uq_recall_attempt_number UNIQUE (payout_id, recall_number),
+    CONSTRAINT uq_recall_attempt_reference UNIQUE (provider_account, client_reference),
+    CONSTRAINT uq_recall_attempt_idempotency_key UNIQUE (provider_account, idempotency_key),
+    CONSTRAINT ck_recall_attempt_state CHECK (state IN
+        ('Claimed', 'Started', 'Unknown', 'Succeeded', 'Failed', 'NotStarted', 'NotApplied')),
+    CONSTRAINT ck_recall_attempt_started CHECK ((state IN ('Claimed', 'NotStarted')) = (started_at IS NULL)),
+    CONSTRAINT ck_recall_attempt_resolved CHECK (
+        (state IN ('Succeeded', 'Failed', 'NotStarted', 'NotApplied')) = (resolved_at IS NOT NULL))
+);
+
+CREATE UNIQUE INDEX IF NOT EXISTS one_unresolved_recall_per_payout
+    ON payout_recall_attempts (payout_id)
+    WHERE state IN ('Claimed', 'Started', 'Unknown');
+
+CREATE INDEX IF NOT EXISTS payout_recall_attempts_checks_due
+    ON payout_recall_attempts (next_check_at, claimed_at)
+    WHERE state IN ('Started', 'Unknown') AND next_check_at IS NOT NULL;
+
 -- Append-only evidence: decisions, transitions, deliveries, provider observations,
 -- reconciliations and returns. Identifiers, amounts, currency and reason codes only.
 CREATE TABLE IF NOT EXISTS payout_history (
@@ -524,7 +632,7 @@ CREATE TABLE IF NOT EXISTS payout_history (
     detail            jsonb       NOT NULL,
     CONSTRAINT ck_payout_history_kind CHECK (kind IN
         ('decision', 'transition', 'delivery', 'provider_observation', 'reconciliation', 'return',
-         'acknowledgment'))
+         'acknowledgment', 'recall'))
 );
 
 CREATE INDEX IF NOT EXISTS payout_history_by_payout ON payout_history (payout_id, event_id);

@@ -16,6 +16,7 @@ import dramatiq
 
 from gateway.clock import Clock
 from gateway.payouts.executor import Executor
+from gateway.payouts.recall_worker import RecallExecutor, RecallReconciler, sweep_recalls
 from gateway.payouts.reconciler import Reconciler
 from gateway.payouts.sweeper import sweep_once
 from gateway.payouts.validation import PayoutJob, Postponed
@@ -48,13 +49,33 @@ async def execute_payout(payout_id: str, grant_id: str, correlation_id: str) -> 
                                          delay=_delay_ms(later, current.clock))
 
 
+def publish_payout_recall_job(payload: dict[str, Any], clock: Clock) -> dramatiq.Message[Any]:
+    """Deliver one ``payout-recall-job`` outbox row (docs/decisions/0015): references only."""
+    return execute_payout_recall.send_with_options(
+        args=(payload["payout_id"], payload["grant_id"], payload["correlation_id"]),
+        delay=_delay_ms(datetime.fromisoformat(payload["deliver_at"]), clock))
+
+
+@dramatiq.actor(queue_name=QUEUE, max_retries=3, min_backoff=1_000, time_limit=120_000)
+async def execute_payout_recall(payout_id: str, grant_id: str, correlation_id: str) -> None:
+    current = await runtime.current()
+    outcome = await RecallExecutor(current.db, current.clock, current.settings).run(
+        PayoutJob(payout_id, grant_id, correlation_id))
+    if isinstance(outcome, Postponed):
+        later = outcome.until or current.clock.now() + timedelta(seconds=POSTPONE_S)
+        execute_payout_recall.send_with_options(args=(payout_id, grant_id, correlation_id),
+                                                delay=_delay_ms(later, current.clock))
+
+
 @dramatiq.actor(queue_name=QUEUE, max_retries=0, time_limit=60_000)
 async def sweep_payouts() -> None:
     current = await runtime.current()
     await sweep_once(current.db, current.clock)
+    await sweep_recalls(current.db, current.clock)
 
 
 @dramatiq.actor(queue_name=QUEUE, max_retries=0, time_limit=120_000)
 async def reconcile_payouts() -> None:
     current = await runtime.current()
     await Reconciler(current.db, current.clock, current.settings).run_once()
+    await RecallReconciler(current.db, current.clock, current.settings).run_once()

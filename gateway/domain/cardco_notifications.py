@@ -23,6 +23,8 @@ from gateway.domain.notification_keys import CanonicalFields, present
 PAYMENT_TYPES = frozenset({"payment.processing", "payment.requires_action", "payment.succeeded",
                            "payment.failed", "payment.refunded"})
 PAYOUT_TYPES = frozenset({"payout.processing", "payout.paid", "payout.failed", "payout.returned"})
+# CardCo's recall extension (docs/decisions/0015): a ``payout_recall`` object of its own.
+RECALL_TYPES = frozenset({"payout.recall_processing", "payout.recalled", "payout.recall_failed"})
 
 
 class PayoutObject(PaymentObject):
@@ -32,16 +34,31 @@ class PayoutObject(PaymentObject):
     object: Literal["payout"]  # type: ignore[assignment]
 
 
+class PayoutRecallObject(PaymentObject):
+    """CardCo's recall object (``prc_...``): identity, money and status like a payout's."""
+
+    object: Literal["payout_recall"]  # type: ignore[assignment]
+
+
+def recall_event_type(status: str) -> str:
+    """``payout.recalled``, ``payout.recall_processing``, ``payout.recall_failed``."""
+    return "payout.recalled" if status == "recalled" else f"payout.recall_{status}"
+
+
+_MODELS: dict[str, type[PaymentObject]] = {"payment": PaymentObject, "payout": PayoutObject,
+                                           "payout_recall": PayoutRecallObject}
+
+
 @dataclass(frozen=True)
 class Notification:
     """A readable notification about one payment or payout."""
 
     event_id: str | None
     event_type: str
-    subject: PaymentObject  # a PayoutObject for payout.* events
+    subject: PaymentObject  # a PayoutObject for payout.* events, a PayoutRecallObject for recalls
 
     @property
-    def kind(self) -> Literal["payment", "payout"]:
+    def kind(self) -> Literal["payment", "payout", "payout_recall"]:
         return self.subject.object
 
     @property
@@ -105,14 +122,17 @@ def parse(body: bytes) -> Notification | Unreadable:
     if not isinstance(document, dict) or not isinstance(document.get("data"), dict):
         return _unreadable("malformed-payload", body, document)
     event_type = document.get("type")
-    if not isinstance(event_type, str) or event_type not in PAYMENT_TYPES | PAYOUT_TYPES:
+    if not isinstance(event_type, str) or event_type not in PAYMENT_TYPES | PAYOUT_TYPES | RECALL_TYPES:
         return _unreadable("unknown-type", body, document)
-    model = PaymentObject if event_type in PAYMENT_TYPES else PayoutObject
+    model = PaymentObject if event_type in PAYMENT_TYPES else \
+        PayoutRecallObject if event_type in RECALL_TYPES else PayoutObject
     try:
         subject = model.model_validate(document["data"].get("object"))
     except ValidationError:
         return _unreadable("malformed-object", body, document)
-    if event_type != f"{subject.object}.{subject.status}":
+    announced = recall_event_type(subject.status) if isinstance(subject, PayoutRecallObject) \
+        else f"{subject.object}.{subject.status}"
+    if event_type != announced:
         # CardCo names each event after the status it announces; a disagreement is not evidence.
         return _unreadable("type-status-mismatch", body, document)
     return Notification(event_id=present(document.get("id")), event_type=event_type, subject=subject)
@@ -122,11 +142,11 @@ def from_detail(detail: dict[str, Any]) -> Notification | None:
     """The notification a stored event's :meth:`Notification.detail` describes, to apply it again
     later (seed 004: reconciliation applies "its verified outcome"); None for an unreadable one."""
     kind, event_type = detail.get("object"), detail.get("type")
-    model = PaymentObject if kind == "payment" else PayoutObject
-    if kind not in ("payment", "payout") or not isinstance(event_type, str):
+    model = _MODELS.get(str(kind))
+    if model is None or not isinstance(event_type, str):
         return None
     try:
-        subject = model.model_validate(detail.get(kind))
+        subject = model.model_validate(detail.get(str(kind)))
     except ValidationError:
         return None
     return Notification(event_id=present(detail.get("provider_event_id")), event_type=event_type, subject=subject)

@@ -52,3 +52,9 @@ class GrantNotRevocable(PaygateError):
     """Only an Issued grant can be revoked; a consumed grant's attempt follows its own outcome."""
 
     code, status = "grant.not_revocable", 409
+
+
+class NotRecallable(PaygateError):
+    """Only a Paid payout can be recalled (docs/decisions/0015); no decision was made."""
+
+    code, status = "payout.not_recallable", 409

@@ -60,6 +60,17 @@ STATUS_ROWS: dict[str, Row] = {
                     "completed, then returned by the bank: the payout happened; the return is a later event"),
 }
 
+# Recall objects (docs/decisions/0015; CardCo extension ``payout_recall``), by their `status`: the
+# same rows for errors, no response and mismatches; a failed recall is a documented no-effect.
+RECALL_TABLE_VERSION = "cardco-payout-recalls/2026-11-29.1"
+RECALL_STATUS_ROWS: dict[str, Row] = {
+    "processing": Row(AttemptState.STARTED, "provider.accepted",
+                      "recall accepted for asynchronous processing: wait for a lookup or notification"),
+    "recalled": Row(AttemptState.SUCCEEDED, "provider.recalled", "the provider's contract establishes the recall"),
+    "failed": Row(AttemptState.FAILED, "provider.failed",
+                  "documented no-effect (recall_window_closed, payout_not_paid, already_recalled)"),
+}
+
 # Error responses, by (HTTP status, CardCo error code).
 ERROR_ROWS: dict[tuple[int, str], Row] = {
     (400, "request_expired"): Row(AttemptState.NOT_APPLIED, "provider.request-expired",
@@ -129,14 +140,16 @@ class Classification:
         return self.provider_status == "returned"
 
 
-def classify_record(record: dict[str, Any], expected: Expected) -> Classification:
-    """A payout object from a 200 answer or a lookup, checked against the attempt first."""
+def classify_record(record: dict[str, Any], expected: Expected,
+                    status_rows: dict[str, Row] = STATUS_ROWS) -> Classification:
+    """A payout (or, with ``RECALL_STATUS_ROWS``, recall) object from a 200 answer or a lookup,
+    checked against the attempt first."""
     if (record.get("client_reference") != expected.client_reference
             or record.get("amount_minor") != expected.amount_minor
             or record.get("currency") != expected.currency):
         return Classification(MISMATCH, provider_payout_id=_str(record.get("id")))
     status = record.get("status")
-    row = STATUS_ROWS.get(status) if isinstance(status, str) else None
+    row = status_rows.get(status) if isinstance(status, str) else None
     if row is None:
         return Classification(UNDOCUMENTED, provider_payout_id=_str(record.get("id")))
     failure = _str(record.get("failure_code")) if row.state is AttemptState.FAILED else None
@@ -144,7 +157,8 @@ def classify_record(record: dict[str, Any], expected: Expected) -> Classificatio
                           failure_code=failure)
 
 
-def classify(observation: Observation, expected: Expected) -> Classification:
+def classify(observation: Observation, expected: Expected,
+             status_rows: dict[str, Row] = STATUS_ROWS) -> Classification:
     """The attempt state one send's observation establishes."""
     if isinstance(observation, NoResponse):
         return Classification(NO_RESPONSE)
@@ -155,7 +169,7 @@ def classify(observation: Observation, expected: Expected) -> Classification:
     if not isinstance(document, dict):
         return Classification(MALFORMED)
     if observation.status == 200:
-        return classify_record(document, expected)
+        return classify_record(document, expected, status_rows)
     error = document.get("error")
     code = error.get("code") if isinstance(error, dict) else None
     row = ERROR_ROWS.get((observation.status, code)) if isinstance(code, str) else None

@@ -63,6 +63,7 @@ _STATUS = Reply("Final state, or Started with a current next_action", "PaymentSt
 _PENDING = Reply("Started without a current action, or Unknown: poll the status URL", "PaymentStatus", ("Location",))
 _PAYOUT = Reply("The payout with its decisions, grants and attempts, oldest first", "Payout")
 _DECISION = Reply("A fresh, immutable decision", "Decision")
+_RECALL_DECISION = Reply("A fresh, immutable recall decision (docs/decisions/0015)", "RecallDecision")
 _RECORD = Reply("The record as stored, with its version", "ReferenceRecord")
 _PAYOUT_ERRORS = (pe.PayoutNotFound, pe.AttemptUnresolved)
 
@@ -148,6 +149,9 @@ CATALOG: dict[tuple[str, str], Operation] = {
     ("POST", "/v1/payouts/{payout_id}/reauthorize"): Operation(
         "A materially new attempt after a final one", ("clerk",), {200: _DECISION}, _PAYOUT_ERRORS,
         body=payouts.Empty),
+    ("POST", "/v1/payouts/{payout_id}/recall"): Operation(
+        "Recall a Paid payout: a separate operation with its own decision, grant and attempts", ("clerk",),
+        {200: _RECALL_DECISION}, (pe.PayoutNotFound, pe.NotRecallable, pe.AttemptUnresolved), body=payouts.Empty),
     ("POST", "/v1/payouts/{payout_id}/cancel"): Operation(
         "Cancel the payout", ("clerk",), {200: _PAYOUT}, (pe.PayoutNotFound, pe.NotCancellable), body=payouts.Empty),
     ("POST", "/v1/grants/{grant_id}/revoke"): Operation(

@@ -65,6 +65,8 @@ SHAPES: dict[str, Schema] = {
     "Decision": shape("decision_id", "outcome", "reason", "policy_version", "terms_fingerprint", "grant", outcome={
         "enum": ["Allowed", "Denied", "Deferred", "AcknowledgmentRequired", "EscalationRecommended"]}),
     "Grant": shape("grant_id", "state", "not_before", "expires_at", "attempt_number"),
+    "RecallDecision": shape("decision_id", "operation", "outcome", "reason", "policy_version", "grant",
+                            outcome={"enum": ["Allowed", "Denied", "Deferred"]}),
     "ReferenceRecord": shape("version"),
     "CardCoNotification": shape(
         "type", "data", id={"type": "string"}, type={"type": "string"}, created={"type": "string"},

@@ -20,7 +20,7 @@ from gateway.domain.payout_errors import TermsMismatch
 from gateway.domain.payout_policy import Stage
 from gateway.http.auth import require
 from gateway.http.bodies import Body, parse_body
-from gateway.payouts import decisions, records, views
+from gateway.payouts import decisions, recalls, records, views
 from gateway.payouts.config import payout_timings
 from gateway.services import Services
 
@@ -152,6 +152,20 @@ async def reauthorize(request: Request) -> JSONResponse:
     return await _decide(request, clerk, stage="reauthorize")
 
 
+async def recall(request: Request) -> JSONResponse:
+    """A separate operation with its own decision and attempts (docs/decisions/0015): the clerk of
+    the payout's tenant asks; 409 ``payout.not_recallable`` unless Paid."""
+    clerk = await _clerk(request)
+    await parse_body(request, Empty)
+    services = _services(request)
+    result = await recalls.decide_recall(services.db, services.clock, payout_timings(services.settings),
+                                         recalls.RecallRequest(
+                                             payout_id=request.path_params["payout_id"],
+                                             tenant_id=str(clerk.tenant_id), actor_id=clerk.subject,
+                                             correlation_id=_correlation_id(request)))
+    return JSONResponse(recalls.recall_decision_view(result.decision, result.grant))
+
+
 async def cancel(request: Request) -> JSONResponse:
     clerk = await _clerk(request)
     await parse_body(request, Empty)
@@ -183,5 +197,6 @@ def routes() -> list[BaseRoute]:
         Route("/v1/payouts/{payout_id}/approve", approve, methods=["POST"]),
         Route("/v1/payouts/{payout_id}/reauthorize", reauthorize, methods=["POST"]),
         Route("/v1/payouts/{payout_id}/cancel", cancel, methods=["POST"]),
+        Route("/v1/payouts/{payout_id}/recall", recall, methods=["POST"]),
         Route("/v1/grants/{grant_id}/revoke", revoke, methods=["POST"]),
     ]

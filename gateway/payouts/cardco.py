@@ -39,6 +39,12 @@ def request_body(attempt: dict[str, Any], token: str) -> bytes:
                        "expires_at": expires_at}, separators=(",", ":"), sort_keys=True).encode()
 
 
+def recall_body(attempt: dict[str, Any]) -> bytes:
+    expires_at = attempt["send_deadline"].isoformat().replace("+00:00", "Z")
+    return json.dumps({"client_reference": attempt["client_reference"], "expires_at": expires_at},
+                      separators=(",", ":"), sort_keys=True).encode()
+
+
 class CardCoPayouts:
     def __init__(self, account: ProviderAccount, clock: Clock, pepper: str) -> None:
         self.account = account
@@ -56,11 +62,20 @@ class CardCoPayouts:
                 "Content-Type": "application/json"}
 
     async def submit(self, attempt: dict[str, Any], token: str, key: str) -> Observation:
-        headers = self._headers(key) | {"Idempotency-Key": attempt["idempotency_key"]}
+        return await self._create("/v1/payouts", request_body(attempt, token), attempt["idempotency_key"], key)
+
+    async def recall(self, attempt: dict[str, Any], key: str) -> Observation:
+        """``POST /v1/payouts/{id}/recalls`` (docs/decisions/0015): the recall attempt's reference,
+        its send deadline as ``expires_at``, its own fixed key; byte-identical on every send."""
+        return await self._create(f"/v1/payouts/{attempt['provider_payout_id']}/recalls", recall_body(attempt),
+                                  attempt["idempotency_key"], key)
+
+    async def _create(self, path: str, body: bytes, idempotency_key: str, key: str) -> Observation:
+        headers = self._headers(key) | {"Idempotency-Key": idempotency_key}
         try:
             async with (self.clock.budget(self.account.call_budget_s),
                         httpx.AsyncClient(base_url=self.account.base_url, timeout=None) as http):
-                response = await http.post("/v1/payouts", content=request_body(attempt, token), headers=headers)
+                response = await http.post(path, content=body, headers=headers)
         except (TimeoutError, httpx.TimeoutException):
             return NoResponse("timeout")
         except httpx.TransportError:
@@ -71,10 +86,17 @@ class CardCoPayouts:
 
     async def lookup(self, client_reference: str) -> list[dict[str, Any]] | None:
         """The provider's records for one attempt's reference; None when the lookup itself failed."""
+        return await self._list("/v1/payouts", client_reference)
+
+    async def lookup_recalls(self, client_reference: str) -> list[dict[str, Any]] | None:
+        """The recall records for one recall attempt's reference (``<payout_id>-r<N>``)."""
+        return await self._list("/v1/payout_recalls", client_reference)
+
+    async def _list(self, path: str, client_reference: str) -> list[dict[str, Any]] | None:
         try:
             async with (self.clock.budget(self.account.call_budget_s),
                         httpx.AsyncClient(base_url=self.account.base_url, timeout=None) as http):
-                response = await http.get("/v1/payouts", params={"client_reference": client_reference},
+                response = await http.get(path, params={"client_reference": client_reference},
                                           headers=self._headers(self.credential()))
             data = response.json()["data"] if response.status_code == 200 else None
         except (TimeoutError, httpx.HTTPError, ValueError, KeyError, TypeError, CredentialUnavailable):

@@ -16,7 +16,7 @@ from gateway.store.queries import load_queries
 _SQL = load_queries("gateway.payouts", "payouts.sql")
 
 Kind = Literal["decision", "transition", "delivery", "provider_observation", "reconciliation", "return",
-               "acknowledgment"]
+               "acknowledgment", "recall"]
 
 
 async def append(conn: Connection, payout_id: str, kind: Kind, *, actor: str, now: datetime,

@@ -21,7 +21,7 @@ from gateway.domain.cardco_notifications import Notification
 from gateway.domain.payout_notifications import Action, Escalate, Ignore, RecordReturn, Resolve, decide
 from gateway.domain.payout_outcomes import AttemptState, Classification, Expected, classify_record
 from gateway.effects.certify import Certifier
-from gateway.payouts import attempts, history
+from gateway.payouts import attempts, history, recalls
 from gateway.payouts.escalations import escalate
 from gateway.settings import Settings
 from gateway.store.db import Connection
@@ -38,9 +38,12 @@ class Match:
 
 
 async def match(conn: Connection, account_id: str, notification: Notification) -> Match:
-    by_reference, by_provider_id = await attempts.lock_attempt(
-        conn, account_id, client_reference=notification.client_reference,
-        provider_payout_id=notification.provider_object_id)
+    if notification.kind == "payout_recall":  # docs/decisions/0015: a recall attempt, never a payout's
+        by_reference, by_provider_id = await recalls.match(conn, account_id, notification)
+    else:
+        by_reference, by_provider_id = await attempts.lock_attempt(
+            conn, account_id, client_reference=notification.client_reference,
+            provider_payout_id=notification.provider_object_id)
     if by_reference and by_provider_id and by_reference["attempt_id"] != by_provider_id["attempt_id"]:
         return Match(None, (str(by_reference["attempt_id"]), str(by_provider_id["attempt_id"])))
     return Match(by_reference or by_provider_id)
@@ -51,6 +54,14 @@ async def apply(conn: Connection, now: datetime, attempt: dict[str, Any], notifi
     """Apply one matched notification; the action taken (``resolved``, ``returned``, ``ignored``,
     ``mismatch``, ``contradiction``), recorded in the payout's history either way."""
     subject = notification.subject
+    if notification.kind == "payout_recall":
+        return await recalls.apply_notification(
+            conn, now, attempt, notification, notification_key=notification_key, actor=ACTOR,
+            reminder_interval_s=settings.reminder_interval_s,
+            evidence={"source": "notification", "notification_event_id": notification_event_id,
+                      "provider_event_id": notification.event_id, "type": notification.event_type,
+                      "status": subject.status, "provider_recall_id": notification.provider_object_id,
+                      "attempt_state": attempt["state"]})
     seen = classify_record(subject.model_dump(mode="json"),
                            Expected(attempt["client_reference"], attempt["amount_minor"], attempt["currency"]))
     action = decide(AttemptState(attempt["state"]), attempt["provider_payout_id"], seen)

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from gateway.effects.views import effects_of
-from gateway.payouts import attempts
+from gateway.payouts import attempts, recalls
 from gateway.store.db import Connection, fetch_all
 from gateway.store.queries import load_queries
 
@@ -82,4 +82,5 @@ async def payout_view(conn: Connection, payout: dict[str, Any]) -> dict[str, Any
         "returns": [{"attempt_id": str(e["attempt_id"]), "occurred_at": rfc3339(e["occurred_at"]), **e["detail"]}
                     for e in events if e["kind"] == "return"],
         "effect": effects.get(str(rows[-1]["attempt_id"])) if rows else None,  # the latest attempt's (issue 8)
+        "recalls": await recalls.recalls_view(conn, payout["payout_id"]),  # docs/decisions/0015
     }
