@@ -93,6 +93,7 @@ class ResendConditions:
     order_payable: bool
     request_buildable: bool  # same endpoint, account and API version as stored; account configured
     payment_method_usable: bool
+    request_unchanged: bool  # the stored request still hashes to its committed effect record (seed 001)
 
 
 def after_not_found(attempt: AttemptView, conditions: ResendConditions, timings: Timings, now: datetime) -> Step:
@@ -102,7 +103,8 @@ def after_not_found(attempt: AttemptView, conditions: ResendConditions, timings:
         return Step("escalate-and-finish", timings.readonly_cadence_s, "deadline")
     for failed, name in ((not conditions.order_payable, "order-not-payable"),
                          (not conditions.request_buildable, "request-not-buildable"),
-                         (not conditions.payment_method_usable, "token-expired")):
+                         (not conditions.payment_method_usable, "token-expired"),
+                         (not conditions.request_unchanged, "request-drifted")):
         if failed:
             return Step("escalate-and-finish", timings.readonly_cadence_s, f"resend-not-safe:{name}")
     return Step("reconcile", reason="resend")

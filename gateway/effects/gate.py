@@ -67,6 +67,16 @@ class SendGate:
         return problem
 
 
+    async def check(self, attempt_id: uuid.UUID, derive: Callable[[], ledger.Intent]) -> str | None:
+        """What :meth:`open` would refuse the send for, without locking, stepping or escalating:
+        recovery asks before it commits a send intent, so a drifted request never gets one."""
+        try:
+            intent: ledger.Intent | None = derive()
+        except ManifestUnbuildable:
+            intent = None
+        return _problem(await self.db.fetch_one(_SQL["get_record"], {"attempt_id": attempt_id}), intent)
+
+
 def _problem(record: dict[str, Any] | None, intent: ledger.Intent | None) -> str | None:
     if record is None:
         return "effect-record-missing"

@@ -46,6 +46,10 @@ class PaymentSends:
     gate: SendGate
     client: PaymentClient
 
+    async def drifted(self, stored: StoredRequest, attempt_id: Any) -> str | None:
+        """Why a send of ``stored`` would be refused (see :meth:`SendGate.check`), or None."""
+        return await self.gate.check(attempt_id, lambda: payment_intent(stored, attempt_id))
+
     async def create_payment(self, stored: StoredRequest, attempt_id: Any, *, actor: str,
                              budget_s: float | None = None) -> Evidence:
         """Send ``stored`` once if its digest is the committed one; otherwise Unknown with the

@@ -26,6 +26,10 @@ SELECT r.*, l.sequence, l.to_state AS protocol_state
  WHERE r.attempt_id = %(attempt_id)s
    FOR NO KEY UPDATE OF r;
 
+-- name: get_record
+-- The record alone, read without a lock (a check before the real, locked one at send time).
+SELECT * FROM effect_records WHERE attempt_id = %(attempt_id)s;
+
 -- name: append_ledger
 INSERT INTO effect_ledger (attempt_id, sequence, from_state, to_state, effect_digest, idempotency_key,
                            occurred_at, actor, detail)

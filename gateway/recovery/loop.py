@@ -185,8 +185,10 @@ class Recovery:
             buildable = True
         except NotBuildable:
             buildable = False
+        drift = await self._sends.drifted(stored_request(attempt), attempt["attempt_id"])
         return ResendConditions(order_payable=await self._leases.order_state(attempt["order_id"]) == "Open",
-                                request_buildable=buildable, payment_method_usable=True)
+                                request_buildable=buildable, payment_method_usable=True,
+                                request_unchanged=drift is None)
 
     async def _resend(self, attempt: dict[str, Any], account: ProviderAccount, times: Timings, lease: Lease,
                       observation: dict[str, Any]) -> str:

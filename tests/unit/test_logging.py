@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 import structlog
@@ -23,10 +24,16 @@ def test_sensitive_keys_are_redacted_whoever_logs_them() -> None:
 
 
 def test_json_logs_carry_bound_ids(capsys: pytest.CaptureFixture[str]) -> None:
+    root_handlers = list(logging.getLogger().handlers)
     configure_logging("json", "info")
-    with structlog.contextvars.bound_contextvars(correlation_id="cor_1"):
-        structlog.get_logger("t").info("attempt_recorded", attempt_id="a1", api_key="ck_live_x")
-    line = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
+    try:
+        with structlog.contextvars.bound_contextvars(correlation_id="cor_1"):
+            structlog.get_logger("t").info("attempt_recorded", attempt_id="a1", api_key="ck_live_x")
+        line = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
+    finally:
+        # The configured loggers hold this test's captured stderr, closed once the test ends.
+        structlog.reset_defaults()
+        logging.getLogger().handlers[:] = root_handlers
     assert line["correlation_id"] == "cor_1"
     assert line["attempt_id"] == "a1"
     assert line["api_key"] == REDACTED

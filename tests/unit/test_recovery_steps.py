@@ -17,7 +17,7 @@ from gateway.domain.recovery import (
 NOW = datetime(2026, 11, 29, 16, 0, tzinfo=UTC)
 TIMINGS = Timings(abandonment_threshold_s=60, call_budget_s=15, record_budget_s=5, processing_allowance_s=10,
                   lookup_backoff_s=(60, 120, 300, 900), readonly_cadence_s=900)
-OK = ResendConditions(order_payable=True, request_buildable=True, payment_method_usable=True)
+OK = ResendConditions(order_payable=True, request_buildable=True, payment_method_usable=True, request_unchanged=True)
 
 
 def attempt(state: str = "Unknown", *, created_s_ago: float = 600, sent_s_ago: float | None = 600,
@@ -68,10 +68,16 @@ def test_not_found_resends_only_inside_the_deadline_with_every_condition() -> No
     assert after_not_found(attempt(), OK, TIMINGS, NOW).reason == "resend"
     past = after_not_found(attempt(deadline_in_s=0), OK, TIMINGS, NOW)
     assert (past.kind, past.reason, past.delay_s) == ("escalate-and-finish", "deadline", 900)
-    unsafe = after_not_found(attempt(), ResendConditions(True, True, False), TIMINGS, NOW)
+    unsafe = after_not_found(attempt(), ResendConditions(True, True, False, True), TIMINGS, NOW)
     assert unsafe.reason == "resend-not-safe:token-expired"
-    assert after_not_found(attempt(), ResendConditions(False, True, True), TIMINGS, NOW).reason == \
+    assert after_not_found(attempt(), ResendConditions(False, True, True, True), TIMINGS, NOW).reason == \
         "resend-not-safe:order-not-payable"
+
+
+def test_a_stored_request_that_drifted_from_its_effect_record_is_never_resent() -> None:
+    """Seed 001: "A second worker may resume the intent. It may not improvise a second payment"."""
+    drifted = after_not_found(attempt(), ResendConditions(True, True, True, False), TIMINGS, NOW)
+    assert (drifted.kind, drifted.reason) == ("escalate-and-finish", "resend-not-safe:request-drifted")
 
 
 def test_the_backoff_steps_then_stays_on_the_last() -> None:

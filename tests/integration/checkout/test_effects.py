@@ -109,12 +109,13 @@ async def test_a_recovery_resend_with_a_drifted_body_is_refused_before_anything_
     services = shop.services
     recovery = Recovery(services.settings, clock, services.db, services.attempts, services.payments, owner="r-1")
     outcome = await recovery.run_pass(attempt["attempt_id"])
-    assert outcome == "resent:unknown->Unknown"
+    # Recovery checks the stored request against its effect record before it commits a send
+    # intent, so the drifted request gets no intent at all (the send gate would refuse it too).
+    assert outcome == "escalated:resend-not-safe:request-drifted"
     posts = [r for r in shop.provider_requests() if r["method"] == "POST"]
-    assert len(posts) == 1  # the first send only; the lookup found nothing and the resend was refused
-    assert (await services.attempts.get(attempt["attempt_id"]))["outcome_reason"] == \
-        "request.not-buildable.effect-digest-mismatch"
-    assert f"attempt:{attempt['attempt_id']}:effect-digest-mismatch" in await escalations(shop)
+    assert len(posts) == 1  # the first send only; the lookup found nothing and nothing was resent
+    assert (await shop.events(attempt["attempt_id"])).count("send_intent") == 1
+    assert f"attempt:{attempt['attempt_id']}:resend-not-safe:request-drifted" in await escalations(shop)
 
 
 async def test_re_persisting_an_intent_is_idempotent_and_a_different_one_is_refused_and_escalated(
