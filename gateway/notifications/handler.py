@@ -116,8 +116,7 @@ class NotificationHandler:
         if parsed.kind == "payment":
             # Both identifiers resolved independently; if they name different attempts the
             # notification is contradictory evidence, applied to neither.
-            by_reference = await repository.attempt_by_reference(conn, account_id, reference)
-            by_payment_id = await repository.attempt_by_provider_payment_id(conn, account_id, object_id)
+            by_reference, by_payment_id = await repository.attempts_by_identity(conn, account_id, reference, object_id)
         else:  # payout.*: the payouts aggregate matches its own attempts, the same two ways
             payout = await payout_notifications.match(conn, account_id, parsed)
         conflict = (by_reference is not None and by_payment_id is not None and by_reference != by_payment_id) \

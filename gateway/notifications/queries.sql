@@ -2,16 +2,17 @@
 -- Every statement runs inside the handler's one transaction; nothing here locks the attempt:
 -- Attempts.apply_evidence takes the order and attempt locks, in the one lock order, when it applies.
 
--- name: attempt_by_reference
--- The pair the store generated and sent, and that uq_payment_attempt_reference makes unique;
--- the account is the verified one, so a test-mode notification never finds a live attempt.
-SELECT attempt_id FROM payment_attempts
- WHERE provider_account = %(provider_account)s AND client_reference = %(client_reference)s;
-
--- name: attempt_by_provider_payment_id
--- one_attempt_per_provider_payment makes this at most one row within the account.
-SELECT attempt_id FROM payment_attempts
- WHERE provider_account = %(provider_account)s AND provider_payment_id = %(provider_payment_id)s;
+-- name: attempts_by_identity
+-- Both identifiers resolved independently, in one round trip. By reference: the pair the store
+-- generated and sent, which uq_payment_attempt_reference makes unique; by provider payment id:
+-- one_attempt_per_provider_payment makes it at most one row within the account. The account is
+-- the verified one, so a test-mode notification never finds a live attempt.
+SELECT (SELECT attempt_id FROM payment_attempts
+         WHERE provider_account = %(provider_account)s AND client_reference = %(client_reference)s)
+           AS by_reference,
+       (SELECT attempt_id FROM payment_attempts
+         WHERE provider_account = %(provider_account)s AND provider_payment_id = %(provider_payment_id)s)
+           AS by_payment_id;
 
 -- name: record_notification
 -- Record before acting. The conflict target names the arbiter, uq_notification, so no other

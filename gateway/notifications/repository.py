@@ -29,21 +29,16 @@ class Duplicate:
     """Another transaction committed the same key: it was handled there."""
 
 
-async def attempt_by_reference(conn: Connection, provider_account: str, client_reference: str | None) -> UUID | None:
-    if client_reference is None:
-        return None
-    row = await fetch_one(conn, _SQL["attempt_by_reference"],
-                          {"provider_account": provider_account, "client_reference": client_reference})
-    return row["attempt_id"] if row else None
-
-
-async def attempt_by_provider_payment_id(conn: Connection, provider_account: str,
-                                         provider_payment_id: str | None) -> UUID | None:
-    if provider_payment_id is None:
-        return None
-    row = await fetch_one(conn, _SQL["attempt_by_provider_payment_id"],
-                          {"provider_account": provider_account, "provider_payment_id": provider_payment_id})
-    return row["attempt_id"] if row else None
+async def attempts_by_identity(conn: Connection, provider_account: str, client_reference: str | None,
+                               provider_payment_id: str | None) -> tuple[UUID | None, UUID | None]:
+    """The attempt named by the client reference and the one named by the provider payment id
+    (either None when the identifier is missing or names no attempt)."""
+    if client_reference is None and provider_payment_id is None:
+        return None, None
+    row = await fetch_one(conn, _SQL["attempts_by_identity"], {
+        "provider_account": provider_account, "client_reference": client_reference,
+        "provider_payment_id": provider_payment_id})
+    return (row["by_reference"], row["by_payment_id"]) if row else (None, None)
 
 
 async def record(conn: Connection, *, provider_account: str, notification_key: str | None,
