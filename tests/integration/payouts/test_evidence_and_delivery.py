@@ -79,3 +79,37 @@ async def test_the_outbox_dispatcher_publishes_the_job_and_a_real_worker_pays_on
     assert dispatched["dispatched_at"] is not None
     assert len(world.submits()) == 1
     assert (await world.payout())["attempts"][0]["grant_id"] == job.grant_id
+
+
+async def test_the_outbox_publishes_a_recall_job_and_real_workers_recall_once_and_reconcile(
+        world: World, jobs_runtime: dramatiq.Broker) -> None:
+    """docs/decisions/0015 on the real broker. Seed 000 section 7: the decision's outbox row
+    publishes the job, "the relay may publish the message more than once, the broker may deliver it
+    more than once ... None of that changes what the worker is allowed to do"; section 17: "A
+    recall that fails or becomes Unknown is reconciled the same way" (the reconcile actor)."""
+    from jobs.outbox import dispatch_outbox
+    from jobs.payouts import publish_payout_recall_job, reconcile_payouts, sweep_payouts
+    from tests.integration.payouts.recall_helpers import paid, recall_calls, recall_lookups
+
+    await paid(world)
+    await world.faults({"operation": "create_recall", "action": "drop_response"})
+    decision = (await world.post("/v1/payouts/PAY-3107/recall")).json()
+    [row] = await world.rows("SELECT payload FROM outbox_messages WHERE kind = 'payout-recall-job'")
+    assert set(row["payload"]) == {"payout_id", "grant_id", "correlation_id", "deliver_at", "dedup_key", "kind"}
+    assert row["payload"]["grant_id"] == decision["grant"]["grant_id"]
+    dispatch_outbox.send()
+    publish_payout_recall_job(row["payload"], world.clock)  # and the relay publishes it twice more
+    publish_payout_recall_job(row["payload"], world.clock)
+    await asyncio.to_thread(run_worker_until_idle, jobs_runtime)
+    [dispatched] = await world.rows("SELECT dispatched_at FROM outbox_messages WHERE kind = 'payout-recall-job'")
+    assert dispatched["dispatched_at"] is not None
+    assert len(recall_calls(world)) == 1
+    [attempt] = (await world.payout())["recalls"]["attempts"]
+    assert (attempt["state"], attempt["grant_id"]) == ("Unknown", decision["grant"]["grant_id"])
+    world.clock.advance(60)
+    sweep_payouts.send()
+    reconcile_payouts.send()
+    await asyncio.to_thread(run_worker_until_idle, jobs_runtime)
+    [attempt] = (await world.payout())["recalls"]["attempts"]
+    assert attempt["state"] == "Succeeded"
+    assert (len(recall_calls(world)), len(recall_lookups(world))) == (1, 1)
