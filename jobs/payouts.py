@@ -30,41 +30,41 @@ def _delay_ms(until: datetime, clock: Clock) -> int:
     return max(0, int((until - clock.now()).total_seconds() * 1000))
 
 
+def _publish(actor: dramatiq.Actor[Any, Any], payload: dict[str, Any], clock: Clock) -> dramatiq.Message[Any]:
+    """One job outbox row as its actor's message (references only), delayed until ``deliver_at``."""
+    return actor.send_with_options(args=(payload["payout_id"], payload["grant_id"], payload["correlation_id"]),
+                                   delay=_delay_ms(datetime.fromisoformat(payload["deliver_at"]), clock))
+
+
+async def _execute(actor: dramatiq.Actor[Any, Any], executor: type[Executor] | type[RecallExecutor],
+                   payout_id: str, grant_id: str, correlation_id: str) -> None:
+    """Run one delivery; a postponed one is re-sent to ``actor`` for later."""
+    current = await runtime.current()
+    outcome = await executor(current.db, current.clock, current.settings).run(
+        PayoutJob(payout_id, grant_id, correlation_id))
+    if isinstance(outcome, Postponed):
+        later = outcome.until or current.clock.now() + timedelta(seconds=POSTPONE_S)
+        actor.send_with_options(args=(payout_id, grant_id, correlation_id), delay=_delay_ms(later, current.clock))
+
+
 def publish_payout_job(payload: dict[str, Any], clock: Clock) -> dramatiq.Message[Any]:
     """Deliver one ``payout-job`` outbox row: the message, delayed until the grant's not_before."""
-    deliver_at = datetime.fromisoformat(payload["deliver_at"])
-    return execute_payout.send_with_options(
-        args=(payload["payout_id"], payload["grant_id"], payload["correlation_id"]),
-        delay=_delay_ms(deliver_at, clock))
+    return _publish(execute_payout, payload, clock)
 
 
 @dramatiq.actor(queue_name=QUEUE, max_retries=3, min_backoff=1_000, time_limit=120_000)
 async def execute_payout(payout_id: str, grant_id: str, correlation_id: str) -> None:
-    current = await runtime.current()
-    outcome = await Executor(current.db, current.clock, current.settings).run(
-        PayoutJob(payout_id, grant_id, correlation_id))
-    if isinstance(outcome, Postponed):
-        later = outcome.until or current.clock.now() + timedelta(seconds=POSTPONE_S)
-        execute_payout.send_with_options(args=(payout_id, grant_id, correlation_id),
-                                         delay=_delay_ms(later, current.clock))
+    await _execute(execute_payout, Executor, payout_id, grant_id, correlation_id)
 
 
 def publish_payout_recall_job(payload: dict[str, Any], clock: Clock) -> dramatiq.Message[Any]:
     """Deliver one ``payout-recall-job`` outbox row (docs/decisions/0015): references only."""
-    return execute_payout_recall.send_with_options(
-        args=(payload["payout_id"], payload["grant_id"], payload["correlation_id"]),
-        delay=_delay_ms(datetime.fromisoformat(payload["deliver_at"]), clock))
+    return _publish(execute_payout_recall, payload, clock)
 
 
 @dramatiq.actor(queue_name=QUEUE, max_retries=3, min_backoff=1_000, time_limit=120_000)
 async def execute_payout_recall(payout_id: str, grant_id: str, correlation_id: str) -> None:
-    current = await runtime.current()
-    outcome = await RecallExecutor(current.db, current.clock, current.settings).run(
-        PayoutJob(payout_id, grant_id, correlation_id))
-    if isinstance(outcome, Postponed):
-        later = outcome.until or current.clock.now() + timedelta(seconds=POSTPONE_S)
-        execute_payout_recall.send_with_options(args=(payout_id, grant_id, correlation_id),
-                                                delay=_delay_ms(later, current.clock))
+    await _execute(execute_payout_recall, RecallExecutor, payout_id, grant_id, correlation_id)
 
 
 @dramatiq.actor(queue_name=QUEUE, max_retries=0, time_limit=60_000)

@@ -25,10 +25,12 @@ from gateway.effects.certify import Certifier
 from gateway.effects.ledger import advance, escalation_key
 from gateway.escalations.store import resolve_by_key_prefix
 from gateway.payouts import history, records
-from gateway.store.db import Connection, Database, fetch_all, fetch_one
+from gateway.payouts.attempt_rows import AttemptRows
+from gateway.store.db import Connection, Database, Statement, fetch_all, fetch_one
 from gateway.store.queries import load_queries
 
-_SQL = load_queries("gateway.payouts", "attempts.sql")
+ROWS = AttemptRows("payout", "payout_attempts", "payout_grants", "provider_payout_id")
+_SQL: dict[str, Statement] = {**load_queries("gateway.payouts", "attempts.sql"), **ROWS.sql}
 log = structlog.get_logger("gateway.payouts")
 
 RELEASES = {AttemptState.FAILED, AttemptState.NOT_STARTED, AttemptState.NOT_APPLIED}
@@ -117,32 +119,15 @@ async def _fence(conn: Connection, payout: dict[str, Any], versions: ContextVers
 
 async def mark_started(db: Database, now: datetime, attempt: dict[str, Any], epoch: int) -> bool:
     """True only when the Started write is confirmed committed; any doubt means do not send."""
-    try:
-        async with db.transaction() as conn:
-            row = await fetch_one(conn, _SQL["mark_started"], {
-                "attempt_id": attempt["attempt_id"], "epoch": epoch, "now": now})
-            if row is not None:
-                await history.append(conn, attempt["payout_id"], "transition", actor=attempt["claimed_by"], now=now,
-                                     attempt_id=attempt["attempt_id"],
-                                     detail={"attempt_state": "Started", "lease_epoch": epoch})
-                await advance(conn, attempt["attempt_id"], "Started", actor=attempt["claimed_by"], now=now)  # issue 8
-    except Exception as error:  # noqa: BLE001 - an unconfirmed commit may have committed: do not send
-        log.warning("payout_start_unconfirmed", payout_id=attempt["payout_id"], attempt_id=str(attempt["attempt_id"]),
-                    error_type=type(error).__name__)
-        return False
-    return row is not None
+    async def record(conn: Connection) -> None:
+        await history.append(conn, attempt["payout_id"], "transition", actor=attempt["claimed_by"], now=now,
+                             attempt_id=attempt["attempt_id"],
+                             detail={"attempt_state": "Started", "lease_epoch": epoch})
+        await advance(conn, attempt["attempt_id"], "Started", actor=attempt["claimed_by"], now=now)  # issue 8
+    return await ROWS.mark_started(db, now, attempt, epoch, record)
 
 
-async def count_send(db: Database, now: datetime, attempt: dict[str, Any], epoch: int) -> bool:
-    """Re-check ownership and the send deadline right before a send; False: do not send."""
-    try:
-        async with db.transaction() as conn:
-            row = await fetch_one(conn, _SQL["count_send"], {
-                "attempt_id": attempt["attempt_id"], "epoch": epoch, "now": now})
-    except Exception as error:  # noqa: BLE001 - unconfirmed: do not send
-        log.warning("payout_send_unconfirmed", attempt_id=str(attempt["attempt_id"]), error_type=type(error).__name__)
-        return False
-    return row is not None
+count_send = ROWS.count_send  # re-checks ownership and the send deadline right before a send
 
 
 async def resolve(conn: Connection, now: datetime, attempt: dict[str, Any], state: AttemptState, reason: str, *,
@@ -153,7 +138,7 @@ async def resolve(conn: Connection, now: datetime, attempt: dict[str, Any], stat
     attempt was no longer in ``from_states`` (or the epoch moved): nothing is written then."""
     row = await fetch_one(conn, _SQL["resolve_attempt"], {
         "attempt_id": attempt["attempt_id"], "state": state.value, "reason": reason, "now": now, "epoch": epoch,
-        "from_states": [s.value for s in from_states], "provider_payout_id": provider_payout_id,
+        "from_states": [s.value for s in from_states], "provider_id": provider_payout_id,
         "provider_status": provider_status, "next_check_at": next_check_at})
     if row is None:
         return None
@@ -196,12 +181,8 @@ async def lock_attempt(conn: Connection, provider_account: str, *, client_refere
                        provider_payout_id: str | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """The attempts a notification names by reference and by provider id, each locked, each None
     when that identifier is absent or matches nothing."""
-    by_reference = None if client_reference is None else await fetch_one(conn, _SQL["lock_attempt_by_reference"], {
-        "provider_account": provider_account, "client_reference": client_reference})
-    by_provider_id = None if provider_payout_id is None else await fetch_one(
-        conn, _SQL["lock_attempt_by_provider_payout_id"],
-        {"provider_account": provider_account, "provider_payout_id": provider_payout_id})
-    return by_reference, by_provider_id
+    return await ROWS.lock_attempt(conn, provider_account, client_reference=client_reference,
+                                   provider_id=provider_payout_id)
 
 
 async def get_attempt(conn: Connection, attempt_id: uuid.UUID) -> dict[str, Any] | None:
@@ -212,20 +193,7 @@ async def attempts_of_payout(conn: Connection, payout_id: str) -> list[dict[str,
     return await fetch_all(conn, _SQL["attempts_of_payout"], {"payout_id": payout_id})
 
 
-async def attempt_of_grant(conn: Connection, grant_id: uuid.UUID) -> dict[str, Any] | None:
-    return await fetch_one(conn, _SQL["attempt_of_grant"], {"grant_id": grant_id})
-
-
-async def lapsed_leases(db: Database, now: datetime, limit: int) -> list[dict[str, Any]]:
-    return await db.fetch_all(_SQL["lapsed_leases"], {"now": now, "limit": limit})
-
-
-async def fence_lapsed(conn: Connection, now: datetime, lapsed: dict[str, Any]) -> dict[str, Any] | None:
-    """Increment the epoch of a lapsed attempt; None when its owner wrote first."""
-    return await fetch_one(conn, _SQL["fence_lapsed"], {
-        "attempt_id": lapsed["attempt_id"], "state": lapsed["state"], "epoch": lapsed["lease_epoch"], "now": now})
-
-
-async def due_checks(db: Database, now: datetime, backoff: Sequence[float], limit: int) -> list[dict[str, Any]]:
-    async with db.transaction() as conn:
-        return await fetch_all(conn, _SQL["due_checks"], {"now": now, "backoff": list(backoff), "limit": limit})
+attempt_of_grant = ROWS.attempt_of_grant
+lapsed_leases = ROWS.lapsed_leases
+fence_lapsed = ROWS.fence_lapsed  # increments the epoch of a lapsed attempt; None when its owner wrote first
+due_checks = ROWS.due_checks

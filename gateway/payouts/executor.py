@@ -10,6 +10,7 @@ A timeout is Unknown; nothing here ever resends after one.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,27 @@ from gateway.store.db import Database
 MAX_SENDS = 3
 EXECUTOR = Presenter("svc-payout-worker", frozenset({AUDIENCE}))
 log = structlog.get_logger("gateway.payouts")
+
+
+async def send_bounded(clock: Clock, count_send: Callable[[int], Awaitable[bool]],
+                       send_once: Callable[[], Awaitable[Classification | str]],
+                       observe: Callable[[Classification, int], Awaitable[None]]) -> Classification | str:
+    """The send loop of a payout or recall attempt: before each send ``count_send`` re-checks the
+    lease and the send deadline ("send.refused" when it does not confirm); ``send_once`` sends and
+    classifies (or returns its own stopping code); each answer is observed; only a row the table
+    marks ``resend`` (documented no-effect and transient) is sent again, after its Retry-After, at
+    most ``MAX_SENDS`` times. Returns the last classification, or the stopping code."""
+    for send in range(1, MAX_SENDS + 1):
+        if not await count_send(send):
+            return "send.refused"
+        classification = await send_once()
+        if isinstance(classification, str):
+            return classification
+        await observe(classification, send)
+        if not classification.row.resend:
+            break
+        await clock.sleep(classification.retry_after_s)
+    return classification
 
 
 @dataclass(frozen=True)
@@ -119,10 +141,14 @@ class Executor:
     async def _send(self, provider: CardCoPayouts, attempt: dict[str, Any], epoch: int, token: str, key: str,
                     ids: dict[str, str]) -> str:
         expected = Expected(attempt["client_reference"], attempt["amount_minor"], attempt["currency"])
-        for send in range(1, MAX_SENDS + 1):
-            if not await attempts.count_send(self.db, self.clock.now(), attempt, epoch):
-                log.warning("payout_send_refused", send=send, **ids)
-                return "send.refused"
+
+        async def counted(send: int) -> bool:
+            if await attempts.count_send(self.db, self.clock.now(), attempt, epoch):
+                return True
+            log.warning("payout_send_refused", send=send, **ids)
+            return False
+
+        async def send_once() -> Classification | str:
             # Seed 001 (issue 8): every send re-derives the effect digest from the body it carries.
             refused = await open_send(SendGate(self.db, self.clock, self.settings.reminder_interval_s), attempt,
                                       provider.account, token, pepper=provider.pepper, actor=self.presenter.service_id)
@@ -130,11 +156,12 @@ class Executor:
                 await self._resolve(attempt, epoch, AttemptState.UNKNOWN, f"request.not-buildable.{refused}",
                                     from_state=AttemptState.STARTED)
                 return f"request.not-buildable.{refused}"
-            classification = classify(await provider.submit(attempt, token, key), expected)
-            await self._observe(attempt, classification, send)
-            if not classification.row.resend:
-                break
-            await self.clock.sleep(classification.retry_after_s)
+            return classify(await provider.submit(attempt, token, key), expected)
+
+        classification = await send_bounded(self.clock, counted, send_once,
+                                            lambda seen, send: self._observe(attempt, seen, send))
+        if isinstance(classification, str):
+            return classification
         if classification.row.resend:  # sends exhausted: Started with a recorded send failure; recovery follows
             return classification.reason
         await self._resolve(attempt, epoch, classification.state, classification.reason,

@@ -26,7 +26,7 @@ from gateway.domain.payout_timing import not_applied_allowed
 from gateway.payouts import recalls, records
 from gateway.payouts.cardco import CardCoPayouts, CredentialUnavailable
 from gateway.payouts.config import payout_account, payout_timings
-from gateway.payouts.executor import MAX_SENDS
+from gateway.payouts.executor import send_bounded
 from gateway.payouts.validation import PayoutJob, Postponed, Presenter
 from gateway.settings import Settings
 from gateway.store.db import Database
@@ -78,11 +78,14 @@ class RecallExecutor:
             return "credential.unavailable"
         if not await recalls.mark_started(self.db, self.clock.now(), attempt, epoch):
             return "start.unconfirmed"
-        for send in range(1, MAX_SENDS + 1):
-            if not await recalls.count_send(self.db, self.clock.now(), attempt, epoch):
-                return "send.refused"
-            classification = classify(await provider.recall(attempt, key), recalls.expected(attempt),
-                                      RECALL_STATUS_ROWS)
+
+        async def counted(send: int) -> bool:
+            return await recalls.count_send(self.db, self.clock.now(), attempt, epoch)
+
+        async def send_once() -> Classification | str:
+            return classify(await provider.recall(attempt, key), recalls.expected(attempt), RECALL_STATUS_ROWS)
+
+        async def observe(classification: Classification, send: int) -> None:
             async with self.db.transaction() as conn:
                 await recalls.record_event(conn, attempt["payout_id"], "provider_observation",
                                            actor=self.presenter.service_id, now=self.clock.now(),
@@ -90,9 +93,10 @@ class RecallExecutor:
                                            reason=classification.reason, attempt_state=classification.state.value,
                                            provider_recall_id=classification.provider_payout_id,
                                            provider_status=classification.provider_status)
-            if not classification.row.resend:
-                break
-            await self.clock.sleep(classification.retry_after_s)
+
+        classification = await send_bounded(self.clock, counted, send_once, observe)
+        if isinstance(classification, str):
+            return classification
         if classification.row.resend:  # sends exhausted: Started; the reconciler follows
             return classification.reason
         await self._resolve(attempt, epoch, classification.state, classification.reason, AttemptState.STARTED,

@@ -40,11 +40,13 @@ from gateway.domain.payout_timing import PayoutTimings
 from gateway.escalations.store import resolve_by_key_prefix
 from gateway.outbox.store import enqueue
 from gateway.payouts import history, records
+from gateway.payouts.attempt_rows import AttemptRows
 from gateway.payouts.escalations import escalate
-from gateway.store.db import Connection, Database, fetch_all, fetch_one
+from gateway.store.db import Connection, Database, Statement, fetch_all, fetch_one
 from gateway.store.queries import load_queries
 
-_SQL = load_queries("gateway.payouts", "recalls.sql")
+ROWS = AttemptRows("payout_recall", "payout_recall_attempts", "payout_recall_grants", "provider_recall_id")
+_SQL: dict[str, Statement] = {**load_queries("gateway.payouts", "recalls.sql"), **ROWS.sql}
 log = structlog.get_logger("gateway.payouts")
 
 OPERATION = "payout.recall"
@@ -167,8 +169,7 @@ async def get_grant(conn: Connection, grant_id: uuid.UUID) -> dict[str, Any] | N
     return await fetch_one(conn, _SQL["get_grant"], {"grant_id": grant_id})
 
 
-async def attempt_of_grant(conn: Connection, grant_id: uuid.UUID) -> dict[str, Any] | None:
-    return await fetch_one(conn, _SQL["attempt_of_grant"], {"grant_id": grant_id})
+attempt_of_grant = ROWS.attempt_of_grant
 
 
 async def claim(db: Database, now: datetime, timings: PayoutTimings, *, grant: dict[str, Any],
@@ -197,30 +198,13 @@ async def claim(db: Database, now: datetime, timings: PayoutTimings, *, grant: d
 
 async def mark_started(db: Database, now: datetime, attempt: dict[str, Any], epoch: int) -> bool:
     """True only when the Started write is confirmed committed; any doubt means do not send."""
-    try:
-        async with db.transaction() as conn:
-            row = await fetch_one(conn, _SQL["mark_started"], {
-                "attempt_id": attempt["attempt_id"], "epoch": epoch, "now": now})
-            if row is not None:
-                await _event(conn, attempt["payout_id"], "transition", actor=attempt["claimed_by"], now=now,
-                             recall_attempt_id=attempt["attempt_id"], attempt_state="Started", lease_epoch=epoch)
-    except Exception as error:  # noqa: BLE001 - an unconfirmed commit may have committed: do not send
-        log.warning("payout_recall_start_unconfirmed", attempt_id=str(attempt["attempt_id"]),
-                    error_type=type(error).__name__)
-        return False
-    return row is not None
+    async def record(conn: Connection) -> None:
+        await _event(conn, attempt["payout_id"], "transition", actor=attempt["claimed_by"], now=now,
+                     recall_attempt_id=attempt["attempt_id"], attempt_state="Started", lease_epoch=epoch)
+    return await ROWS.mark_started(db, now, attempt, epoch, record)
 
 
-async def count_send(db: Database, now: datetime, attempt: dict[str, Any], epoch: int) -> bool:
-    try:
-        async with db.transaction() as conn:
-            row = await fetch_one(conn, _SQL["count_send"], {
-                "attempt_id": attempt["attempt_id"], "epoch": epoch, "now": now})
-    except Exception as error:  # noqa: BLE001 - unconfirmed: do not send
-        log.warning("payout_recall_send_unconfirmed", attempt_id=str(attempt["attempt_id"]),
-                    error_type=type(error).__name__)
-        return False
-    return row is not None
+count_send = ROWS.count_send
 
 
 async def resolve(conn: Connection, now: datetime, attempt: dict[str, Any], state: AttemptState, reason: str, *,
@@ -231,7 +215,7 @@ async def resolve(conn: Connection, now: datetime, attempt: dict[str, Any], stat
     ``from_states`` (or the epoch moved). The payout row is not touched: it stays Paid."""
     row = await fetch_one(conn, _SQL["resolve_attempt"], {
         "attempt_id": attempt["attempt_id"], "state": state.value, "reason": reason, "now": now, "epoch": epoch,
-        "from_states": [s.value for s in from_states], "provider_recall_id": provider_recall_id,
+        "from_states": [s.value for s in from_states], "provider_id": provider_recall_id,
         "provider_status": provider_status, "next_check_at": next_check_at})
     if row is None:
         return None
@@ -267,18 +251,9 @@ def classify_recall(record: dict[str, Any], attempt: dict[str, Any]) -> Classifi
     return classify_record(record, expected(attempt), RECALL_STATUS_ROWS)
 
 
-async def due_checks(db: Database, now: datetime, backoff: Sequence[float], limit: int) -> list[dict[str, Any]]:
-    async with db.transaction() as conn:
-        return await fetch_all(conn, _SQL["due_checks"], {"now": now, "backoff": list(backoff), "limit": limit})
-
-
-async def lapsed_leases(db: Database, now: datetime, limit: int) -> list[dict[str, Any]]:
-    return await db.fetch_all(_SQL["lapsed_leases"], {"now": now, "limit": limit})
-
-
-async def fence_lapsed(conn: Connection, now: datetime, lapsed: dict[str, Any]) -> dict[str, Any] | None:
-    return await fetch_one(conn, _SQL["fence_lapsed"], {
-        "attempt_id": lapsed["attempt_id"], "state": lapsed["state"], "epoch": lapsed["lease_epoch"], "now": now})
+due_checks = ROWS.due_checks
+lapsed_leases = ROWS.lapsed_leases
+fence_lapsed = ROWS.fence_lapsed
 
 
 # Notifications (the handler's payout hook, gateway.payouts.notifications) ------------------------
@@ -286,13 +261,8 @@ async def fence_lapsed(conn: Connection, now: datetime, lapsed: dict[str, Any]) 
 async def match(conn: Connection, account_id: str, notification: Notification
                 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """The recall attempts a ``payout.recall*`` notification names by reference and by recall id."""
-    by_reference = None if notification.client_reference is None else await fetch_one(
-        conn, _SQL["lock_attempt_by_reference"],
-        {"provider_account": account_id, "client_reference": notification.client_reference})
-    by_id = None if notification.provider_object_id is None else await fetch_one(
-        conn, _SQL["lock_attempt_by_provider_recall_id"],
-        {"provider_account": account_id, "provider_recall_id": notification.provider_object_id})
-    return by_reference, by_id
+    return await ROWS.lock_attempt(conn, account_id, client_reference=notification.client_reference,
+                                   provider_id=notification.provider_object_id)
 
 
 async def apply_notification(conn: Connection, now: datetime, attempt: dict[str, Any], notification: Notification,

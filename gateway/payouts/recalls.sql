@@ -1,6 +1,6 @@
 -- Payout recall (docs/decisions/0015; seed 000 section 17): its own decisions, grants and
 -- attempts. Every attempt write is conditional on the state it expects and the owner's lease
--- epoch, exactly as a payout attempt's (attempts.sql).
+-- epoch, exactly as a payout attempt's: the shared statements are in attempt_rows.sql.
 
 -- name: ensure_recall_row
 INSERT INTO payout_recalls (payout_id, created_at, updated_at) VALUES (%(payout_id)s, %(now)s, %(now)s)
@@ -57,13 +57,6 @@ RETURNING *;
 -- name: get_grant
 SELECT * FROM payout_recall_grants WHERE grant_id = %(grant_id)s;
 
--- name: consume_grant
--- Single use: only an Issued grant inside its window, by the one clock's now.
-UPDATE payout_recall_grants
-   SET state = 'Consumed', consumed_at = %(now)s, consumed_by = %(worker_id)s
- WHERE grant_id = %(grant_id)s AND state = 'Issued' AND not_before <= %(now)s AND expires_at > %(now)s
-RETURNING grant_id;
-
 -- name: insert_attempt
 INSERT INTO payout_recall_attempts (attempt_id, payout_id, grant_id, decision_id, recall_number, provider_account,
                                     provider_payout_id, client_reference, idempotency_key, amount_minor, currency,
@@ -73,70 +66,6 @@ VALUES (%(attempt_id)s, %(payout_id)s, %(grant_id)s, %(decision_id)s, %(recall_n
         %(provider_payout_id)s, %(client_reference)s, %(idempotency_key)s, %(amount_minor)s, %(currency)s,
         'Claimed', %(worker_id)s, %(now)s, %(send_deadline)s, %(lease_expires_at)s, %(escalation_deadline)s)
 RETURNING *;
-
--- name: mark_started
-UPDATE payout_recall_attempts
-   SET state = 'Started', started_at = %(now)s
- WHERE attempt_id = %(attempt_id)s AND state = 'Claimed' AND lease_epoch = %(epoch)s
-   AND lease_expires_at > %(now)s AND send_deadline > %(now)s
-RETURNING attempt_id;
-
--- name: count_send
-UPDATE payout_recall_attempts
-   SET sends = sends + 1
- WHERE attempt_id = %(attempt_id)s AND state = 'Started' AND lease_epoch = %(epoch)s
-   AND lease_expires_at > %(now)s AND send_deadline > %(now)s
-RETURNING sends;
-
--- name: resolve_attempt
-UPDATE payout_recall_attempts
-   SET state = %(state)s,
-       outcome_reason = %(reason)s,
-       provider_recall_id = COALESCE(%(provider_recall_id)s, provider_recall_id),
-       provider_status = COALESCE(%(provider_status)s, provider_status),
-       resolved_at = CASE WHEN %(state)s IN ('Succeeded', 'Failed', 'NotStarted', 'NotApplied')
-                          THEN %(now)s::timestamptz END,
-       next_check_at = %(next_check_at)s,
-       lease_expires_at = NULL
- WHERE attempt_id = %(attempt_id)s AND state = ANY(%(from_states)s::text[])
-   AND (%(epoch)s::int IS NULL OR lease_epoch = %(epoch)s::int)
-RETURNING *;
-
--- name: lapsed_leases
-SELECT attempt_id, state, lease_epoch FROM payout_recall_attempts
- WHERE state IN ('Claimed', 'Started') AND lease_expires_at <= %(now)s
- ORDER BY lease_expires_at LIMIT %(limit)s;
-
--- name: fence_lapsed
-UPDATE payout_recall_attempts
-   SET lease_epoch = lease_epoch + 1, lease_expires_at = NULL
- WHERE attempt_id = %(attempt_id)s AND state = %(state)s AND lease_epoch = %(epoch)s
-   AND lease_expires_at <= %(now)s
-RETURNING *;
-
--- name: due_checks
-UPDATE payout_recall_attempts a
-   SET next_check_at = %(now)s + make_interval(
-           secs => (%(backoff)s::float8[])[LEAST(a.checks + 1, cardinality(%(backoff)s::float8[]))]),
-       checks = a.checks + 1
- WHERE a.attempt_id IN (SELECT attempt_id FROM payout_recall_attempts
-                         WHERE state IN ('Started', 'Unknown') AND lease_expires_at IS NULL
-                           AND next_check_at <= %(now)s
-                         ORDER BY claimed_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
-RETURNING a.*;
-
--- name: attempt_of_grant
-SELECT * FROM payout_recall_attempts WHERE grant_id = %(grant_id)s;
-
--- name: lock_attempt_by_reference
-SELECT * FROM payout_recall_attempts
- WHERE provider_account = %(provider_account)s AND client_reference = %(client_reference)s
-   FOR UPDATE;
-
--- name: lock_attempt_by_provider_recall_id
-SELECT * FROM payout_recall_attempts
- WHERE provider_account = %(provider_account)s AND provider_recall_id = %(provider_recall_id)s
-   FOR UPDATE;
 
 -- name: decisions_of_payout
 SELECT * FROM payout_recall_decisions WHERE payout_id = %(payout_id)s ORDER BY position;

@@ -12,11 +12,13 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
+from psycopg import sql as psql
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
 Connection = psycopg.AsyncConnection[DictRow]
 Params = Mapping[str, Any]
+Statement = str | psql.Composed  # a named .sql block, or one composed with psycopg.sql.Identifier
 
 
 class Database:
@@ -53,21 +55,21 @@ class Database:
             async with conn.transaction():
                 yield conn
 
-    async def fetch_one(self, sql: str, params: Params | None = None) -> dict[str, Any] | None:
+    async def fetch_one(self, sql: Statement, params: Params | None = None) -> dict[str, Any] | None:
         """Run one statement on its own: autocommit, so one round trip, and a write commits by itself."""
         async with self.pool.connection() as conn:
             return await (await conn.execute(sql, params)).fetchone()
 
-    async def fetch_all(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
+    async def fetch_all(self, sql: Statement, params: Params | None = None) -> list[dict[str, Any]]:
         async with self.pool.connection() as conn:
             return await (await conn.execute(sql, params)).fetchall()
 
 
-async def fetch_one(conn: Connection, sql: str, params: Params | None = None) -> dict[str, Any] | None:
+async def fetch_one(conn: Connection, sql: Statement, params: Params | None = None) -> dict[str, Any] | None:
     return await (await conn.execute(sql, params)).fetchone()
 
 
-async def fetch_all(conn: Connection, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
+async def fetch_all(conn: Connection, sql: Statement, params: Params | None = None) -> list[dict[str, Any]]:
     return await (await conn.execute(sql, params)).fetchall()
 
 

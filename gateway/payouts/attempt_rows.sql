@@ -1,0 +1,94 @@
+-- The statements a payout attempt and a recall attempt share (docs/decisions/0015, choice 6: a
+-- recall reuses the payout pipeline's rules). Only the tables and the provider-id column differ:
+-- {attempts}, {grants} and {provider_id} are psycopg.sql.Identifier values bound by
+-- gateway/payouts/attempt_rows.py, never text. Every write is conditional on the state it expects
+-- and, for the owning worker, on the lease epoch it holds: the sweeper fences by incrementing it.
+
+-- name: consume_grant
+-- Single use: only an Issued grant inside its window, by the one clock's now.
+UPDATE {grants}
+   SET state = 'Consumed', consumed_at = %(now)s, consumed_by = %(worker_id)s
+ WHERE grant_id = %(grant_id)s AND state = 'Issued' AND not_before <= %(now)s AND expires_at > %(now)s
+RETURNING grant_id;
+
+-- name: mark_started
+-- Started before the send, conditional on everything that makes Claimed mean "never sent": still
+-- Claimed, the epoch this worker holds, its lease unexpired and the send deadline not passed.
+UPDATE {attempts}
+   SET state = 'Started', started_at = %(now)s
+ WHERE attempt_id = %(attempt_id)s AND state = 'Claimed' AND lease_epoch = %(epoch)s
+   AND lease_expires_at > %(now)s AND send_deadline > %(now)s
+RETURNING attempt_id;
+
+-- name: count_send
+-- Before each send (the first and any bounded resend): the same conditions, re-checked, so no
+-- send happens after the deadline or from a worker that lost its lease.
+UPDATE {attempts}
+   SET sends = sends + 1
+ WHERE attempt_id = %(attempt_id)s AND state = 'Started' AND lease_epoch = %(epoch)s
+   AND lease_expires_at > %(now)s AND send_deadline > %(now)s
+RETURNING sends;
+
+-- name: resolve_attempt
+-- One narrow evidence write: from the states the writer observed, by the owner's epoch when an
+-- owner writes (NULL: the sweeper or reconciler, which hold no lease). The lease ends here.
+UPDATE {attempts}
+   SET state = %(state)s,
+       outcome_reason = %(reason)s,
+       {provider_id} = COALESCE(%(provider_id)s, {provider_id}),
+       provider_status = COALESCE(%(provider_status)s, provider_status),
+       resolved_at = CASE WHEN %(state)s IN ('Succeeded', 'Failed', 'NotStarted', 'NotApplied')
+                          THEN %(now)s::timestamptz END,
+       next_check_at = %(next_check_at)s,
+       lease_expires_at = NULL
+ WHERE attempt_id = %(attempt_id)s AND state = ANY(%(from_states)s::text[])
+   AND (%(epoch)s::int IS NULL OR lease_epoch = %(epoch)s::int)
+RETURNING *;
+
+-- name: lapsed_leases
+-- The sweeper: attempts whose owner's lease lapsed. Each is then fenced by its own conditional write.
+SELECT attempt_id, state, lease_epoch FROM {attempts}
+ WHERE state IN ('Claimed', 'Started') AND lease_expires_at <= %(now)s
+ ORDER BY lease_expires_at LIMIT %(limit)s;
+
+-- name: fence_lapsed
+-- Takes ownership from a lapsed worker by incrementing the epoch, conditional on the epoch and
+-- state read, so the old worker's Started or outcome write can no longer succeed.
+UPDATE {attempts}
+   SET lease_epoch = lease_epoch + 1, lease_expires_at = NULL
+ WHERE attempt_id = %(attempt_id)s AND state = %(state)s AND lease_epoch = %(epoch)s
+   AND lease_expires_at <= %(now)s
+RETURNING *;
+
+-- name: due_checks
+-- The reconciler's batch: Unknown attempts, and accepted (Started, unowned) ones awaiting a status
+-- check, oldest first. Moving next_check_at along the backoff claims them, so a second reconciler
+-- does not look up the same attempt in the same round.
+UPDATE {attempts} a
+   SET next_check_at = %(now)s + make_interval(
+           secs => (%(backoff)s::float8[])[LEAST(a.checks + 1, cardinality(%(backoff)s::float8[]))]),
+       checks = a.checks + 1
+ WHERE a.attempt_id IN (SELECT attempt_id FROM {attempts}
+                         WHERE state IN ('Started', 'Unknown') AND lease_expires_at IS NULL
+                           AND next_check_at <= %(now)s
+                         ORDER BY claimed_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
+RETURNING a.*;
+
+-- name: attempt_of_grant
+SELECT * FROM {attempts} WHERE grant_id = %(grant_id)s;
+
+-- name: lock_attempt_by_reference
+-- A notification names its attempt by the verified account and the client reference the claim
+-- generated and sent ('<payout_id>-a<N>' or '<payout_id>-r<N>'). FOR UPDATE: the notification
+-- decides from the state it read, and the attempt is locked before its payout, the order every
+-- resolving writer follows.
+SELECT * FROM {attempts}
+ WHERE provider_account = %(provider_account)s AND client_reference = %(client_reference)s
+   FOR UPDATE;
+
+-- name: lock_attempt_by_provider_id
+-- The same attempt by CardCo's own id, resolved independently: two different answers are an
+-- identity conflict, applied to neither (seed 004, "The Notification Handler").
+SELECT * FROM {attempts}
+ WHERE provider_account = %(provider_account)s AND {provider_id} = %(provider_id)s
+   FOR UPDATE;
