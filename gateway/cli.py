@@ -129,7 +129,9 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="paygate", description=__doc__.splitlines()[0])
+    top = argparse.ArgumentParser(prog="paygate", description=(
+        "paygate, the payments webhook-and-reconciliation gateway: run it locally, manage tokens, "
+        "apply or check the schema, verify effect certificates."))
     top.add_argument("--data-dir", help="the data directory of 'paygate up' (default ./.paygate)")
     commands = top.add_subparsers(dest="command", required=True)
 
