@@ -659,11 +659,12 @@ CREATE OR REPLACE TRIGGER payout_history_no_truncate
 
 -- ============================================================================================
 -- Effect records (seed 001, "The intent record"; docs/decisions/0012-effect-protocol-states.md).
--- One row per checkout or payout attempt, written in the transaction that makes the attempt
--- sendable, before any provider call: the canonical execution manifest, SHA-256 over its RFC 8785
--- form, the idempotency key and, for payouts, the digests of the policy and approvals behind it.
--- attempt_id names a payment_attempts or payout_attempts row (attempt_kind says which), so it
--- carries no foreign key. The record is immutable: its protocol state is the last ledger row.
+-- One row per checkout, payout or payout recall attempt, written in the transaction that makes the
+-- attempt sendable, before any provider call: the canonical execution manifest, SHA-256 over its
+-- RFC 8785 form, the idempotency key and, for payouts and recalls, the digests of the policy and
+-- approvals behind it. attempt_id names a payment_attempts, payout_attempts or
+-- payout_recall_attempts row (attempt_kind says which), so it carries no foreign key. The record
+-- is immutable: its protocol state is the last ledger row.
 -- ============================================================================================
 CREATE TABLE IF NOT EXISTS effect_records (
     attempt_id          uuid        PRIMARY KEY,
@@ -676,19 +677,40 @@ CREATE TABLE IF NOT EXISTS effect_records (
     approval_set_digest bytea       NULL,      -- payouts: the acknowledgments and approvals behind it
     manifest            jsonb       NOT NULL,  -- identifiers, amounts, fields; never a destination token
     created_at          timestamptz NOT NULL,
-    CONSTRAINT ck_effect_record_kind CHECK (attempt_kind IN ('payment', 'payout')),
+    CONSTRAINT ck_effect_record_kind CHECK (attempt_kind IN ('payment', 'payout', 'payout_recall')),
     CONSTRAINT ck_effect_record_rail CHECK (rail = split_part(provider_account, ':', 1)),
     CONSTRAINT ck_effect_record_digest_length CHECK (octet_length(effect_digest) = 32),
     CONSTRAINT ck_effect_record_policy_digest_length CHECK (
         policy_digest IS NULL OR octet_length(policy_digest) = 32),
     CONSTRAINT ck_effect_record_approval_digest_length CHECK (
         approval_set_digest IS NULL OR octet_length(approval_set_digest) = 32),
-    -- A payout effect is governed (seed 000's decision); a checkout's authority is its customer.
+    -- A payout or recall effect is governed (its own decision); a checkout's authority is its customer.
     CONSTRAINT ck_effect_record_governance CHECK (
-        (attempt_kind = 'payout') = (policy_digest IS NOT NULL AND approval_set_digest IS NOT NULL)),
+        (attempt_kind IN ('payout', 'payout_recall'))
+        = (policy_digest IS NOT NULL AND approval_set_digest IS NOT NULL)),
     -- The provider's key scope is the account: one intent per key there, whatever the attempt.
     CONSTRAINT uq_effect_record_idempotency_key UNIQUE (provider_account, idempotency_key)
 );
+
+-- A database created before recall effects (docs/decisions/0015) has the two checks above without
+-- 'payout_recall': replace them, once. Idempotent: a check that already admits recalls is kept.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'effect_records'::regclass
+                      AND conname = 'ck_effect_record_kind' AND pg_get_constraintdef(oid) LIKE '%payout_recall%') THEN
+        ALTER TABLE effect_records DROP CONSTRAINT IF EXISTS ck_effect_record_kind,
+            ADD CONSTRAINT ck_effect_record_kind CHECK (attempt_kind IN ('payment', 'payout', 'payout_recall'));
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'effect_records'::regclass
+                      AND conname = 'ck_effect_record_governance'
+                      AND pg_get_constraintdef(oid) LIKE '%payout_recall%') THEN
+        ALTER TABLE effect_records DROP CONSTRAINT IF EXISTS ck_effect_record_governance,
+            ADD CONSTRAINT ck_effect_record_governance CHECK (
+                (attempt_kind IN ('payout', 'payout_recall'))
+                = (policy_digest IS NOT NULL AND approval_set_digest IS NOT NULL));
+    END IF;
+END;
+$$;
 
 -- Append-only protocol ledger: every transition of every effect, numbered per effect. The unique
 -- sequence turns two writers that read the same state into a conflict instead of a fork.

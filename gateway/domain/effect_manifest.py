@@ -10,7 +10,10 @@ digests proves the send is the committed intent and not an improvised one:
 - a checkout attempt's manifest comes from its stored request (endpoint, key, exact body); it also
   holds the SHA-256 of the exact body bytes, so even a whitespace change is a different effect;
 - a payout attempt's manifest comes from the body the executor is about to send, with the
-  destination named by id and version and NEVER by its token (DESIGN invariant 8).
+  destination named by id and version and NEVER by its token (DESIGN invariant 8);
+- a payout recall attempt's manifest (operation ``payout.recall``, docs/decisions/0015) comes from
+  the recall body about to be sent (client reference, ``expires_at`` = the send deadline, as for a
+  payout), plus the provider payout id being recalled and the amount and currency it pulls back.
 
 Amounts are decimal strings: API amounts reach 2^63-1, beyond the I-JSON integers RFC 8785 allows.
 Pure: no I/O.
@@ -26,7 +29,8 @@ from typing import Any, Literal
 from gateway.domain.canonical import digest
 
 MANIFEST_VERSION = "paygate.effect-manifest/1"
-AttemptKind = Literal["payment", "payout"]
+AttemptKind = Literal["payment", "payout", "payout_recall"]
+RECALL_OPERATION = "payout.recall"
 
 
 class ManifestUnbuildable(ValueError):
@@ -88,6 +92,37 @@ def payout_manifest(transport: Transport, body: bytes, *, destination_id: str,
         raise ManifestUnbuildable("the request names no destination token")
     business["destination"] = {"destination_id": destination_id, "destination_version": destination_version}
     return _manifest("payout", "create_payout", transport, business)
+
+
+def recall_manifest(transport: Transport, body: bytes, *, provider_payout_id: str, amount_minor: int,
+                    currency: str) -> dict[str, Any]:
+    """A payout recall attempt's manifest, from the exact recall body about to be sent. The body
+    names the recall by reference and ``expires_at`` only; the recalled provider payout id (also
+    in the endpoint) and the amount and currency pulled back come from the attempt. A body naming
+    a destination token is refused: a recall never carries one."""
+    business = _object(body)
+    if "destination_token" in business:
+        raise ManifestUnbuildable("a recall request must not name a destination token")
+    if not isinstance(business.get("expires_at"), str):
+        raise ManifestUnbuildable("the recall request names no expires_at")
+    business.update(provider_payout_id=provider_payout_id, amount_minor=amount_minor, currency=currency)
+    return _manifest("payout_recall", RECALL_OPERATION, transport, business)
+
+
+def recall_policy_document(decision: dict[str, Any]) -> dict[str, Any]:
+    """What a recall's ``policy_digest`` commits to: its own Allowed decision (policy version,
+    reason, the payout version evaluated and the provider payout id it allows recalling)."""
+    return {"decision_id": str(decision["decision_id"]), "operation": decision["operation"],
+            "outcome": decision["outcome"], "reason": decision["reason"],
+            "policy_version": decision["policy_version"],
+            "evaluated_payout_version": decision["evaluated_payout_version"],
+            "provider_payout_id": decision["provider_payout_id"]}
+
+
+def recall_approval_set_document(decision: dict[str, Any]) -> dict[str, Any]:
+    """What a recall's ``approval_set_digest`` commits to: the requesting clerk alone (a recall
+    needs no acknowledgment or approval, docs/decisions/0015 choice 4)."""
+    return {"requester_id": decision["actor_id"], "approvals": [], "acknowledgments": []}
 
 
 def effect_digest(manifest: dict[str, Any]) -> bytes:

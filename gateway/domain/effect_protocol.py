@@ -72,6 +72,8 @@ CONSISTENT: dict[AttemptKind, dict[ProtocolState, frozenset[str]]] = {
     "payout": {**_PAYMENT_STATES, P.INTENT_PERSISTED: frozenset({"Claimed"}),
                P.EFFECT_FAILED: frozenset({"Failed", "NotApplied", "NotStarted"})},
 }
+# A recall attempt has the payout attempt's states (docs/decisions/0015, choice 6).
+CONSISTENT["payout_recall"] = CONSISTENT["payout"]
 
 
 class TransitionRefused(ValueError):

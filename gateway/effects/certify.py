@@ -26,7 +26,8 @@ from gateway.store.queries import load_queries
 _SQL = load_queries("gateway.effects")
 log = structlog.get_logger("gateway.effects")
 
-_PROVIDER_FIELDS = {"payment": ("provider_payment_id", "order_id"), "payout": ("provider_payout_id", "payout_id")}
+_PROVIDER_FIELDS = {"payment": ("provider_payment_id", "order_id"), "payout": ("provider_payout_id", "payout_id"),
+                    "payout_recall": ("provider_recall_id", "payout_id")}
 
 
 def _rfc3339(moment: datetime) -> str:
@@ -70,7 +71,7 @@ class Certifier:
         evidence = await fetch_all(conn, _SQL[f"{kind}_evidence"], {"attempt_id": record["attempt_id"]})
         manifest = record["manifest"]
         certificate = {
-            "certificate_version": CERTIFICATE_VERSION, "attempt_kind": kind,
+            "certificate_version": CERTIFICATE_VERSION, "attempt_kind": kind, "operation": manifest["operation"],
             "attempt_id": str(record["attempt_id"]), subject_field: attempt[subject_field],
             "rail": record["rail"], "provider_account": record["provider_account"],
             "idempotency_key": record["idempotency_key"], "client_reference": manifest["client_reference"],

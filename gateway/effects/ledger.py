@@ -52,15 +52,20 @@ class Intent:
         return effect_digest(self.manifest)
 
 
+_ESCALATION_PREFIX: dict[AttemptKind, str] = {
+    "payment": "attempt", "payout": "payout-attempt", "payout_recall": "payout-recall-attempt"}
+
+
 def escalation_key(kind: AttemptKind, attempt_id: uuid.UUID, problem: str) -> str:
-    """``attempt:<id>:<problem>`` for checkout, ``payout-attempt:<id>:<problem>`` for payouts (the
-    keys each area's own escalations use)."""
-    return f"{'attempt' if kind == 'payment' else 'payout-attempt'}:{attempt_id}:{problem}"
+    """``attempt:<id>:<problem>`` for checkout, ``payout-attempt:<id>:<problem>`` for payouts,
+    ``payout-recall-attempt:<id>:<problem>`` for recalls (the keys each area's own escalations
+    use, so the resolution that settles the attempt closes them)."""
+    return f"{_ESCALATION_PREFIX[kind]}:{attempt_id}:{problem}"
 
 
 async def escalate(conn: Connection, kind: AttemptKind, attempt_id: uuid.UUID, problem: str, now: datetime,
                    reminder_interval_s: float, details: dict[str, Any]) -> None:
-    """Raise ``problem`` for the attempt; payout attempts are named in details (the escalation's
+    """Raise ``problem`` for the attempt; payout and recall attempts are named in details (the escalation's
     attempt_id column references checkout attempts only)."""
     await raise_escalation(conn, escalation_key=escalation_key(kind, attempt_id, problem), reason=problem, now=now,
                            reminder_interval_s=reminder_interval_s,

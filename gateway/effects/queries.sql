@@ -60,6 +60,19 @@ SELECT event_id FROM payout_history
  WHERE attempt_id = %(attempt_id)s AND kind IN ('provider_observation', 'reconciliation')
  ORDER BY event_id;
 
+-- name: payout_recall_evidence
+-- A recall attempt's evidence: the payout's ``recall`` events naming it (the history's id columns
+-- reference the payout's own tables, so the recall attempt is named in detail).
+SELECT event_id FROM payout_history
+ WHERE payout_id = (SELECT payout_id FROM payout_recall_attempts WHERE attempt_id = %(attempt_id)s)
+   AND kind = 'recall' AND detail->>'recall_attempt_id' = %(attempt_id)s::text
+   AND detail->>'event' IN ('provider_observation', 'reconciliation')
+ ORDER BY event_id;
+
+-- name: recall_governance
+-- What a recall attempt's decision is: its own Allowed recall decision (docs/decisions/0015).
+SELECT * FROM payout_recall_decisions WHERE decision_id = %(decision_id)s;
+
 -- name: insert_certificate
 INSERT INTO effect_certificates (attempt_id, certificate, key_id, signature, issued_at)
 VALUES (%(attempt_id)s, %(certificate)s, %(key_id)s, %(signature)s, %(now)s)

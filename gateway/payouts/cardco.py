@@ -45,6 +45,11 @@ def recall_body(attempt: dict[str, Any]) -> bytes:
                       separators=(",", ":"), sort_keys=True).encode()
 
 
+def recall_path(provider_payout_id: str) -> str:
+    """``POST /v1/payouts/{id}/recalls``: the provider payout being recalled is in the path."""
+    return f"/v1/payouts/{provider_payout_id}/recalls"
+
+
 class CardCoPayouts:
     def __init__(self, account: ProviderAccount, clock: Clock, pepper: str) -> None:
         self.account = account
@@ -67,7 +72,7 @@ class CardCoPayouts:
     async def recall(self, attempt: dict[str, Any], key: str) -> Observation:
         """``POST /v1/payouts/{id}/recalls`` (docs/decisions/0015): the recall attempt's reference,
         its send deadline as ``expires_at``, its own fixed key; byte-identical on every send."""
-        return await self._create(f"/v1/payouts/{attempt['provider_payout_id']}/recalls", recall_body(attempt),
+        return await self._create(recall_path(attempt["provider_payout_id"]), recall_body(attempt),
                                   attempt["idempotency_key"], key)
 
     async def _create(self, path: str, body: bytes, idempotency_key: str, key: str) -> Observation:

@@ -57,7 +57,7 @@ async def apply(conn: Connection, now: datetime, attempt: dict[str, Any], notifi
     if notification.kind == "payout_recall":
         return await recalls.apply_notification(
             conn, now, attempt, notification, notification_key=notification_key, actor=ACTOR,
-            reminder_interval_s=settings.reminder_interval_s,
+            reminder_interval_s=settings.reminder_interval_s, certifier=Certifier.of(settings),  # issue 8
             evidence={"source": "notification", "notification_event_id": notification_event_id,
                       "provider_event_id": notification.event_id, "type": notification.event_type,
                       "status": subject.status, "provider_recall_id": notification.provider_object_id,

@@ -6,8 +6,10 @@ Executor: validate the grant (unknown, binding, audience, consumed, expired, not
 payout still Paid), claim atomically, confirm Started, then send ``POST /v1/payouts/{id}/recalls``
 with ``expires_at`` = the send deadline, classify with the versioned recall table
 (``payout_outcomes.RECALL_STATUS_ROWS``; 429 -> bounded same-key resend, no answer -> Unknown),
-and record. Reconciler: look the recall *attempt* up by ``<payout_id>-r<N>``; completed, failed ->
-resolved; not found -> NotApplied only under the same three conditions as a payout; never resends.
+and record; the recall claim commits the attempt's seed 001 effect record and every send passes
+the send gate first (gateway/effects/recalls.py). Reconciler: look the recall *attempt* up by
+``<payout_id>-r<N>``; completed, failed -> resolved; not found -> NotApplied only under the same
+three conditions as a payout; never resends.
 Sweeper: a lapsed lease is fenced; Claimed -> NotStarted (never sent), Started -> Unknown.
 """
 
@@ -23,6 +25,9 @@ import structlog
 from gateway.clock import Clock
 from gateway.domain.payout_outcomes import MISMATCH, RECALL_STATUS_ROWS, AttemptState, Classification, classify
 from gateway.domain.payout_timing import not_applied_allowed
+from gateway.effects.certify import Certifier
+from gateway.effects.gate import SendGate
+from gateway.effects.recalls import open_recall_send, persist_recall
 from gateway.payouts import recalls, records
 from gateway.payouts.cardco import CardCoPayouts, CredentialUnavailable
 from gateway.payouts.config import payout_account, payout_timings
@@ -60,9 +65,12 @@ class RecallExecutor:
         grant, payout = checked
         timings = payout_timings(self.settings)
         try:
-            attempt = await recalls.claim(self.db, self.clock.now(), timings, grant=grant, payout=payout,
-                                          worker_id=self.presenter.service_id,
-                                          provider_account=payout_account(self.settings).id)
+            attempt = await recalls.claim(
+                self.db, self.clock.now(), timings, grant=grant, payout=payout, worker_id=self.presenter.service_id,
+                provider_account=payout_account(self.settings).id,
+                record_effect=lambda conn, claimed: persist_recall(  # seed 001 (issue 8)
+                    conn, claimed, account=payout_account(self.settings), now=self.clock.now(),
+                    actor=self.presenter.service_id, reminder_interval_s=self.settings.reminder_interval_s))
         except Exception as error:  # noqa: BLE001 - the commit may have happened: never send
             log.warning("payout_recall_claim_unconfirmed", error_type=type(error).__name__, grant_id=job.grant_id)
             return "claim.unconfirmed"
@@ -83,6 +91,13 @@ class RecallExecutor:
             return await recalls.count_send(self.db, self.clock.now(), attempt, epoch)
 
         async def send_once() -> Classification | str:
+            # Seed 001 (issue 8): every recall send re-derives the effect digest from the request it carries.
+            refused = await open_recall_send(SendGate(self.db, self.clock, self.settings.reminder_interval_s),
+                                             attempt, provider.account, actor=self.presenter.service_id)
+            if refused is not None:
+                await self._resolve(attempt, epoch, AttemptState.UNKNOWN, f"request.not-buildable.{refused}",
+                                    AttemptState.STARTED, None)
+                return f"request.not-buildable.{refused}"
             return classify(await provider.recall(attempt, key), recalls.expected(attempt), RECALL_STATUS_ROWS)
 
         async def observe(classification: Classification, send: int) -> None:
@@ -138,7 +153,8 @@ class RecallExecutor:
                     conn, now, attempt, state, reason, actor=self.presenter.service_id, from_states=[from_state],
                     epoch=epoch, provider_recall_id=classification.provider_payout_id if classification else None,
                     provider_status=classification.provider_status if classification else None,
-                    next_check_at=payout_timings(self.settings).next_check(now, 0) if unresolved else None)
+                    next_check_at=payout_timings(self.settings).next_check(now, 0) if unresolved else None,
+                    certifier=Certifier.of(self.settings))  # seed 001 (issue 8)
         except Exception as error:  # noqa: BLE001 - the lease lapses and the sweeper records Unknown
             log.warning("payout_recall_record_failed", attempt_id=str(attempt["attempt_id"]),
                         error_type=type(error).__name__)
@@ -178,7 +194,8 @@ class RecallReconciler:
                 conn, now, attempt, state, reason, actor=RECONCILER,
                 from_states=[AttemptState.UNKNOWN, AttemptState.STARTED],
                 provider_recall_id=seen.provider_payout_id if seen else None,
-                provider_status=seen.provider_status if seen else None) is not None
+                provider_status=seen.provider_status if seen else None,
+                certifier=Certifier.of(self.settings)) is not None  # seed 001 (issue 8)
             if not resolved and now >= attempt["escalation_deadline"]:
                 await recalls.raise_escalation(conn, now, attempt, "deadline",
                                                reminder_interval_s=self.settings.reminder_interval_s)

@@ -18,7 +18,7 @@ reference ``<payout_id>-r<N>`` and key ``recall-<payout_id>-r<N>``, N allocated 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -37,6 +37,9 @@ from gateway.domain.payout_outcomes import (
     classify_record,
 )
 from gateway.domain.payout_timing import PayoutTimings
+from gateway.effects.certify import Certifier
+from gateway.effects.ledger import advance
+from gateway.effects.views import effects_of
 from gateway.escalations.store import resolve_by_key_prefix
 from gateway.outbox.store import enqueue
 from gateway.payouts import history, records
@@ -173,9 +176,11 @@ attempt_of_grant = ROWS.attempt_of_grant
 
 
 async def claim(db: Database, now: datetime, timings: PayoutTimings, *, grant: dict[str, Any],
-                payout: dict[str, Any], worker_id: str, provider_account: str) -> dict[str, Any] | None:
-    """The atomic claim: the grant consumed by ``now`` and the attempt Claimed, or nothing (None).
-    Raises whatever the commit raises: the caller treats that as unconfirmed and sends nothing."""
+                payout: dict[str, Any], worker_id: str, provider_account: str,
+                record_effect: Callable[[Connection, dict[str, Any]], Awaitable[object]]) -> dict[str, Any] | None:
+    """The atomic claim: the grant consumed by ``now``, the attempt Claimed and its seed 001 effect
+    record (``record_effect``), or nothing (None). Raises whatever the commit raises: the caller
+    treats that as unconfirmed and sends nothing."""
     payout_id, number = payout["payout_id"], grant["recall_number"]
     async with db.transaction() as conn:
         if await fetch_one(conn, _SQL["consume_grant"], {
@@ -190,6 +195,7 @@ async def claim(db: Database, now: datetime, timings: PayoutTimings, *, grant: d
             "send_deadline": timings.send_deadline(now), "lease_expires_at": timings.lease_expiry(now),
             "escalation_deadline": timings.escalation_deadline(now)})
         assert attempt is not None
+        await record_effect(conn, attempt)  # seed 001 (issue 8): the effect record commits with the claim
         await _event(conn, payout_id, "claimed", actor=worker_id, now=now, recall_attempt_id=attempt["attempt_id"],
                      recall_grant_id=grant["grant_id"], recall_number=number, attempt_state="Claimed",
                      lease_epoch=attempt["lease_epoch"])
@@ -201,6 +207,7 @@ async def mark_started(db: Database, now: datetime, attempt: dict[str, Any], epo
     async def record(conn: Connection) -> None:
         await _event(conn, attempt["payout_id"], "transition", actor=attempt["claimed_by"], now=now,
                      recall_attempt_id=attempt["attempt_id"], attempt_state="Started", lease_epoch=epoch)
+        await advance(conn, attempt["attempt_id"], "Started", actor=attempt["claimed_by"], now=now)  # issue 8
     return await ROWS.mark_started(db, now, attempt, epoch, record)
 
 
@@ -210,9 +217,10 @@ count_send = ROWS.count_send
 async def resolve(conn: Connection, now: datetime, attempt: dict[str, Any], state: AttemptState, reason: str, *,
                   actor: str, from_states: Sequence[AttemptState], epoch: int | None = None,
                   provider_recall_id: str | None = None, provider_status: str | None = None,
-                  next_check_at: datetime | None = None) -> dict[str, Any] | None:
+                  next_check_at: datetime | None = None, certifier: Certifier | None = None) -> dict[str, Any] | None:
     """The one narrow evidence write of a recall attempt; None when it was no longer in
-    ``from_states`` (or the epoch moved). The payout row is not touched: it stays Paid."""
+    ``from_states`` (or the epoch moved). The payout row is not touched: it stays Paid. The recall's
+    effect protocol follows in the same transaction; a confirmed recall is certified with ``certifier``."""
     row = await fetch_one(conn, _SQL["resolve_attempt"], {
         "attempt_id": attempt["attempt_id"], "state": state.value, "reason": reason, "now": now, "epoch": epoch,
         "from_states": [s.value for s in from_states], "provider_id": provider_recall_id,
@@ -224,6 +232,8 @@ async def resolve(conn: Connection, now: datetime, attempt: dict[str, Any], stat
                                     f"payout recall attempt {state.value} ({reason}) by {actor}")
     await _event(conn, attempt["payout_id"], "transition", actor=actor, now=now, recall_attempt_id=row["attempt_id"],
                  attempt_state=state.value, reason=reason, provider_recall_id=row["provider_recall_id"])
+    await advance(conn, attempt["attempt_id"], state.value, actor=actor, now=now, certifier=certifier,
+                  attempt=row)  # seed 001 (issue 8)
     log.info("payout_recall_attempt_resolved", payout_id=attempt["payout_id"], attempt_id=str(attempt["attempt_id"]),
              attempt_state=state.value, reason=reason, actor=actor)
     return row
@@ -267,7 +277,7 @@ async def match(conn: Connection, account_id: str, notification: Notification
 
 async def apply_notification(conn: Connection, now: datetime, attempt: dict[str, Any], notification: Notification,
                              *, evidence: dict[str, Any], notification_key: str | None, actor: str,
-                             reminder_interval_s: float) -> str:
+                             reminder_interval_s: float, certifier: Certifier | None = None) -> str:
     """The same pure decision as a payout notification (``payout_notifications.decide``) over the
     recall classification table, written through :func:`resolve`."""
     seen = classify_recall(notification.subject.model_dump(mode="json"), attempt)
@@ -277,7 +287,8 @@ async def apply_notification(conn: Connection, now: datetime, attempt: dict[str,
         written = await resolve(conn, now, attempt, action.state, seen.reason, actor=actor,
                                 from_states=action.from_states, provider_recall_id=seen.provider_payout_id,
                                 provider_status=seen.provider_status,
-                                next_check_at=now if action.state is AttemptState.STARTED else None)
+                                next_check_at=now if action.state is AttemptState.STARTED else None,
+                                certifier=certifier)
         if written is None:
             raise RuntimeError(f"payout recall attempt {attempt['attempt_id']} moved under its own lock")
         taken = "resolved"
@@ -298,15 +309,18 @@ async def apply_notification(conn: Connection, now: datetime, attempt: dict[str,
 # View ------------------------------------------------------------------------------------------------
 
 async def recalls_view(conn: Connection, payout_id: str) -> dict[str, Any]:
-    """The ``recalls`` field of ``GET /v1/payouts/{id}``: decisions, grants and attempts, oldest first."""
+    """The ``recalls`` field of ``GET /v1/payouts/{id}``: decisions, grants and attempts, oldest
+    first; each attempt with its seed 001 ``effect`` (None for one claimed before recall effects)."""
     key = {"payout_id": payout_id}
     grants = await fetch_all(conn, _SQL["grants_of_payout"], key)
     by_decision = {g["decision_id"]: g for g in grants}
+    attempts = await fetch_all(conn, _SQL["attempts_of_payout"], key)
+    effects = await effects_of(conn, [a["attempt_id"] for a in attempts])
     return {
         "decisions": [recall_decision_view(d, by_decision.get(d["decision_id"]))
                       for d in await fetch_all(conn, _SQL["decisions_of_payout"], key)],
         "grants": [grant_view(g) for g in grants],
-        "attempts": [attempt_view(a) for a in await fetch_all(conn, _SQL["attempts_of_payout"], key)],
+        "attempts": [attempt_view(a, effects.get(str(a["attempt_id"]))) for a in attempts],
     }
 
 
@@ -329,7 +343,7 @@ def recall_decision_view(decision: dict[str, Any], grant: dict[str, Any] | None)
                 "expires_at": rfc3339(grant["expires_at"]), "recall_number": grant["recall_number"]}}
 
 
-def attempt_view(row: dict[str, Any]) -> dict[str, Any]:
+def attempt_view(row: dict[str, Any], effect: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"attempt_id": str(row["attempt_id"]), "recall_number": row["recall_number"], "state": row["state"],
             "grant_id": str(row["grant_id"]), "decision_id": str(row["decision_id"]),
             "client_reference": row["client_reference"], "idempotency_key": row["idempotency_key"],
@@ -337,4 +351,4 @@ def attempt_view(row: dict[str, Any]) -> dict[str, Any]:
             "provider_status": row["provider_status"], "outcome_reason": row["outcome_reason"],
             "claimed_at": rfc3339(row["claimed_at"]), "started_at": rfc3339(row["started_at"]),
             "send_deadline": rfc3339(row["send_deadline"]), "sends": row["sends"],
-            "resolved_at": rfc3339(row["resolved_at"])}
+            "resolved_at": rfc3339(row["resolved_at"]), "effect": effect}  # seed 001 (issue 8)
