@@ -47,3 +47,21 @@ async def test_two_distinct_notifications_with_the_same_status_do_not_collide(we
         assert (await webhooks.deliver(event)).status_code == 204
     keys = [row["notification_key"] for row in await webhooks.notifications()]
     assert len(keys) == 2 and len(set(keys)) == 2
+
+
+async def test_stored_canonical_fields_recompute_every_synthesized_key_for_a_backfill(webhooks: Webhooks) -> None:
+    """Matrix: "A synthesized-key algorithm change is applied only after stored keys inside the
+    redelivery horizon are backfilled" (docs/decisions/0010): what a backfill needs is in the store —
+    every synthesized key is recomputed exactly from the canonical fields its event row keeps, with
+    nothing from the delivery (webhook-id, timestamp, signature)."""
+    from gateway.domain.notification_keys import CanonicalFields, synthesized_key
+
+    attempt = await webhooks.attempt()
+    for sequence, type_ in ((1, "payment.processing"), (2, "payment.succeeded")):
+        assert (await webhooks.deliver(payment_event(attempt, type_=type_, event_id=None, id="pay_b",
+                                                     sequence=sequence))).status_code == 204
+    rows = await webhooks.notifications()
+    assert len(rows) == 2
+    for row in rows:
+        assert row["notification_key"].startswith("v1:")
+        assert synthesized_key(CanonicalFields(**row["detail"]["canonical"])) == row["notification_key"]
