@@ -129,7 +129,9 @@ def main() -> None:
     print(f"  latency p50 / p99      {result['p50']:>9.2f} / {result['p99']:.2f} ms")
     print(f"  gateway's own p50/p99  {result['own_p50']:>9.2f} / {result['own_p99']:.2f} ms  (total minus the "
           f"provider call, p50 {result['provider_p50']:.2f} ms)")
-    print(f"  round trips/checkout   {result['round_trips']:>9.1f}   (statements, pipelines, BEGIN/COMMIT)")
+    print(f"  driver ops/checkout    {result['round_trips']:>9.1f}   (statements outside a pipeline, pipelines, "
+          "BEGIN/COMMIT;\n                                     transactions run in pipeline mode, so several "
+          "share one round trip)")
     print(f"  pgbench, 3 txns        {ceiling:>9.0f} tps  (bench/checkout_txn.sql, same clients)")
     print(f"  ratio                  {result['rate'] / ceiling:>9.2f}")
 

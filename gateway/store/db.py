@@ -52,7 +52,10 @@ class Database:
     async def transaction(self) -> AsyncIterator[Connection]:
         """One explicit transaction: committed when the block ends, rolled back if it raises."""
         async with self.pool.connection() as conn:
-            async with conn.transaction():
+            # Pipeline mode: statements whose results are not read yet (BEGIN, and writes whose
+            # outcome the transaction does not inspect) travel with the next statement that is
+            # read, so a transaction costs fewer round trips. Reading a result, and COMMIT, sync.
+            async with conn.pipeline(), conn.transaction():
                 yield conn
 
     async def fetch_one(self, sql: Statement, params: Params | None = None) -> dict[str, Any] | None:
