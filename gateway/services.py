@@ -49,9 +49,10 @@ class Services:
         attempts = Attempts(db, clock, settings)
         payments = PaymentClient(settings, clock, http)
         notifications = NotificationHandler(db, clock, settings, attempts)
+        orders = Orders(db, clock)
         return cls(settings=settings, clock=clock, db=db, redis=redis, tokens=tokens, http=http,
-                   orders=Orders(db, clock), attempts=attempts, payments=payments,
-                   checkout=Checkout(settings, clock, db, attempts, payments),
+                   orders=orders, attempts=attempts, payments=payments,
+                   checkout=Checkout(settings, clock, db, orders, attempts, payments),
                    notifications=notifications, reconciliation=NotificationReconciliation(db, clock, notifications))
 
     async def close(self) -> None:

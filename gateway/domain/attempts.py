@@ -16,7 +16,6 @@ from datetime import datetime
 from typing import Any, Literal
 
 AttemptState = Literal["NotStarted", "Started", "Unknown", "Succeeded", "Failed", "NotApplied"]
-LIVE_STATES: tuple[AttemptState, ...] = ("NotStarted", "Started", "Unknown")
 FINAL_STATES: tuple[AttemptState, ...] = ("Succeeded", "Failed", "NotApplied")
 
 # What a piece of evidence says happened, in the provider's terms, normalized.

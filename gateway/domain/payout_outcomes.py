@@ -28,7 +28,6 @@ class AttemptState(StrEnum):
     NOT_APPLIED = "NotApplied"
 
 
-UNRESOLVED = frozenset({AttemptState.CLAIMED, AttemptState.STARTED, AttemptState.UNKNOWN})
 
 # The payout state each attempt resolution leaves behind (seed 000, the classification table).
 PAYOUT_STATE_AFTER = {
@@ -50,7 +49,15 @@ class Row:
 
 
 # 200 responses and lookups, by the payout object's `status`.
-STATUS_ROWS: dict[str, Row] = {
+@dataclass(frozen=True)
+class StatusTable:
+    """One provider object's status rows, with the version that evidence records."""
+
+    version: str
+    rows: dict[str, Row]
+
+
+STATUS_TABLE = StatusTable(TABLE_VERSION, {
     "processing": Row(AttemptState.STARTED, "provider.accepted",
                       "accepted for asynchronous processing; not completed: wait for a lookup or notification"),
     "paid": Row(AttemptState.SUCCEEDED, "provider.paid", "the provider's contract establishes the effect"),
@@ -58,18 +65,18 @@ STATUS_ROWS: dict[str, Row] = {
                   "documented no-effect rejection (e.g. destination_closed); resending fails the same way"),
     "returned": Row(AttemptState.SUCCEEDED, "provider.returned",
                     "completed, then returned by the bank: the payout happened; the return is a later event"),
-}
+})
 
 # Recall objects (docs/decisions/0015; CardCo extension ``payout_recall``), by their `status`: the
 # same rows for errors, no response and mismatches; a failed recall is a documented no-effect.
 RECALL_TABLE_VERSION = "cardco-payout-recalls/2026-11-29.1"
-RECALL_STATUS_ROWS: dict[str, Row] = {
+RECALL_STATUS_TABLE = StatusTable(RECALL_TABLE_VERSION, {
     "processing": Row(AttemptState.STARTED, "provider.accepted",
                       "recall accepted for asynchronous processing: wait for a lookup or notification"),
     "recalled": Row(AttemptState.SUCCEEDED, "provider.recalled", "the provider's contract establishes the recall"),
     "failed": Row(AttemptState.FAILED, "provider.failed",
                   "documented no-effect (recall_window_closed, payout_not_paid, already_recalled)"),
-}
+})
 
 # Error responses, by (HTTP status, CardCo error code).
 ERROR_ROWS: dict[tuple[int, str], Row] = {
@@ -122,6 +129,7 @@ Observation = ProviderResponse | NoResponse
 @dataclass(frozen=True)
 class Classification:
     row: Row
+    table: str = TABLE_VERSION  # the classification table version it came from (seed 000: versioned)
     provider_payout_id: str | None = None
     provider_status: str | None = None
     failure_code: str | None = None
@@ -141,41 +149,41 @@ class Classification:
 
 
 def classify_record(record: dict[str, Any], expected: Expected,
-                    status_rows: dict[str, Row] = STATUS_ROWS) -> Classification:
-    """A payout (or, with ``RECALL_STATUS_ROWS``, recall) object from a 200 answer or a lookup,
+                    table: StatusTable = STATUS_TABLE) -> Classification:
+    """A payout (or, with ``RECALL_STATUS_TABLE``, recall) object from a 200 answer or a lookup,
     checked against the attempt first."""
     if (record.get("client_reference") != expected.client_reference
             or record.get("amount_minor") != expected.amount_minor
             or record.get("currency") != expected.currency):
-        return Classification(MISMATCH, provider_payout_id=_str(record.get("id")))
+        return Classification(MISMATCH, table.version, provider_payout_id=_str(record.get("id")))
     status = record.get("status")
-    row = status_rows.get(status) if isinstance(status, str) else None
+    row = table.rows.get(status) if isinstance(status, str) else None
     if row is None:
-        return Classification(UNDOCUMENTED, provider_payout_id=_str(record.get("id")))
+        return Classification(UNDOCUMENTED, table.version, provider_payout_id=_str(record.get("id")))
     failure = _str(record.get("failure_code")) if row.state is AttemptState.FAILED else None
-    return Classification(row, provider_payout_id=_str(record.get("id")), provider_status=str(status),
+    return Classification(row, table.version, provider_payout_id=_str(record.get("id")), provider_status=str(status),
                           failure_code=failure)
 
 
 def classify(observation: Observation, expected: Expected,
-             status_rows: dict[str, Row] = STATUS_ROWS) -> Classification:
+             table: StatusTable = STATUS_TABLE) -> Classification:
     """The attempt state one send's observation establishes."""
     if isinstance(observation, NoResponse):
-        return Classification(NO_RESPONSE)
+        return Classification(NO_RESPONSE, table.version)
     try:
         document = json.loads(observation.body)
     except ValueError:
-        return Classification(MALFORMED)
+        return Classification(MALFORMED, table.version)
     if not isinstance(document, dict):
-        return Classification(MALFORMED)
+        return Classification(MALFORMED, table.version)
     if observation.status == 200:
-        return classify_record(document, expected, status_rows)
+        return classify_record(document, expected, table)
     error = document.get("error")
     code = error.get("code") if isinstance(error, dict) else None
     row = ERROR_ROWS.get((observation.status, code)) if isinstance(code, str) else None
     if row is None:
-        return Classification(UNDOCUMENTED)
-    return Classification(row, retry_after_s=observation.retry_after_s if row.resend else 0.0)
+        return Classification(UNDOCUMENTED, table.version)
+    return Classification(row, table.version, retry_after_s=observation.retry_after_s if row.resend else 0.0)
 
 
 def _str(value: object) -> str | None:

@@ -23,6 +23,7 @@ from gateway.domain.attempts import action_is_current
 from gateway.domain.errors import OrderNotFound, PaymentNotFound
 from gateway.effects.gate import SendGate
 from gateway.effects.payments import PaymentSends
+from gateway.orders.repository import Orders
 from gateway.payments.attempts import Attempt, Attempts, VersionConflict, stored_request
 from gateway.payments.client import PaymentClient
 from gateway.settings import Settings
@@ -75,11 +76,11 @@ def _rfc3339(moment: datetime | None) -> str | None:
 
 
 class Checkout:
-    def __init__(self, settings: Settings, clock: Clock, db: Database, attempts: Attempts,
+    def __init__(self, settings: Settings, clock: Clock, db: Database, orders: Orders, attempts: Attempts,
                  client: PaymentClient) -> None:
         self._settings = settings
         self._clock = clock
-        self._db = db
+        self._orders = orders
         self._attempts = attempts
         self._sends = PaymentSends(SendGate(db, clock, settings.reminder_interval_s), client)  # seed 001 (issue 8)
         self._running: set[asyncio.Task[PaymentStatus]] = set()
@@ -96,8 +97,7 @@ class Checkout:
         """Observation only: the order's latest attempt; never sends anything."""
         attempt = await self._attempts.latest_for_order(order_id)
         if attempt is None:
-            order = await self._db.fetch_one("SELECT customer_id FROM orders WHERE order_id = %(id)s", {"id": order_id})
-            if order is None or order["customer_id"] != customer_id:
+            if (await self._orders.get(order_id))["customer_id"] != customer_id:
                 raise OrderNotFound()
             raise PaymentNotFound()
         if attempt["customer_id"] != customer_id:

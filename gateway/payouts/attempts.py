@@ -26,7 +26,7 @@ from gateway.effects.ledger import advance, escalation_key
 from gateway.escalations.store import resolve_by_key_prefix
 from gateway.payouts import history, records
 from gateway.payouts.attempt_rows import AttemptRows
-from gateway.store.db import Connection, Database, Statement, fetch_all, fetch_one
+from gateway.store.db import Connection, Database, Statement, fetch_all, fetch_one, fetch_required
 from gateway.store.queries import load_queries
 
 ROWS = AttemptRows("payout", "payout_attempts", "payout_grants", "provider_payout_id")
@@ -81,7 +81,7 @@ async def claim(db: Database, now: datetime, timings: PayoutTimings, *, grant: d
                 "now": now})
             if moved is None:
                 raise _Rollback("claim.lost")
-            attempt = await fetch_one(conn, _SQL["insert_attempt"], {
+            attempt = await fetch_required(conn, _SQL["insert_attempt"], {
                 "attempt_id": attempt_id, "payout_id": payout_id, "grant_id": grant["grant_id"],
                 "decision_id": grant["decision_id"], "attempt_number": number, "provider_account": provider_account,
                 "client_reference": client_reference(payout_id, number),
@@ -90,8 +90,6 @@ async def claim(db: Database, now: datetime, timings: PayoutTimings, *, grant: d
                 "destination_version": versions.destination, "destination_digest": digest(token),
                 "worker_id": worker_id, "now": now, "send_deadline": timings.send_deadline(now),
                 "lease_expires_at": timings.lease_expiry(now), "escalation_deadline": timings.escalation_deadline(now)})
-            if attempt is None:
-                raise RuntimeError("insert_attempt returned no row")
             await record_effect(conn, attempt, token)  # seed 001 (issue 8): the effect record commits with the claim
             await history.append(conn, payout_id, "transition", actor=worker_id, now=now, attempt_id=attempt_id,
                                  grant_id=grant["grant_id"], decision_id=grant["decision_id"],

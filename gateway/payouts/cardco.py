@@ -19,7 +19,8 @@ import httpx
 
 from gateway.clock import Clock
 from gateway.domain.payout_outcomes import NoResponse, Observation, ProviderResponse
-from gateway.settings import ProviderAccount
+from gateway.payouts.config import payout_account
+from gateway.settings import ProviderAccount, Settings
 
 
 class CredentialUnavailable(Exception):
@@ -55,6 +56,11 @@ class CardCoPayouts:
         self.account = account
         self.clock = clock
         self.pepper = pepper
+
+    @classmethod
+    def of(cls, settings: Settings, clock: Clock) -> CardCoPayouts:
+        """The client for the platform's payout account; destination digests keyed by the pepper."""
+        return cls(payout_account(settings), clock, settings.token_pepper.get_secret_value())
 
     def credential(self) -> str:
         key = self.account.api_key.get_secret_value()

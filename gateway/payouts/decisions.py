@@ -36,7 +36,7 @@ from gateway.domain.payout_timing import PayoutTimings
 from gateway.outbox.store import enqueue
 from gateway.payouts import history, records
 from gateway.payouts.config import AUDIENCE, JOB_KIND, OPERATION
-from gateway.store.db import Connection, Database, fetch_all, fetch_one
+from gateway.store.db import Connection, Database, fetch_all, fetch_one, fetch_required
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.payouts", "decisions.sql")
@@ -129,14 +129,12 @@ async def _issue(conn: Connection, now: datetime, timings: PayoutTimings, record
     if approved is None:  # the row is locked since the context read: this cannot race
         raise RuntimeError(f"payout {record['payout_id']} moved under its own lock")
     not_before, expires_at = timings.grant_window(record["release_at"])
-    grant = await fetch_one(conn, _SQL["insert_grant"], {
+    grant = await fetch_required(conn, _SQL["insert_grant"], {
         "grant_id": uuid.uuid4(), "decision_id": decision["decision_id"], "payout_id": record["payout_id"],
         "tenant_id": record["tenant_id"], "operation": OPERATION, "audience": AUDIENCE,
         "terms_fingerprint": decision["terms_fingerprint"], "executable_payout_version": approved["version"],
         "attempt_number": approved["attempts_allocated"], "policy_version": decision["policy_version"],
         "not_before": not_before, "expires_at": expires_at})
-    if grant is None:
-        raise RuntimeError("insert_grant returned no row")
     await history.append(conn, record["payout_id"], "transition", actor=request.actor_id, now=now,
                          decision_id=decision["decision_id"], grant_id=grant["grant_id"],
                          correlation_id=request.correlation_id,

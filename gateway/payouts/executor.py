@@ -79,8 +79,7 @@ class Executor:
 
     @property
     def provider(self) -> CardCoPayouts:
-        return CardCoPayouts(payout_account(self.settings), self.clock,
-                             self.settings.token_pepper.get_secret_value())
+        return CardCoPayouts.of(self.settings, self.clock)
 
     async def run(self, job: PayoutJob) -> Postponed | str:
         """Handle one delivery; the stopping or resulting code, or Postponed (redeliver later)."""
@@ -173,6 +172,7 @@ class Executor:
             await history.append(conn, attempt["payout_id"], "provider_observation", actor=self.presenter.service_id,
                                  now=self.clock.now(), attempt_id=attempt["attempt_id"],
                                  detail={"send": send, "reason": classification.reason,
+                                         "classification_table": classification.table,
                                          "attempt_state": classification.state.value,
                                          "provider_payout_id": classification.provider_payout_id,
                                          "provider_status": classification.provider_status})

@@ -90,7 +90,8 @@ async def _take(conn: Connection, now: datetime, attempt: dict[str, Any], action
         return "returned" if await attempts.record_return(conn, now, attempt, actor=ACTOR) else "ignored"
     if isinstance(action, Ignore):
         return "ignored"
-    assert isinstance(action, Escalate)
+    if not isinstance(action, Escalate):
+        raise TypeError(f"unhandled notification action {action!r}")
     problem = action.cause if notification_key is None else f"{action.cause}:{notification_key}"
     await escalate(conn, now, attempt, problem, reason=f"payout-{action.cause}",
                    reminder_interval_s=settings.reminder_interval_s,

@@ -5,7 +5,7 @@ that fails or becomes Unknown is reconciled the same way").
 Executor: validate the grant (unknown, binding, audience, consumed, expired, not yet valid, the
 payout still Paid), claim atomically, confirm Started, then send ``POST /v1/payouts/{id}/recalls``
 with ``expires_at`` = the send deadline, classify with the versioned recall table
-(``payout_outcomes.RECALL_STATUS_ROWS``; 429 -> bounded same-key resend, no answer -> Unknown),
+(``payout_outcomes.RECALL_STATUS_TABLE``; 429 -> bounded same-key resend, no answer -> Unknown),
 and record; the recall claim commits the attempt's seed 001 effect record and every send passes
 the send gate first (gateway/effects/recalls.py). Reconciler: look the recall *attempt* up by
 ``<payout_id>-r<N>``; completed, failed -> resolved; not found -> NotApplied only under the same
@@ -23,7 +23,7 @@ from typing import Any
 import structlog
 
 from gateway.clock import Clock
-from gateway.domain.payout_outcomes import MISMATCH, RECALL_STATUS_ROWS, AttemptState, Classification, classify
+from gateway.domain.payout_outcomes import MISMATCH, RECALL_STATUS_TABLE, AttemptState, Classification, classify
 from gateway.domain.payout_timing import not_applied_allowed
 from gateway.effects.certify import Certifier
 from gateway.effects.gate import SendGate
@@ -41,10 +41,6 @@ RECONCILER = "payout-recall-reconciler"
 SWEEPER = "payout-recall-sweeper"
 BATCH = 50
 log = structlog.get_logger("gateway.payouts")
-
-
-def _provider(settings: Settings, clock: Clock) -> CardCoPayouts:
-    return CardCoPayouts(payout_account(settings), clock, settings.token_pepper.get_secret_value())
 
 
 @dataclass(frozen=True)
@@ -77,7 +73,7 @@ class RecallExecutor:
         if attempt is None:
             return "claim.lost"
         epoch = attempt["lease_epoch"]
-        provider = _provider(self.settings, self.clock)
+        provider = CardCoPayouts.of(self.settings, self.clock)
         try:
             key = provider.credential()
         except CredentialUnavailable:
@@ -98,7 +94,7 @@ class RecallExecutor:
                 await self._resolve(attempt, epoch, AttemptState.UNKNOWN, f"request.not-buildable.{refused}",
                                     AttemptState.STARTED, None)
                 return f"request.not-buildable.{refused}"
-            return classify(await provider.recall(attempt, key), recalls.expected(attempt), RECALL_STATUS_ROWS)
+            return classify(await provider.recall(attempt, key), recalls.expected(attempt), RECALL_STATUS_TABLE)
 
         async def observe(classification: Classification, send: int) -> None:
             async with self.db.transaction() as conn:
@@ -106,6 +102,7 @@ class RecallExecutor:
                                            actor=self.presenter.service_id, now=self.clock.now(),
                                            recall_attempt_id=attempt["attempt_id"], send=send,
                                            reason=classification.reason, attempt_state=classification.state.value,
+                                           classification_table=classification.table,
                                            provider_recall_id=classification.provider_payout_id,
                                            provider_status=classification.provider_status)
 
@@ -169,7 +166,7 @@ class RecallReconciler:
         self.clock = clock
         self.settings = settings
         self.timings = payout_timings(settings)
-        self.provider = _provider(settings, clock)
+        self.provider = CardCoPayouts.of(settings, clock)
 
     async def run_once(self) -> int:
         due = await recalls.due_checks(self.db, self.clock.now(), self.timings.lookup_backoff_s, BATCH)

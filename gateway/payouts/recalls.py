@@ -30,7 +30,7 @@ from gateway.domain.cardco_notifications import Notification
 from gateway.domain.payout_errors import AttemptUnresolved, NotRecallable
 from gateway.domain.payout_notifications import Escalate, Ignore, RecordReturn, Resolve, decide
 from gateway.domain.payout_outcomes import (
-    RECALL_STATUS_ROWS,
+    RECALL_STATUS_TABLE,
     AttemptState,
     Classification,
     Expected,
@@ -45,7 +45,7 @@ from gateway.outbox.store import enqueue
 from gateway.payouts import history, records
 from gateway.payouts.attempt_rows import AttemptRows
 from gateway.payouts.escalations import escalate
-from gateway.store.db import Connection, Database, Statement, fetch_all, fetch_one
+from gateway.store.db import Connection, Database, Statement, fetch_all, fetch_one, fetch_required
 from gateway.store.queries import load_queries
 
 ROWS = AttemptRows("payout_recall", "payout_recall_attempts", "payout_recall_grants", "provider_recall_id")
@@ -129,13 +129,12 @@ async def decide_recall(db: Database, clock: Clock, timings: PayoutTimings, requ
         else:
             reason = "recall.allowed"
         outcome = {"recall.allowed": "Allowed", "context.unavailable": "Deferred"}.get(reason, "Denied")
-        decision = await fetch_one(conn, _SQL["insert_decision"], {
+        decision = await fetch_required(conn, _SQL["insert_decision"], {
             "decision_id": uuid.uuid4(), "payout_id": payout["payout_id"], "outcome": outcome, "reason": reason,
             "policy_version": policy["current_version"] if policy else None, "actor_id": request.actor_id,
             "evaluated_payout_version": payout["version"], "paid_attempt_id": paid["attempt_id"] if paid else None,
             "provider_payout_id": paid["provider_payout_id"] if paid else None, "now": now,
             "correlation_id": request.correlation_id})
-        assert decision is not None
         await _event(conn, payout["payout_id"], "decision", actor=request.actor_id, now=now,
                      correlation_id=request.correlation_id, recall_decision_id=decision["decision_id"],
                      outcome=outcome, reason=reason, policy_version=decision["policy_version"])
@@ -149,14 +148,12 @@ async def _issue(conn: Connection, now: datetime, timings: PayoutTimings, payout
                  decision: dict[str, Any], request: RecallRequest) -> dict[str, Any]:
     """The single-use grant (the payout timing's grant window, counted from the decision) and the
     outbox row that publishes the job. No daily-limit reservation: a recall spends none."""
-    allocated = await fetch_one(conn, _SQL["allocate_recall"], {"payout_id": payout["payout_id"], "now": now})
-    assert allocated is not None
-    grant = await fetch_one(conn, _SQL["insert_grant"], {
+    allocated = await fetch_required(conn, _SQL["allocate_recall"], {"payout_id": payout["payout_id"], "now": now})
+    grant = await fetch_required(conn, _SQL["insert_grant"], {
         "grant_id": uuid.uuid4(), "decision_id": decision["decision_id"], "payout_id": payout["payout_id"],
         "tenant_id": payout["tenant_id"], "audience": AUDIENCE, "recall_number": allocated["recalls_allocated"],
         "provider_payout_id": decision["provider_payout_id"], "policy_version": decision["policy_version"],
         "not_before": now, "expires_at": now + timedelta(seconds=timings.grant_window_s)})
-    assert grant is not None
     await _event(conn, payout["payout_id"], "grant-issued", actor=request.actor_id, now=now,
                  correlation_id=request.correlation_id, recall_grant_id=grant["grant_id"],
                  recall_decision_id=decision["decision_id"], recall_number=grant["recall_number"])
@@ -186,7 +183,7 @@ async def claim(db: Database, now: datetime, timings: PayoutTimings, *, grant: d
         if await fetch_one(conn, _SQL["consume_grant"], {
                 "grant_id": grant["grant_id"], "now": now, "worker_id": worker_id}) is None:
             return None
-        attempt = await fetch_one(conn, _SQL["insert_attempt"], {
+        attempt = await fetch_required(conn, _SQL["insert_attempt"], {
             "attempt_id": uuid.uuid4(), "payout_id": payout_id, "grant_id": grant["grant_id"],
             "decision_id": grant["decision_id"], "recall_number": number, "provider_account": provider_account,
             "provider_payout_id": grant["provider_payout_id"], "client_reference": client_reference(payout_id, number),
@@ -194,7 +191,6 @@ async def claim(db: Database, now: datetime, timings: PayoutTimings, *, grant: d
             "currency": payout["currency"], "worker_id": worker_id, "now": now,
             "send_deadline": timings.send_deadline(now), "lease_expires_at": timings.lease_expiry(now),
             "escalation_deadline": timings.escalation_deadline(now)})
-        assert attempt is not None
         await record_effect(conn, attempt)  # seed 001 (issue 8): the effect record commits with the claim
         await _event(conn, payout_id, "claimed", actor=worker_id, now=now, recall_attempt_id=attempt["attempt_id"],
                      recall_grant_id=grant["grant_id"], recall_number=number, attempt_state="Claimed",
@@ -258,7 +254,7 @@ def expected(attempt: dict[str, Any]) -> Expected:
 
 
 def classify_recall(record: dict[str, Any], attempt: dict[str, Any]) -> Classification:
-    return classify_record(record, expected(attempt), RECALL_STATUS_ROWS)
+    return classify_record(record, expected(attempt), RECALL_STATUS_TABLE)
 
 
 due_checks = ROWS.due_checks
@@ -295,7 +291,8 @@ async def apply_notification(conn: Connection, now: datetime, attempt: dict[str,
     elif isinstance(action, (Ignore, RecordReturn)):  # a recall has no return: nothing to record
         taken = "ignored"
     else:
-        assert isinstance(action, Escalate)
+        if not isinstance(action, Escalate):
+            raise TypeError(f"unhandled notification action {action!r}")
         problem = action.cause if notification_key is None else f"{action.cause}:{notification_key}"
         await raise_escalation(conn, now, attempt, problem, reminder_interval_s=reminder_interval_s,
                                notification_event_id=evidence["notification_event_id"],

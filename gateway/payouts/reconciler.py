@@ -28,7 +28,7 @@ from gateway.domain.payout_timing import not_applied_allowed
 from gateway.effects.certify import Certifier
 from gateway.payouts import attempts, history
 from gateway.payouts.cardco import CardCoPayouts
-from gateway.payouts.config import payout_account, payout_timings
+from gateway.payouts.config import payout_timings
 from gateway.payouts.escalations import escalate
 from gateway.settings import Settings
 from gateway.store.db import Connection, Database
@@ -45,7 +45,7 @@ class Reconciler:
         self.clock = clock
         self.settings = settings
         self.timings = payout_timings(settings)
-        self.provider = CardCoPayouts(payout_account(settings), clock, settings.token_pepper.get_secret_value())
+        self.provider = CardCoPayouts.of(settings, clock)
 
     async def run_once(self) -> int:
         due = await attempts.due_checks(self.db, self.clock.now(), self.timings.lookup_backoff_s, BATCH)

@@ -13,7 +13,7 @@ import psycopg
 
 from gateway.domain.errors import RequestInvalid
 from gateway.payouts import history
-from gateway.store.db import Connection, Database, constraint_of, fetch_all, fetch_one
+from gateway.store.db import Connection, Database, constraint_of, fetch_all, fetch_one, fetch_required
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.payouts", "reference.sql")
@@ -35,10 +35,7 @@ async def _transaction(db: Database) -> AsyncIterator[Connection]:
 
 async def _upsert(db: Database, query: str, params: dict[str, Any]) -> dict[str, Any]:
     async with _transaction(db) as conn:
-        row = await fetch_one(conn, _SQL[query], params)
-    if row is None:
-        raise RuntimeError(f"{query} returned no row")
-    return row
+        return await fetch_required(conn, _SQL[query], params)
 
 
 async def upsert_tenant(db: Database, now: datetime, tenant_id: str, *, daily_limit_minor: int, currency: str,
@@ -66,11 +63,9 @@ async def upsert_destination(db: Database, now: datetime, destination_id: str, *
 async def _write_destination(conn: Connection, now: datetime, destination_id: str, beneficiary_id: str,
                              provider_token: str, actor: str) -> dict[str, Any]:
     before = await fetch_one(conn, _SQL["lock_destination"], {"destination_id": destination_id})
-    row = await fetch_one(conn, _SQL["upsert_destination"], {
+    row = await fetch_required(conn, _SQL["upsert_destination"], {
         "destination_id": destination_id, "beneficiary_id": beneficiary_id, "provider_token": provider_token,
         "now": now})
-    if row is None:
-        raise RuntimeError("upsert_destination returned no row")
     if before is not None and before["version"] != row["version"]:
         moved = await fetch_all(conn, _SQL["bump_payouts_of_destination"],
                                 {"destination_id": destination_id, "now": now})

@@ -72,6 +72,15 @@ async def fetch_one(conn: Connection, sql: Statement, params: Params | None = No
     return await (await conn.execute(sql, params)).fetchone()
 
 
+async def fetch_required(conn: Connection, sql: Statement, params: Params | None = None) -> dict[str, Any]:
+    """The row a statement must return (an INSERT or UPSERT ... RETURNING under the caller's locks);
+    none back is a broken invariant, raised rather than asserted (``assert`` vanishes under -O)."""
+    row = await fetch_one(conn, sql, params)
+    if row is None:
+        raise RuntimeError(f"a statement that must return a row returned none: {str(sql)[:80]!r}")
+    return row
+
+
 async def fetch_all(conn: Connection, sql: Statement, params: Params | None = None) -> list[dict[str, Any]]:
     return await (await conn.execute(sql, params)).fetchall()
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 from gateway.domain.payout_outcomes import (
+    RECALL_STATUS_TABLE,
+    RECALL_TABLE_VERSION,
     TABLE_VERSION,
     Expected,
     NoResponse,
@@ -67,3 +69,12 @@ def test_each_documented_response_has_its_row(name: str, observation: Observatio
 
 def test_the_table_is_versioned() -> None:
     assert TABLE_VERSION == "cardco-payouts/2026-11-01.1"
+
+
+@pytest.mark.parametrize("observation", [ProviderResponse(200, payout("paid")), ProviderResponse(500, error("x")),
+                                         ProviderResponse(200, b"not json"), NoResponse("timeout")])
+def test_every_classification_names_the_table_version_evidence_records(observation: Observation) -> None:
+    """Seed 000, "Production Adaptation": an explicit, versioned classification table; the version
+    travels with each classification into the provider observation it is recorded as."""
+    assert classify(observation, EXPECTED).table == TABLE_VERSION
+    assert classify(observation, EXPECTED, RECALL_STATUS_TABLE).table == RECALL_TABLE_VERSION

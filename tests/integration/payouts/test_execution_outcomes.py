@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 from pydantic import SecretStr
 
-from gateway.domain.payout_outcomes import AttemptState
+from gateway.domain.payout_outcomes import TABLE_VERSION, AttemptState
 from gateway.payouts import attempts
 from gateway.payouts.cardco import CardCoPayouts
 from gateway.payouts.config import payout_account
@@ -133,6 +133,8 @@ async def test_trace_e_destination_closed_fails_the_attempt_and_leaves_the_decis
     assert [d["outcome"] for d in payout["decisions"]] == ["Allowed"]
     assert len(world.submits()) == 1
     assert await world.totals() == (0, 0)
+    [observed] = [e["detail"] for e in await world.history() if e["kind"] == "provider_observation"]
+    assert observed["classification_table"] == TABLE_VERSION, "the evidence names the table that classified it"
 
 
 async def test_a_rate_limited_send_is_resent_with_the_same_key_and_bytes(world: World) -> None:
