@@ -104,6 +104,13 @@ class ProviderAccount(_Model):
         return "live" if self.id.endswith(":live") else "test"
 
 
+def worst_case_pass_s(account: ProviderAccount) -> float:
+    """The longest one recovery pass over an attempt of ``account`` can take: its lookups (and the
+    payment-method check) share one call budget, the resend has its own, and recording the
+    result has the record budget (gateway/recovery/loop.py enforces each)."""
+    return 2 * account.call_budget_s + account.record_budget_s
+
+
 KEY_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -168,6 +175,9 @@ class Settings(_Model):
     db_pool_size: int = Field(default=8, gt=0, le=200)
     # Recovery loop, reminders, outbox and the clock process (seed 004).
     recovery_lease_s: Duration = 60
+    # Added to the worst-case pass when checking the lease: the clock skew between application
+    # hosts and the pass's own short transactions (claim, checks, intent commit).
+    recovery_lease_margin_s: Duration = 2
     readonly_cadence_s: Duration = 900
     reminder_interval_s: Duration = 900
     acknowledged_reminder_interval_s: Duration = 3_600
@@ -205,7 +215,23 @@ class Settings(_Model):
             raise ValueError("provider_accounts webhook_endpoint_id values must be unique")
         if self.outbox_backoff_initial_s > self.outbox_backoff_max_s:
             raise ValueError("outbox_backoff_initial_s must not exceed outbox_backoff_max_s")
+        self._lease_outlasts_a_pass()
         return self
+
+    def _lease_outlasts_a_pass(self) -> None:
+        """Seed 004, "The Recovery Loop": the lease must be longer than the worst case of one pass,
+        a lookup plus a send plus recording its result, plus the clock skew between hosts;
+        otherwise a slow but healthy pass loses its lease midway. Checked for every account,
+        since a pass runs under the budgets of the attempt's own account."""
+        for index, account in enumerate(self.provider_accounts):
+            needed = worst_case_pass_s(account) + self.recovery_lease_margin_s
+            if self.recovery_lease_s <= needed:
+                raise ValueError(
+                    f"recovery_lease_s ({self.recovery_lease_s:g}) must exceed the worst-case recovery pass of "
+                    f"provider_accounts.{index} ({account.id}): lookup call_budget_s {account.call_budget_s:g} "
+                    f"+ resend call_budget_s {account.call_budget_s:g} + record_budget_s "
+                    f"{account.record_budget_s:g} + recovery_lease_margin_s {self.recovery_lease_margin_s:g} "
+                    f"= {needed:g}")
 
     def account(self, account_id: str) -> ProviderAccount | None:
         """The configured account with this id, or None when it is not (or no longer) configured."""

@@ -35,7 +35,7 @@ DESTINATION_ID = "DST-77"
 
 # API.md, Command line: "--rehearsal uses short timings ... with exactly these values".
 REHEARSAL_GLOBAL = {
-    "recovery_lease_s": 5, "reminder_interval_s": 10, "acknowledged_reminder_interval_s": 30,
+    "recovery_lease_s": 12, "reminder_interval_s": 10, "acknowledged_reminder_interval_s": 30,
     "outbox_backoff_initial_s": 1, "outbox_backoff_max_s": 8, "outbox_max_failures": 5,
     "clock_tick_s": 1, "readonly_cadence_s": 8,
     "payout_grant_lead_s": 5, "payout_grant_window_s": 60, "payout_send_deadline_s": 20,

@@ -14,6 +14,7 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -23,6 +24,7 @@ from gateway.clock import Clock
 from gateway.domain.attempts import Evidence
 from gateway.domain.cardco import Lookup, object_evidence
 from gateway.domain.recovery import (
+    MIN_DELAY_S,
     AttemptView,
     ResendConditions,
     Step,
@@ -144,23 +146,28 @@ class Recovery:
         delay = step.delay_s if step.kind == "finish" else lease.next_delay_s
         return await self._perform(current, lease, Step("finish", delay))
 
-    async def _look_up(self, attempt: dict[str, Any], account: ProviderAccount) -> Lookup:
+    def _left(self, deadline: datetime) -> float:
+        """What remains of the pass's lookup budget (never zero: the call then times out at once)."""
+        return max((deadline - self._clock.now()).total_seconds(), MIN_DELAY_S)
+
+    async def _look_up(self, attempt: dict[str, Any], account: ProviderAccount, deadline: datetime) -> Lookup:
         """By provider payment ID if recorded; if that misses or finds another reference, by
-        account and client reference too, before concluding anything."""
-        budget = account.call_budget_s
+        account and client reference too, before concluding anything. Both calls share the
+        pass's one lookup budget, so a pass stays inside the lease (settings: worst_case_pass_s)."""
         if attempt["provider_payment_id"]:
             by_id = await self._client.find_payment(account.id, provider_payment_id=attempt["provider_payment_id"],
-                                                    budget_s=budget)
+                                                    budget_s=self._left(deadline))
             if by_id.outcome != "not-found" and not (
                     by_id.payment and by_id.payment.client_reference not in (None, attempt["client_reference"])):
                 return by_id
         return await self._client.find_payment(account.id, client_reference=attempt["client_reference"],
-                                               budget_s=budget)
+                                               budget_s=self._left(deadline))
 
     async def _reconcile(self, attempt: dict[str, Any], account: ProviderAccount, times: Timings,
                          lease: Lease) -> str:
         ambiguous = attempt["last_send_event"] == "send_intent"
-        found = await self._look_up(attempt, account)
+        lookup_deadline = self._clock.now() + timedelta(seconds=account.call_budget_s)
+        found = await self._look_up(attempt, account, lookup_deadline)
         observation = {"outcome": found.outcome, "reason": found.reason, "ambiguous_send_boundary": ambiguous}
         if found.outcome == "rate-limited":
             await pause_scope(self._db, self._clock, account.id, found.retry_after_s or lease.next_delay_s,
@@ -173,7 +180,7 @@ class Recovery:
                                                             "lookup-ambiguous"), ("lookup", observation))
         if found.payment is not None:
             return await self._apply(attempt, object_evidence(account.id, found.payment, lookup="recovery"), lease,
-                                     kind="lookup")
+                                     times, kind="lookup")
         step = after_not_found(view(attempt), await self._conditions(attempt), times, self._clock.now())
         if step.kind != "reconcile":
             return await self._perform(attempt, lease, step, ("lookup", observation))
@@ -210,17 +217,18 @@ class Recovery:
             return "send-abandoned"
         evidence = await self._sends.create_payment(stored_request(attempt), attempt["attempt_id"], actor=self.owner,
                                                     budget_s=account.call_budget_s)
-        return await self._apply(attempt, evidence, lease, kind="send_result", prefix="resent")
+        return await self._apply(attempt, evidence, lease, times, kind="send_result", prefix="resent")
 
-    async def _apply(self, attempt: dict[str, Any], evidence: Evidence, lease: Lease, kind: str,
+    async def _apply(self, attempt: dict[str, Any], evidence: Evidence, lease: Lease, times: Timings, kind: str,
                      prefix: str = "found") -> str:
         delay = lease.next_delay_s
         if evidence.next_action_expires_at is not None:
             delay = max(min(delay, (evidence.next_action_expires_at - self._clock.now()).total_seconds()), 0.001)
         lease = Lease(lease.owner, lease.token, lease.expires_at, delay, lease.escalated_delay_s)
         try:
-            updated = await self._attempts.apply_evidence(attempt["attempt_id"], evidence, actor=self.owner,
-                                                          kind=kind, lease=lease)
+            async with self._clock.budget(times.record_budget_s):
+                updated = await self._attempts.apply_evidence(attempt["attempt_id"], evidence, actor=self.owner,
+                                                              kind=kind, lease=lease)
         except (*UNCONFIRMED, VersionConflict) as error:
             log.warning("recovery_outcome_not_recorded", finding=evidence.finding, error_type=type(error).__name__)
             return "outcome-unconfirmed"

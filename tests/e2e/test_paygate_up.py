@@ -66,7 +66,7 @@ def test_paygate_up_runs_the_system_and_stops_it_cleanly(tmp_path: Path) -> None
         accounts = demo["provider_accounts"]
         assert [a["id"] for a in accounts] == ["cardco:acct_store:test", "cardco:acct_store:live"]  # type: ignore[union-attr,index]
         settings = demo["settings"]
-        assert settings["recovery_lease_s"] == 5 and settings["abandonment_threshold_s"] == 2  # type: ignore[index]
+        assert settings["recovery_lease_s"] == 12 and settings["abandonment_threshold_s"] == 2  # type: ignore[index]
         assert settings["lookup_backoff_s"] == [1, 2, 4, 8] and settings["key_window_s"] == 120  # type: ignore[index]
 
         ready = httpx.get(f"{demo['gateway_url']}/readyz", timeout=5)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.settings import MAX_DURATION_S, ConfigError, load_settings
+from gateway.local.demo import REHEARSAL_ACCOUNT, REHEARSAL_GLOBAL
+from gateway.settings import MAX_DURATION_S, ConfigError, build_settings, load_settings
 
 BASE = {"DATABASE_URL": "postgresql:///x", "REDIS_URL": "redis://127.0.0.1:1/0", "PAYGATE_TOKEN_PEPPER": "p"}
 
@@ -77,10 +78,10 @@ def test_unknown_setting_in_a_file_is_refused(tmp_path: Path) -> None:
 
 def test_file_then_environment_with_environment_winning(tmp_path: Path) -> None:
     config = tmp_path / "paygate.toml"
-    config.write_text('recovery_lease_s = 7\nclock_tick_s = 2\n[[provider_accounts]]\nid = "cardco:acct_store:live"\n'
+    config.write_text('recovery_lease_s = 40\nclock_tick_s = 2\n[[provider_accounts]]\nid = "cardco:acct_store:live"\n'
                       'base_url = "http://cardco.test"\napi_key = "k"\nwebhook_endpoint_id = "cardco-live"\n')
     settings = load_settings({**BASE, "PAYGATE_CONFIG": str(config), "PAYGATE_CLOCK_TICK_S": "3"})
-    assert settings.recovery_lease_s == 7
+    assert settings.recovery_lease_s == 40
     assert settings.clock_tick_s == 3
     live = settings.account("cardco:acct_store:live")
     assert live is not None and live.environment == "live"
@@ -96,3 +97,34 @@ def test_secrets_do_not_appear_in_the_settings_repr() -> None:
     settings = load_settings(accounts_env(account(api_key="ck_test_very_secret")))
     assert "ck_test_very_secret" not in repr(settings)
     assert "ck_test_very_secret" not in str(settings.model_dump())
+
+
+def test_recovery_lease_shorter_than_a_worst_case_pass_is_refused_naming_the_settings() -> None:
+    """Issue 11 item 7; seed 004, "The Recovery Loop": the lease must be longer than the worst
+    case of one pass (lookup + resend + record budgets) plus the clock skew between hosts."""
+    with pytest.raises(ConfigError) as caught:
+        load_settings({**accounts_env(account(call_budget_s=3, record_budget_s=2)), "PAYGATE_RECOVERY_LEASE_S": "5"})
+    message = str(caught.value)
+    for named in ("recovery_lease_s (5)", "provider_accounts.0 (cardco:acct_store:test)", "call_budget_s 3",
+                  "record_budget_s 2", "recovery_lease_margin_s 2", "= 10"):
+        assert named in message
+
+
+def test_recovery_lease_is_checked_against_every_account() -> None:
+    """Issue 11 item 7: a pass runs under its attempt's own account, so the slowest account decides."""
+    fast = account(call_budget_s=3, record_budget_s=2)
+    slow = account(id="cardco:acct_store:live", webhook_endpoint_id="cardco-live", call_budget_s=10)
+    with pytest.raises(ConfigError, match=r"provider_accounts\.1 \(cardco:acct_store:live\)"):
+        load_settings({**accounts_env(fast, slow), "PAYGATE_RECOVERY_LEASE_S": "12"})
+    assert load_settings({**accounts_env(fast, slow), "PAYGATE_RECOVERY_LEASE_S": "28"}).recovery_lease_s == 28
+
+
+def test_rehearsal_timings_satisfy_the_lease_rule_with_a_12_s_lease() -> None:
+    """Issue 11 item 7; API.md "Command line": ``--rehearsal`` uses a 12 s lease, longer than a
+    worst-case pass (lookup 3 s + resend 3 s + record 2 s, plus margin)."""
+    config = {"database_url": "postgresql:///x", "redis_url": "redis://127.0.0.1:1/0", "token_pepper": "p",
+              "provider_accounts": [account(**REHEARSAL_ACCOUNT)], **REHEARSAL_GLOBAL}
+    settings = build_settings(config)
+    assert settings.recovery_lease_s == 12
+    with pytest.raises(ConfigError, match="recovery_lease_s"):
+        build_settings({**config, "recovery_lease_s": 10})
