@@ -57,6 +57,7 @@ class AttemptFacts:
     amount_minor: int
     currency: str
     provider_payment_id: str | None
+    has_action: bool = False  # a customer action is stored (the page may be showing it)
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,10 @@ class Escalation:
 
 @dataclass(frozen=True)
 class Decision:
-    """What to write. ``new_state`` None keeps the state; ``effects`` are outbox effect names."""
+    """What to write. ``new_state`` None keeps the state; ``effects`` are outbox effect names.
+
+    ``look_up_now``: the attempt is due for a lookup at once instead of on the backoff (a
+    customer action this write clears may still be what the provider waits for)."""
 
     new_state: AttemptState | None = None
     outcome_reason: str | None = None
@@ -77,10 +81,18 @@ class Decision:
     clear_action: bool = False
     effects: tuple[str, ...] = ()
     escalation: Escalation | None = None
+    look_up_now: bool = False
 
     @property
     def resolves(self) -> bool:
         return self.new_state in FINAL_STATES
+
+    @property
+    def sets_status(self) -> bool:
+        """Whether ``provider_status`` is written (None clears it). A decision that records a
+        state records the provider status that goes with it, so a status the new state
+        contradicts (``requires_action`` on Unknown) never survives (issue 11 item 4)."""
+        return self.new_state is not None or self.provider_status is not None
 
 
 IGNORE = Decision()
@@ -149,9 +161,12 @@ def _against_live(attempt: AttemptFacts, evidence: Evidence, new_id: bool, only_
         return Decision(new_state="Started", record_provider_payment_id=new_id,
                         provider_status=evidence.provider_status or finding,
                         store_action=action, clear_action=not action)
-    # unknown, or a no-effect rejection of one send among several: not yet known.
+    # unknown, or a no-effect rejection of one send among several: not yet known. The stored
+    # action is cleared (an Unknown attempt never surfaces a challenge), but the provider may
+    # still be waiting for the customer: look it up at once, so recovery brings the challenge
+    # back within one clock tick rather than after a backoff step (issue 11 item 4).
     return Decision(new_state="Unknown", outcome_reason=evidence.reason, record_provider_payment_id=new_id,
-                    clear_action=True)
+                    clear_action=True, look_up_now=attempt.has_action)
 
 
 def action_is_current(state: str, next_action: object, expires_at: datetime | None, now: datetime) -> bool:

@@ -58,7 +58,8 @@ def request_body(order: dict[str, Any], client_reference: str) -> str:
 def facts(attempt: Attempt) -> AttemptFacts:
     return AttemptFacts(attempt_id=str(attempt["attempt_id"]), state=attempt["state"],
                         provider_account=attempt["provider_account"], amount_minor=attempt["amount_minor"],
-                        currency=attempt["currency"], provider_payment_id=attempt["provider_payment_id"])
+                        currency=attempt["currency"], provider_payment_id=attempt["provider_payment_id"],
+                        has_action=attempt["next_action"] is not None)
 
 
 async def retry_transaction(work: Any, retries: int = RETRIES) -> Any:
@@ -219,10 +220,12 @@ class Attempts:
                 "attempt_id": attempt_id, "version": attempt["version"], "state": state,
                 "outcome_reason": decision.outcome_reason if decision.new_state else attempt["outcome_reason"],
                 "provider_payment_id": payment_id, "provider_status": decision.provider_status,
+                "set_provider_status": decision.sets_status,
                 "store_action": decision.store_action, "clear_action": decision.clear_action,
                 "next_action": Jsonb(evidence.next_action) if evidence.next_action is not None else None,
                 "next_action_expires_at": evidence.next_action_expires_at,
-                "next_check_at": None if decision.resolves else self._next_check(attempt, state, evidence, now),
+                "next_check_at": None if decision.resolves else (
+                    now if decision.look_up_now else self._next_check(attempt, state, evidence, now)),
             })
             if state != attempt["state"]:
                 await self._event(conn, attempt_id, "transition", actor, now, {

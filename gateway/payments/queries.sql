@@ -99,12 +99,14 @@ SELECT started.*, (SELECT event_id FROM intent) AS intent_event_id FROM started;
 
 -- name: apply
 -- Conditional on the version read under the lock: a writer that skipped the lock makes this
--- miss, and the caller retries the whole transaction a bounded number of times.
+-- miss, and the caller retries the whole transaction a bounded number of times. A decision that
+-- records a state writes the provider status that goes with it, NULL included: keeping the old
+-- one (requires_action on an Unknown attempt) would show what the recorded state contradicts.
 UPDATE payment_attempts
    SET state = %(state)s,
        outcome_reason = %(outcome_reason)s,
        provider_payment_id = COALESCE(provider_payment_id, %(provider_payment_id)s),
-       provider_status = COALESCE(%(provider_status)s, provider_status),
+       provider_status = CASE WHEN %(set_provider_status)s THEN %(provider_status)s ELSE provider_status END,
        next_action = CASE WHEN %(store_action)s THEN %(next_action)s
                           WHEN %(clear_action)s THEN NULL ELSE next_action END,
        next_action_expires_at = CASE WHEN %(store_action)s THEN %(next_action_expires_at)s

@@ -90,3 +90,22 @@ def test_requires_action_stores_the_action() -> None:
 
 def test_evidence_about_a_never_sent_attempt_escalates() -> None:
     assert decide(attempt("NotStarted"), evidence("succeeded"), only_send=False).escalation is not None
+
+
+def test_an_unknown_that_clears_a_stored_action_asks_for_a_lookup_at_once() -> None:
+    """Issue 11 item 4: the endpoint's timeout clears a challenge the provider may still wait for,
+    so the attempt is due for a lookup now; without a stored action it waits for its backoff."""
+    challenged = AttemptFacts(attempt_id="A1", state="Started", provider_account=ACCOUNT, amount_minor=4250,
+                              currency="EUR", provider_payment_id="pay_1", has_action=True)
+    cleared = decide(challenged, evidence("unknown", reason="provider.no-response.caller"), only_send=True)
+    assert (cleared.new_state, cleared.clear_action, cleared.look_up_now) == ("Unknown", True, True)
+    assert not decide(attempt("Started"), evidence("unknown"), only_send=True).look_up_now
+
+
+@pytest.mark.parametrize("finding, status", [("unknown", None), ("rejected", None), ("processing", "processing"),
+                                             ("requires_action", "requires_action"), ("failed", "failed")])
+def test_every_recorded_state_writes_its_own_provider_status(finding: str, status: str | None) -> None:
+    """Issue 11 item 4: a state change writes the status that goes with it (None clears the old
+    one), so ``provider_status`` never shows what the recorded state contradicts."""
+    decision = decide(attempt("Started"), evidence(finding), only_send=False)
+    assert decision.sets_status and decision.provider_status == status
