@@ -1,16 +1,18 @@
 """``paygate up``: the whole system on one machine (API.md, Command line; DESIGN.md).
 
 Starts the embedded PostgreSQL and Valkey unless ``DATABASE_URL`` / ``REDIS_URL`` are set,
-applies the schema, seeds the demo, runs the Procfile's processes plus the demo sinks under
-honcho, waits for ``/readyz`` to answer 200, then writes ``DIR/paygate-demo.json`` and prints the
-same in words. SIGINT/SIGTERM stop every process, then every server it started.
+applies the schema, seeds the demo, runs the Procfile's processes plus the demo sinks under the
+supervisor (``gateway.local.supervisor``: a process that dies is restarted, with a back-off, so a
+tester can ``kill -9`` a worker and watch the work resume), waits for ``/readyz`` to answer 200,
+then writes ``DIR/paygate-demo.json`` and prints the same in words. SIGINT/SIGTERM stop every
+process, then every server it started.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import shlex
+import signal
 import sys
 import threading
 import time
@@ -19,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from honcho.manager import Manager
 
 from gateway.clock import SystemClock
 from gateway.local import demo
 from gateway.local.servers import EmbeddedPostgres, EmbeddedValkey, free_port
+from gateway.local.supervisor import PrefixedOutput, Supervisor
 from gateway.settings import load_settings
 from gateway.store.db import Database
 from gateway.store.registry import register_provider_accounts
@@ -38,7 +40,7 @@ def processes(web_port: int, provider_port: int, sinks_port: int) -> dict[str, l
     return {
         "web": [py, "-m", "uvicorn", "--factory", "gateway.app:app_from_environment",
                 "--host", "127.0.0.1", "--port", str(web_port), "--no-access-log"],
-        # Shuts down within honcho's 5 s grace: a pass cut short only leaves a lease to expire.
+        # Shuts down within the supervisor's 5 s grace: a pass cut short only leaves a lease to expire.
         "worker": [py, "-m", "dramatiq", "jobs", "--processes", "1", "--threads", "4",
                    "--worker-shutdown-timeout", "4000"],
         "clock": [py, "-m", "jobs.clock"],
@@ -100,9 +102,9 @@ async def _prepare_database(settings: Any) -> dict[str, str]:
         await db.close()
 
 
-def _wait_ready(url: str, manager: Manager, on_ready: Any) -> None:
+def _wait_ready(url: str, stop: threading.Event, on_ready: Any) -> None:
     deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not stop.is_set():
         try:
             if httpx.get(f"{url}/readyz", timeout=1.0).status_code == 200:
                 on_ready()
@@ -110,8 +112,9 @@ def _wait_ready(url: str, manager: Manager, on_ready: Any) -> None:
         except httpx.HTTPError:
             pass
         time.sleep(0.25)
-    print(f"paygate: {url}/readyz did not answer 200 within {READY_TIMEOUT_S:.0f} s; stopping", flush=True)
-    manager.terminate()
+    if not stop.is_set():
+        print(f"paygate: {url}/readyz did not answer 200 within {READY_TIMEOUT_S:.0f} s; stopping", flush=True)
+        stop.set()
 
 
 def run(data_dir: Path, web_port: int, provider_port: int, rehearsal: bool) -> int:
@@ -144,17 +147,23 @@ def run(data_dir: Path, web_port: int, provider_port: int, rehearsal: bool) -> i
                "PAYGATE_CONFIG": str(config_path), "CARDCO_CONFIG": str(cardco_path),
                "PAYGATE_LOG_FORMAT": os.environ.get("PAYGATE_LOG_FORMAT", "console"),
                "PYTHONUNBUFFERED": "1"}
-        manager = Manager()
+        supervisor = Supervisor(PrefixedOutput(sys.stdout))
         for name, argv in processes(web_port, provider_port, sinks_port).items():
-            manager.add_process(name, shlex.join(argv), env={**os.environ, **env})
+            supervisor.add(name, argv, {**os.environ, **env})
+        ready = threading.Event()
 
         def on_ready() -> None:
             demo.write_private_json(demo_file, document)
             print(describe(document, demo_file), flush=True)
+            ready.set()
 
-        threading.Thread(target=_wait_ready, args=(urls.gateway, manager, on_ready), daemon=True).start()
-        manager.loop()
-        return int(manager.returncode or 0)
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda signum, frame: stop.set())
+        supervisor.start()
+        threading.Thread(target=_wait_ready, args=(urls.gateway, stop, on_ready), daemon=True).start()
+        supervisor.run(stop)
+        return 0 if ready.is_set() else 1
     finally:
         demo_file.unlink(missing_ok=True)
         servers.stop()
@@ -175,6 +184,6 @@ def describe(document: dict[str, Any], path: Path) -> str:
         *[f"  account {a['id']}: webhook endpoint /v1/webhooks/{a['webhook_endpoint_id']}"
           for a in document["provider_accounts"]],
         f"  everything above, with secrets and timings: {path}",
-        "  Ctrl-C stops every process and server.", "",
+        "  a process that dies is restarted; Ctrl-C stops every process and server.", "",
     ]
     return "\n".join(lines)

@@ -1,6 +1,7 @@
 """``paygate up`` end to end, as a user runs it (API.md, Command line): the real command starts the
 embedded servers and every process, answers ``/readyz`` with 200, writes ``paygate-demo.json``,
-lets the CLI create a token against it, and on SIGINT stops every process and server it started."""
+lets the CLI create a token against it, and on SIGINT stops every process and server it started.
+A process killed under it is restarted while the others keep running (issue 12)."""
 
 from __future__ import annotations
 
@@ -94,6 +95,59 @@ def test_paygate_up_runs_the_system_and_stops_it_cleanly(tmp_path: Path) -> None
         with pytest.raises(httpx.ConnectError):
             httpx.get(f"{demo['gateway_url']}/healthz", timeout=2)
         assert not (data_dir / "paygate-demo.json").exists()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        log.close()
+
+
+def _dramatiq_parent(up: psutil.Process) -> psutil.Process | None:
+    for child in up.children(recursive=True):
+        try:
+            if child.cmdline()[1:3] == ["-m", "dramatiq"] and child.ppid() == up.pid:
+                return child
+        except psutil.Error:
+            continue
+    return None
+
+
+def test_paygate_up_restarts_a_worker_killed_with_sigkill_and_keeps_the_rest_running(tmp_path: Path) -> None:
+    """Issue 12: "Make paygate up restart a process that dies (a log line says so)", where honcho
+    stopped the whole Procfile when one process exited."""
+    data_dir = tmp_path / "data"
+    web_port, provider_port = free_port(), free_port()
+    log_path = tmp_path / "up.log"
+    log = log_path.open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gateway.cli", "up", "--data-dir", str(data_dir), "--web-port", str(web_port),
+         "--provider-port", str(provider_port), "--rehearsal"],
+        stdout=log, stderr=subprocess.STDOUT, env=_environment(), cwd=tmp_path)
+    try:
+        demo = _wait_for(data_dir / "paygate-demo.json", process)
+        up = psutil.Process(process.pid)
+        worker = _dramatiq_parent(up)
+        assert worker is not None
+        web_pids = {c.pid for c in up.children() if "gateway.app:app_from_environment" in c.cmdline()}
+        worker.kill()
+
+        deadline = time.monotonic() + START_TIMEOUT_S
+        restarted = None
+        while restarted is None or restarted.pid == worker.pid:
+            assert time.monotonic() < deadline, "the worker was not restarted"
+            assert process.poll() is None, "paygate up stopped when its worker died"
+            time.sleep(0.2)
+            restarted = _dramatiq_parent(up)
+        assert b"worker     | " in log_path.read_bytes()
+        assert b"(pid %d) was killed by SIGKILL; restarting in 1 s" % worker.pid in log_path.read_bytes()
+        assert {c.pid for c in up.children() if "gateway.app:app_from_environment" in c.cmdline()} == web_pids
+        assert httpx.get(f"{demo['gateway_url']}/readyz", timeout=5).status_code == 200
+
+        children = up.children(recursive=True)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(STOP_TIMEOUT_S) == 0
+        psutil.wait_procs(children, timeout=10)
+        assert [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE] == []
     finally:
         if process.poll() is None:
             process.kill()

@@ -1,0 +1,126 @@
+"""The supervisor ``paygate up`` and ``paygate campaign`` share (issue 12: "restart a process that
+dies (a log line says so, with a back-off for a process that keeps dying)"), with real processes.
+Time for the back-off comes from an injected clock, so no test waits for a delay."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+
+import psutil
+
+from gateway.local.supervisor import Supervisor, next_backoff
+
+SLEEPER = [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"]
+# A parent that forks a child into its own group, as dramatiq does with its worker processes.
+FORKER = [sys.executable, "-c",
+          "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']);"
+          " print('forked', flush=True); time.sleep(60)"]
+DIES = [sys.executable, "-c", "raise SystemExit(3)"]
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, str]] = []
+        self.events: list[str] = []
+        self._lock = threading.Lock()
+
+    def line(self, name: str, text: str) -> None:
+        with self._lock:
+            self.lines.append((name, text))
+
+    def event(self, text: str) -> None:
+        with self._lock:
+            self.events.append(text)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _until(condition, timeout_s: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition never held"
+        time.sleep(0.02)
+
+
+def test_back_off_doubles_while_a_process_keeps_dying_young_and_resets_once_it_ran_a_while() -> None:
+    assert next_backoff(None, 0.1) == 1
+    assert [next_backoff(d, 0.5) for d in (1, 2, 16, 30)] == [2, 4, 30, 30]
+    assert next_backoff(8, 11) == 1
+
+
+def test_a_killed_process_is_restarted_after_the_back_off_and_the_others_keep_running() -> None:
+    out, clock = Recorder(), Clock()
+    supervisor = Supervisor(out, clock=clock)
+    supervisor.add("worker.1", SLEEPER, dict(os.environ))
+    supervisor.add("web.1", SLEEPER, dict(os.environ))
+    supervisor.start()
+    try:
+        _until(lambda: out.lines.count(("worker.1", "up")) == 1)
+        worker, web = supervisor.pid("worker.1"), supervisor.pid("web.1")
+        assert supervisor.kill("worker.1") == worker
+        _until(lambda: psutil.Process(worker).status() == psutil.STATUS_ZOMBIE)  # type: ignore[arg-type]
+        supervisor.poll()
+        assert out.events[-1] == f"worker.1 (pid {worker}) was killed by SIGKILL; restarting in 1 s"
+        assert supervisor.pid("worker.1") is None and supervisor.pid("web.1") == web
+
+        clock.now += 1
+        supervisor.poll()
+        assert supervisor.pid("worker.1") not in (None, worker) and supervisor.restarts("worker.1") == 1
+        _until(lambda: out.lines.count(("worker.1", "up")) == 2)
+        assert supervisor.pid("web.1") == web and supervisor.restarts("web.1") == 0
+    finally:
+        supervisor.stop()
+    assert supervisor.pid("worker.1") is None and supervisor.pid("web.1") is None
+
+
+def test_a_process_that_keeps_dying_is_restarted_ever_more_slowly() -> None:
+    out, clock = Recorder(), Clock()
+    supervisor = Supervisor(out, clock=clock)
+    supervisor.add("clock", DIES, dict(os.environ))
+    supervisor.start()
+    delays = []
+
+    def buried() -> bool:
+        supervisor.poll()
+        return "restarting" in out.events[-1]
+
+    try:
+        for _ in range(4):
+            _until(buried)
+            delays.append(out.events[-1].rsplit(" ", 2)[1])
+            clock.now += float(delays[-1])
+            supervisor.poll()
+    finally:
+        supervisor.stop()
+    assert delays == ["1", "2", "4", "8"]
+    assert all("exited with code 3" in event for event in out.events if "restarting" in event)
+
+
+def test_a_kill_reaches_the_whole_group_and_stop_leaves_nothing_running() -> None:
+    out = Recorder()
+    supervisor = Supervisor(out)
+    supervisor.add("worker.1", FORKER, dict(os.environ))
+    supervisor.start()
+    try:
+        _until(lambda: ("worker.1", "forked") in out.lines)
+        parent = psutil.Process(supervisor.pid("worker.1"))  # type: ignore[arg-type]
+        forked = parent.children()
+        assert len(forked) == 1
+        supervisor.kill("worker.1", signal.SIGKILL)
+        psutil.wait_procs(forked, timeout=5)
+        assert not forked[0].is_running() or forked[0].status() == psutil.STATUS_ZOMBIE
+    finally:
+        stop = threading.Event()
+        stop.set()
+        supervisor.run(stop)  # returns at once and stops everything
+    assert supervisor.pid("worker.1") is None
