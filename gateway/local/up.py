@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,7 @@ class Servers:
             self.postgres.stop()
 
 
-def _effective_settings(config_path: Path, servers: Servers) -> tuple[Any, dict[str, Any]]:
+def effective_settings(config_path: Path, servers: Servers) -> tuple[Any, dict[str, Any]]:
     env = {**os.environ, "PAYGATE_CONFIG": str(config_path),
            "DATABASE_URL": servers.database_url, "REDIS_URL": servers.redis_url}
     settings = load_settings(env)
@@ -92,7 +93,7 @@ def _effective_settings(config_path: Path, servers: Servers) -> tuple[Any, dict[
     return settings, {**timings, **account}
 
 
-async def _prepare_database(settings: Any) -> dict[str, str]:
+async def prepare_database(settings: Any) -> dict[str, str]:
     clock = SystemClock()
     db = await Database.open(settings.database_url, size=2, name="paygate-up")
     try:
@@ -117,6 +118,45 @@ def _wait_ready(url: str, stop: threading.Event, on_ready: Any) -> None:
         stop.set()
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A configured, schema-checked, seeded system, ready for its processes to start."""
+
+    settings: Any
+    document: dict[str, Any]
+    env: dict[str, str]  # what every process needs on top of os.environ
+
+
+def prepare(data_dir: Path, servers: Servers, urls: demo.Urls, *, rehearsal: bool,
+            tune: Callable[[dict[str, Any], dict[str, Any]], None] | None = None) -> Prepared:
+    """Write the configuration (the demo's, changed in place by ``tune(gateway, cardco)``), apply
+    and check the schema, register the accounts and seed the demo; what ``paygate up`` and
+    ``paygate campaign`` share."""
+    stored = demo.load_or_create_secrets(data_dir)
+    config_path, cardco_path = data_dir / "paygate.json", data_dir / "cardco.json"
+    gateway_config = demo.gateway_config(stored, urls, rehearsal=rehearsal)
+    cardco_config = demo.cardco_config(stored, urls, rehearsal=rehearsal)
+    if tune is not None:
+        tune(gateway_config, cardco_config)
+    demo.write_private_json(config_path, gateway_config)
+    demo.write_private_json(cardco_path, cardco_config)
+    demo.write_private_json(data_dir / "runtime.json", {
+        "database_url": servers.database_url, "redis_url": servers.redis_url, "config": str(config_path)})
+    settings, effective = effective_settings(config_path, servers)
+    init_schema(settings.database_url)
+    drift = check_schema(settings.database_url)
+    if drift:
+        # init only adds what is missing; a database made by an older paygate keeps old shapes.
+        print("paygate: warning: the database differs from schema.sql (made by an older paygate?); "
+              "start with a fresh --data-dir, or migrate it by hand:\n  " + "\n  ".join(drift), flush=True)
+    tokens = asyncio.run(prepare_database(settings))
+    env = {"DATABASE_URL": servers.database_url, "REDIS_URL": servers.redis_url,
+           "PAYGATE_CONFIG": str(config_path), "CARDCO_CONFIG": str(cardco_path),
+           "PAYGATE_LOG_FORMAT": os.environ.get("PAYGATE_LOG_FORMAT", "console"),
+           "PYTHONUNBUFFERED": "1"}
+    return Prepared(settings, demo.demo_document(stored, urls, tokens, effective), env)
+
+
 def run(data_dir: Path, web_port: int, provider_port: int, rehearsal: bool) -> int:
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -127,26 +167,8 @@ def run(data_dir: Path, web_port: int, provider_port: int, rehearsal: bool) -> i
         sinks_port = free_port()
         urls = demo.Urls(gateway=f"http://127.0.0.1:{web_port}", provider=f"http://127.0.0.1:{provider_port}",
                          sinks=f"http://127.0.0.1:{sinks_port}")
-        stored = demo.load_or_create_secrets(data_dir)
-        config_path, cardco_path = data_dir / "paygate.json", data_dir / "cardco.json"
-        demo.write_private_json(config_path, demo.gateway_config(stored, urls, rehearsal=rehearsal))
-        demo.write_private_json(cardco_path, demo.cardco_config(stored, urls, rehearsal=rehearsal))
-        demo.write_private_json(data_dir / "runtime.json", {
-            "database_url": servers.database_url, "redis_url": servers.redis_url, "config": str(config_path)})
-        settings, effective = _effective_settings(config_path, servers)
-        init_schema(settings.database_url)
-        drift = check_schema(settings.database_url)
-        if drift:
-            # init only adds what is missing; a database made by an older paygate keeps old shapes.
-            print("paygate: warning: the database differs from schema.sql (made by an older paygate?); "
-                  "start with a fresh --data-dir, or migrate it by hand:\n  " + "\n  ".join(drift), flush=True)
-        tokens = asyncio.run(_prepare_database(settings))
-        document = demo.demo_document(stored, urls, tokens, effective)
-
-        env = {"DATABASE_URL": servers.database_url, "REDIS_URL": servers.redis_url,
-               "PAYGATE_CONFIG": str(config_path), "CARDCO_CONFIG": str(cardco_path),
-               "PAYGATE_LOG_FORMAT": os.environ.get("PAYGATE_LOG_FORMAT", "console"),
-               "PYTHONUNBUFFERED": "1"}
+        prepared = prepare(data_dir, servers, urls, rehearsal=rehearsal)
+        document, env = prepared.document, prepared.env
         supervisor = Supervisor(PrefixedOutput(sys.stdout))
         for name, argv in processes(web_port, provider_port, sinks_port).items():
             supervisor.add(name, argv, {**os.environ, **env})
