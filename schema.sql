@@ -544,6 +544,10 @@ CREATE OR REPLACE TRIGGER payout_recall_decisions_append_only
     BEFORE UPDATE OR DELETE ON payout_recall_decisions
     FOR EACH ROW EXECUTE FUNCTION paygate_reject_history_change();
 
+CREATE OR REPLACE TRIGGER payout_recall_decisions_no_truncate
+    BEFORE TRUNCATE ON payout_recall_decisions
+    FOR EACH STATEMENT EXECUTE FUNCTION paygate_reject_history_change();
+
 CREATE TABLE IF NOT EXISTS payout_recall_grants (
     grant_id            uuid        PRIMARY KEY,
     decision_id         uuid        NOT NULL REFERENCES payout_recall_decisions (decision_id),
@@ -565,6 +569,7 @@ CREATE TABLE IF NOT EXISTS payout_recall_grants (
     CONSTRAINT ck_recall_grant_operation CHECK (operation = 'payout.recall'),
     CONSTRAINT ck_recall_grant_state CHECK (state IN ('Issued', 'Consumed', 'Expired')),
     CONSTRAINT ck_recall_grant_window CHECK (expires_at > not_before),
+    CONSTRAINT ck_recall_grant_number CHECK (recall_number > 0),
     CONSTRAINT ck_recall_grant_state_fields CHECK (
         (state = 'Issued' AND consumed_at IS NULL AND expired_at IS NULL)
         OR (state = 'Consumed' AND consumed_at IS NOT NULL AND consumed_by IS NOT NULL AND expired_at IS NULL)
@@ -604,7 +609,10 @@ CREATE TABLE IF NOT EXISTS payout_recall_attempts (
     CONSTRAINT uq_recall_attempt_idempotency_key UNIQUE (provider_account, idempotency_key),
     CONSTRAINT ck_recall_attempt_state CHECK (state IN
         ('Claimed', 'Started', 'Unknown', 'Succeeded', 'Failed', 'NotStarted', 'NotApplied')),
+    CONSTRAINT ck_recall_attempt_amount CHECK (amount_minor > 0),
+    CONSTRAINT ck_recall_attempt_epoch CHECK (lease_epoch > 0),
     CONSTRAINT ck_recall_attempt_started CHECK ((state IN ('Claimed', 'NotStarted')) = (started_at IS NULL)),
+    CONSTRAINT ck_recall_attempt_unsent CHECK (started_at IS NOT NULL OR sends = 0),
     CONSTRAINT ck_recall_attempt_resolved CHECK (
         (state IN ('Succeeded', 'Failed', 'NotStarted', 'NotApplied')) = (resolved_at IS NOT NULL))
 );
@@ -613,9 +621,38 @@ CREATE UNIQUE INDEX IF NOT EXISTS one_unresolved_recall_per_payout
     ON payout_recall_attempts (payout_id)
     WHERE state IN ('Claimed', 'Started', 'Unknown');
 
+CREATE INDEX IF NOT EXISTS payout_recall_grants_issued ON payout_recall_grants (expires_at) WHERE state = 'Issued';
+
+CREATE INDEX IF NOT EXISTS payout_recall_attempts_leases
+    ON payout_recall_attempts (lease_expires_at)
+    WHERE state IN ('Claimed', 'Started') AND lease_expires_at IS NOT NULL;
+
 CREATE INDEX IF NOT EXISTS payout_recall_attempts_checks_due
     ON payout_recall_attempts (next_check_at, claimed_at)
     WHERE state IN ('Started', 'Unknown') AND next_check_at IS NOT NULL;
+
+-- The recall tables are an instance of the attempt pipeline (gateway/pipeline) like the payout
+-- tables, and tests/integration/test_schema_twins.py holds them to the same constraints. A database
+-- created before that has the tables without these checks: add each, once (idempotent).
+DO $$
+DECLARE
+    wanted record;
+BEGIN
+    FOR wanted IN SELECT * FROM (VALUES
+        ('payout_recall_grants', 'ck_recall_grant_number', 'CHECK (recall_number > 0)'),
+        ('payout_recall_attempts', 'ck_recall_attempt_amount', 'CHECK (amount_minor > 0)'),
+        ('payout_recall_attempts', 'ck_recall_attempt_epoch', 'CHECK (lease_epoch > 0)'),
+        ('payout_recall_attempts', 'ck_recall_attempt_unsent', 'CHECK (started_at IS NOT NULL OR sends = 0)'))
+        AS w (table_name, constraint_name, definition)
+    LOOP
+        IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = wanted.table_name::regclass
+                          AND conname = wanted.constraint_name) THEN
+            EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I %s', wanted.table_name, wanted.constraint_name,
+                           wanted.definition);
+        END IF;
+    END LOOP;
+END;
+$$;
 
 -- Append-only evidence: decisions, transitions, deliveries, provider observations,
 -- reconciliations and returns. Identifiers, amounts, currency and reason codes only.

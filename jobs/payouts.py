@@ -1,4 +1,5 @@
-"""Payout actors (seed 000): the executor, the sweeper and the reconciler.
+"""Payout actors (seed 000): the pipeline's executor, sweeper and reconciler (gateway.pipeline)
+for the payout and payout recall attempt kinds.
 
 ``execute_payout`` carries references only (payout id, grant id, correlation id); the worker
 presents the grant as ``svc-payout-worker`` and the executor decides everything from the
@@ -15,11 +16,13 @@ from typing import Any
 import dramatiq
 
 from gateway.clock import Clock
-from gateway.payouts.executor import Executor
-from gateway.payouts.recall_worker import RecallExecutor, RecallReconciler, sweep_recalls
-from gateway.payouts.reconciler import Reconciler
+from gateway.payouts.attempts import EXECUTOR, PAYOUT
+from gateway.payouts.recalls import RECALL, RECALL_EXECUTOR
 from gateway.payouts.sweeper import sweep_once
-from gateway.payouts.validation import PayoutJob, Postponed
+from gateway.payouts.validation import PayoutJob
+from gateway.pipeline.executor import Executor
+from gateway.pipeline.kind import AttemptKind, Postponed, Presenter
+from gateway.pipeline.reconciler import Reconciler
 from jobs import runtime
 from jobs.broker import QUEUE
 
@@ -36,11 +39,11 @@ def _publish(actor: dramatiq.Actor[Any, Any], payload: dict[str, Any], clock: Cl
                                    delay=_delay_ms(datetime.fromisoformat(payload["deliver_at"]), clock))
 
 
-async def _execute(actor: dramatiq.Actor[Any, Any], executor: type[Executor] | type[RecallExecutor],
+async def _execute(actor: dramatiq.Actor[Any, Any], kind: AttemptKind, presenter: Presenter,
                    payout_id: str, grant_id: str, correlation_id: str) -> None:
     """Run one delivery; a postponed one is re-sent to ``actor`` for later."""
     current = await runtime.current()
-    outcome = await executor(current.db, current.clock, current.settings).run(
+    outcome = await Executor(kind, current.db, current.clock, current.settings, presenter, current.http).run(
         PayoutJob(payout_id, grant_id, correlation_id))
     if isinstance(outcome, Postponed):
         later = outcome.until or current.clock.now() + timedelta(seconds=POSTPONE_S)
@@ -54,7 +57,7 @@ def publish_payout_job(payload: dict[str, Any], clock: Clock) -> dramatiq.Messag
 
 @dramatiq.actor(queue_name=QUEUE, max_retries=3, min_backoff=1_000, time_limit=120_000)
 async def execute_payout(payout_id: str, grant_id: str, correlation_id: str) -> None:
-    await _execute(execute_payout, Executor, payout_id, grant_id, correlation_id)
+    await _execute(execute_payout, PAYOUT, EXECUTOR, payout_id, grant_id, correlation_id)
 
 
 def publish_payout_recall_job(payload: dict[str, Any], clock: Clock) -> dramatiq.Message[Any]:
@@ -64,18 +67,17 @@ def publish_payout_recall_job(payload: dict[str, Any], clock: Clock) -> dramatiq
 
 @dramatiq.actor(queue_name=QUEUE, max_retries=3, min_backoff=1_000, time_limit=120_000)
 async def execute_payout_recall(payout_id: str, grant_id: str, correlation_id: str) -> None:
-    await _execute(execute_payout_recall, RecallExecutor, payout_id, grant_id, correlation_id)
+    await _execute(execute_payout_recall, RECALL, RECALL_EXECUTOR, payout_id, grant_id, correlation_id)
 
 
 @dramatiq.actor(queue_name=QUEUE, max_retries=0, time_limit=60_000)
 async def sweep_payouts() -> None:
     current = await runtime.current()
     await sweep_once(current.db, current.clock)
-    await sweep_recalls(current.db, current.clock)
 
 
 @dramatiq.actor(queue_name=QUEUE, max_retries=0, time_limit=120_000)
 async def reconcile_payouts() -> None:
     current = await runtime.current()
-    await Reconciler(current.db, current.clock, current.settings).run_once()
-    await RecallReconciler(current.db, current.clock, current.settings).run_once()
+    for kind in (PAYOUT, RECALL):
+        await Reconciler(kind, current.db, current.clock, current.settings, current.http).run_once()

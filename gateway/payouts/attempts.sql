@@ -43,9 +43,6 @@ VALUES (%(attempt_id)s, %(payout_id)s, %(grant_id)s, %(decision_id)s, %(attempt_
         %(send_deadline)s, %(lease_expires_at)s, %(escalation_deadline)s)
 RETURNING *;
 
--- name: get_attempt
-SELECT * FROM payout_attempts WHERE attempt_id = %(attempt_id)s;
-
 -- name: attempts_of_payout
 SELECT * FROM payout_attempts WHERE payout_id = %(payout_id)s ORDER BY attempt_number;
 

@@ -1,5 +1,10 @@
-"""Which provider account pays out, and the payout timings drawn from settings (API.md, "Payout
-timing"; docs/decisions/0007-payout-provider-account-and-timings.md)."""
+"""Which provider account a NEW payout attempt goes to, and the payout timings drawn from settings
+(API.md, "Payout timing"; docs/decisions/0007).
+
+The account of a new attempt is a configuration decision, taken once by the claim and stored on
+the attempt: the first configured provider account. Every later send, resend and lookup of that
+attempt uses the stored account (gateway.pipeline.accounts), never this choice again.
+"""
 
 from __future__ import annotations
 
@@ -12,14 +17,15 @@ JOB_KIND = "payout-job"
 
 
 def payout_account(settings: Settings) -> ProviderAccount:
-    """The platform's payout account: the first configured provider account."""
+    """The account new payout (and recall) attempts are claimed on: the first configured one."""
     if not settings.provider_accounts:
         raise RuntimeError("payouts need a configured provider account")
     return settings.provider_accounts[0]
 
 
-def payout_timings(settings: Settings) -> PayoutTimings:
-    account = payout_account(settings)
+def payout_timings(settings: Settings, account: ProviderAccount | None = None) -> PayoutTimings:
+    """The timings of an attempt on ``account`` (its stored one); None: the account new attempts use."""
+    account = account or payout_account(settings)
     return PayoutTimings(
         grant_lead_s=settings.payout_grant_lead_s, grant_window_s=settings.payout_grant_window_s,
         send_deadline_s=settings.payout_send_deadline_s, provider_skew_s=settings.provider_skew_s,

@@ -18,7 +18,6 @@ reference ``<payout_id>-r<N>`` and key ``recall-<payout_id>-r<N>``, N allocated 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -26,36 +25,40 @@ from typing import Any, Literal
 import structlog
 
 from gateway.clock import Clock
-from gateway.domain.cardco_notifications import Notification
+from gateway.domain.effect_manifest import Transport, recall_manifest
 from gateway.domain.payout_errors import AttemptUnresolved, NotRecallable
-from gateway.domain.payout_notifications import Escalate, Ignore, RecordReturn, Resolve, decide
-from gateway.domain.payout_outcomes import (
-    RECALL_STATUS_TABLE,
-    AttemptState,
-    Classification,
-    Expected,
-    classify_record,
-)
+from gateway.domain.payout_outcomes import RECALL_STATUS_TABLE
 from gateway.domain.payout_timing import PayoutTimings
-from gateway.effects.certify import Certifier
-from gateway.effects.ledger import advance
-from gateway.effects.views import effects_of
-from gateway.escalations.store import resolve_by_key_prefix
 from gateway.outbox.store import enqueue
-from gateway.payouts import history, records
-from gateway.payouts.attempt_rows import AttemptRows
-from gateway.payouts.escalations import escalate
-from gateway.store.db import Connection, Database, Statement, fetch_all, fetch_one, fetch_required
+from gateway.payouts import cardco, history, records
+from gateway.payouts.config import payout_account, payout_timings
+from gateway.payouts.governance import persist_recall
+from gateway.payouts.validation import PayoutJob
+from gateway.pipeline.grants import presented_grant
+from gateway.pipeline.kind import (
+    AttemptKind,
+    Claimed,
+    Event,
+    Postponed,
+    Presenter,
+    Refused,
+    Request,
+    by_client_reference,
+)
+from gateway.pipeline.rows import Rows
+from gateway.pipeline.views import attempts_view, shown
+from gateway.settings import Settings
+from gateway.store.db import Connection, Database, fetch_all, fetch_one, fetch_required
 from gateway.store.queries import load_queries
 
-ROWS = AttemptRows("payout_recall", "payout_recall_attempts", "payout_recall_grants", "provider_recall_id")
-_SQL: dict[str, Statement] = {**load_queries("gateway.payouts", "recalls.sql"), **ROWS.sql}
+ROWS = Rows("payout_recall_attempts", "payout_recall_grants", "provider_recall_id")
+_SQL = load_queries("gateway.payouts", "recalls.sql")
 log = structlog.get_logger("gateway.payouts")
 
 OPERATION = "payout.recall"
 AUDIENCE = "payout-recall-executor"
 JOB_KIND = "payout-recall-job"
-FINAL = frozenset({AttemptState.SUCCEEDED, AttemptState.FAILED, AttemptState.NOT_STARTED, AttemptState.NOT_APPLIED})
+RECALL_EXECUTOR = Presenter("svc-payout-recall-worker", frozenset({AUDIENCE}))
 
 Reason = Literal["recall.allowed", "recall.payout-not-paid", "recall.already-recalled", "context.unavailable"]
 
@@ -68,10 +71,6 @@ def idempotency_key(payout_id: str, number: int) -> str:
     return f"recall-{payout_id}-r{number}"
 
 
-def escalation_prefix(attempt_id: uuid.UUID) -> str:
-    return f"payout-recall-attempt:{attempt_id}:"
-
-
 async def _event(conn: Connection, payout_id: str, event: str, *, actor: str, now: datetime,
                  correlation_id: str | None = None, **detail: Any) -> None:
     """The payout's audit trail shows the recall: one ``recall`` event per step, ids in detail."""
@@ -80,8 +79,13 @@ async def _event(conn: Connection, payout_id: str, event: str, *, actor: str, no
                                  **{k: str(v) if isinstance(v, uuid.UUID) else v for k, v in detail.items()}})
 
 
-def rfc3339(moment: datetime | None) -> str | None:
-    return None if moment is None else moment.isoformat().replace("+00:00", "Z")
+async def _history(conn: Connection, payout_id: str, event: Event, /, *, actor: str, now: datetime,
+                   detail: dict[str, Any], attempt_id: Any = None, grant_id: Any = None,
+                   correlation_id: str | None = None) -> None:
+    """The pipeline's evidence of a recall attempt, as ``recall`` events naming it in detail (the
+    history's id columns reference the payout's own tables)."""
+    await _event(conn, payout_id, event, actor=actor, now=now, correlation_id=correlation_id,
+                 recall_attempt_id=attempt_id, recall_grant_id=grant_id, **detail)
 
 
 # Decision ------------------------------------------------------------------------------------------
@@ -163,147 +167,86 @@ async def _issue(conn: Connection, now: datetime, timings: PayoutTimings, payout
     return grant
 
 
-# Claim, Started, send counter, resolution ----------------------------------------------------------
+# Admission and claim (the pipeline runs the rest: gateway.pipeline) --------------------------------
 
-async def get_grant(conn: Connection, grant_id: uuid.UUID) -> dict[str, Any] | None:
-    return await fetch_one(conn, _SQL["get_grant"], {"grant_id": grant_id})
+@dataclass(frozen=True)
+class Admitted:
+    grant: dict[str, Any]
+    payout: dict[str, Any]
 
 
-attempt_of_grant = ROWS.attempt_of_grant
+async def _admit(db: Database, now: datetime, job: PayoutJob, presenter: Presenter) -> Admitted | Refused | Postponed:
+    """The grant checks every grant-authorized kind makes (gateway.domain.grants), then: the payout
+    is still Paid."""
+    async with db.transaction() as conn:
+        grant = await presented_grant(RECALL, conn, job.grant_id, subject_id=job.payout_id, presenter=presenter,
+                                      now=now)
+        if isinstance(grant, (Refused, Postponed)):
+            return grant
+        payout = await records.get_payout(conn, job.payout_id, grant["tenant_id"])
+    if payout["state"] != "Paid":
+        return Refused("payout.not-recallable", grant, {"state": payout["state"]})
+    return Admitted(grant, payout)
 
 
-async def claim(db: Database, now: datetime, timings: PayoutTimings, *, grant: dict[str, Any],
-                payout: dict[str, Any], worker_id: str, provider_account: str,
-                record_effect: Callable[[Connection, dict[str, Any]], Awaitable[object]]) -> dict[str, Any] | None:
-    """The atomic claim: the grant consumed by ``now``, the attempt Claimed and its seed 001 effect
-    record (``record_effect``), or nothing (None). Raises whatever the commit raises: the caller
-    treats that as unconfirmed and sends nothing."""
+async def claim(db: Database, now: datetime, settings: Settings, admitted: Admitted,
+                worker_id: str) -> Claimed | Refused:
+    """The atomic claim: the grant consumed by ``now``, the attempt Claimed on the account new
+    attempts use and its seed 001 effect record, or nothing. Raises whatever the commit raises:
+    the caller treats that as unconfirmed and sends nothing."""
+    grant, payout = admitted.grant, admitted.payout
+    timings, account = payout_timings(settings), payout_account(settings)
     payout_id, number = payout["payout_id"], grant["recall_number"]
     async with db.transaction() as conn:
-        if await fetch_one(conn, _SQL["consume_grant"], {
-                "grant_id": grant["grant_id"], "now": now, "worker_id": worker_id}) is None:
-            return None
+        if not await ROWS.consume_grant(conn, now, grant["grant_id"], worker_id):
+            return Refused("claim.lost", grant)
         attempt = await fetch_required(conn, _SQL["insert_attempt"], {
             "attempt_id": uuid.uuid4(), "payout_id": payout_id, "grant_id": grant["grant_id"],
-            "decision_id": grant["decision_id"], "recall_number": number, "provider_account": provider_account,
+            "decision_id": grant["decision_id"], "recall_number": number, "provider_account": account.id,
             "provider_payout_id": grant["provider_payout_id"], "client_reference": client_reference(payout_id, number),
             "idempotency_key": idempotency_key(payout_id, number), "amount_minor": payout["amount_minor"],
             "currency": payout["currency"], "worker_id": worker_id, "now": now,
             "send_deadline": timings.send_deadline(now), "lease_expires_at": timings.lease_expiry(now),
             "escalation_deadline": timings.escalation_deadline(now)})
-        await record_effect(conn, attempt)  # seed 001 (issue 8): the effect record commits with the claim
+        # Seed 001 (issue 8): the effect record commits with the claim.
+        await persist_recall(RECALL, conn, attempt, account=account, now=now, actor=worker_id,
+                             reminder_interval_s=settings.reminder_interval_s)
         await _event(conn, payout_id, "claimed", actor=worker_id, now=now, recall_attempt_id=attempt["attempt_id"],
                      recall_grant_id=grant["grant_id"], recall_number=number, attempt_state="Claimed",
                      lease_epoch=attempt["lease_epoch"])
-    return attempt
+    return Claimed(attempt)
 
 
-async def mark_started(db: Database, now: datetime, attempt: dict[str, Any], epoch: int) -> bool:
-    """True only when the Started write is confirmed committed; any doubt means do not send."""
-    async def record(conn: Connection) -> None:
-        await _event(conn, attempt["payout_id"], "transition", actor=attempt["claimed_by"], now=now,
-                     recall_attempt_id=attempt["attempt_id"], attempt_state="Started", lease_epoch=epoch)
-        await advance(conn, attempt["attempt_id"], "Started", actor=attempt["claimed_by"], now=now)  # issue 8
-    return await ROWS.mark_started(db, now, attempt, epoch, record)
+def _request(attempt: dict[str, Any], secret: str | None) -> Request:
+    return Request(cardco.recall_path(attempt["provider_payout_id"]), cardco.recall_body(attempt))
 
 
-count_send = ROWS.count_send
+def _manifest(transport: Transport, body: bytes, attempt: dict[str, Any]) -> dict[str, Any]:
+    return recall_manifest(transport, body, provider_payout_id=attempt["provider_payout_id"],
+                           amount_minor=attempt["amount_minor"], currency=attempt["currency"])
 
 
-async def resolve(conn: Connection, now: datetime, attempt: dict[str, Any], state: AttemptState, reason: str, *,
-                  actor: str, from_states: Sequence[AttemptState], epoch: int | None = None,
-                  provider_recall_id: str | None = None, provider_status: str | None = None,
-                  next_check_at: datetime | None = None, certifier: Certifier | None = None) -> dict[str, Any] | None:
-    """The one narrow evidence write of a recall attempt; None when it was no longer in
-    ``from_states`` (or the epoch moved). The payout row is not touched: it stays Paid. The recall's
-    effect protocol follows in the same transaction; a confirmed recall is certified with ``certifier``."""
-    row = await fetch_one(conn, _SQL["resolve_attempt"], {
-        "attempt_id": attempt["attempt_id"], "state": state.value, "reason": reason, "now": now, "epoch": epoch,
-        "from_states": [s.value for s in from_states], "provider_id": provider_recall_id,
-        "provider_status": provider_status, "next_check_at": next_check_at})
-    if row is None:
-        return None
-    if state in FINAL:
-        await resolve_by_key_prefix(conn, escalation_prefix(attempt["attempt_id"]), now,
-                                    f"payout recall attempt {state.value} ({reason}) by {actor}")
-    await _event(conn, attempt["payout_id"], "transition", actor=actor, now=now, recall_attempt_id=row["attempt_id"],
-                 attempt_state=state.value, reason=reason, provider_recall_id=row["provider_recall_id"])
-    await advance(conn, attempt["attempt_id"], state.value, actor=actor, now=now, certifier=certifier,
-                  attempt=row)  # seed 001 (issue 8)
-    log.info("payout_recall_attempt_resolved", payout_id=attempt["payout_id"], attempt_id=str(attempt["attempt_id"]),
-             attempt_state=state.value, reason=reason, actor=actor)
-    return row
-
-
-async def record_event(conn: Connection, payout_id: str, event: str, *, actor: str, now: datetime,
-                       **detail: Any) -> None:
-    await _event(conn, payout_id, event, actor=actor, now=now, **detail)
-
-
-async def raise_escalation(conn: Connection, now: datetime, attempt: dict[str, Any], cause: str, *,
-                           reminder_interval_s: float, **facts: Any) -> None:
-    """``payout-recall-attempt:<id>:<problem>``, closed by the resolving transaction."""
-    await escalate(conn, now, attempt, cause, reason=f"payout-recall-{cause.split(':')[0]}",
-                   reminder_interval_s=reminder_interval_s, key_prefix=escalation_prefix(attempt["attempt_id"]),
-                   recall_attempt_id=str(attempt["attempt_id"]), provider_recall_id=attempt["provider_recall_id"],
-                   **facts)
-
-
-def expected(attempt: dict[str, Any]) -> Expected:
-    return Expected(attempt["client_reference"], attempt["amount_minor"], attempt["currency"])
-
-
-def classify_recall(record: dict[str, Any], attempt: dict[str, Any]) -> Classification:
-    return classify_record(record, expected(attempt), RECALL_STATUS_TABLE)
-
-
-due_checks = ROWS.due_checks
-lapsed_leases = ROWS.lapsed_leases
-fence_lapsed = ROWS.fence_lapsed
-
-
-# Notifications (the handler's payout hook, gateway.payouts.notifications) ------------------------
-
-async def match(conn: Connection, account_id: str, notification: Notification
-                ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """The recall attempts a ``payout.recall*`` notification names by reference and by recall id."""
-    return await ROWS.lock_attempt(conn, account_id, client_reference=notification.client_reference,
-                                   provider_id=notification.provider_object_id)
-
-
-async def apply_notification(conn: Connection, now: datetime, attempt: dict[str, Any], notification: Notification,
-                             *, evidence: dict[str, Any], notification_key: str | None, actor: str,
-                             reminder_interval_s: float, certifier: Certifier | None = None) -> str:
-    """The same pure decision as a payout notification (``payout_notifications.decide``) over the
-    recall classification table, written through :func:`resolve`."""
-    seen = classify_recall(notification.subject.model_dump(mode="json"), attempt)
-    action = decide(AttemptState(attempt["state"]), attempt["provider_recall_id"], seen)
-    taken: str
-    if isinstance(action, Resolve):
-        written = await resolve(conn, now, attempt, action.state, seen.reason, actor=actor,
-                                from_states=action.from_states, provider_recall_id=seen.provider_payout_id,
-                                provider_status=seen.provider_status,
-                                next_check_at=now if action.state is AttemptState.STARTED else None,
-                                certifier=certifier)
-        if written is None:
-            raise RuntimeError(f"payout recall attempt {attempt['attempt_id']} moved under its own lock")
-        taken = "resolved"
-    elif isinstance(action, (Ignore, RecordReturn)):  # a recall has no return: nothing to record
-        taken = "ignored"
-    else:
-        if not isinstance(action, Escalate):
-            raise TypeError(f"unhandled notification action {action!r}")
-        problem = action.cause if notification_key is None else f"{action.cause}:{notification_key}"
-        await raise_escalation(conn, now, attempt, problem, reminder_interval_s=reminder_interval_s,
-                               notification_event_id=evidence["notification_event_id"],
-                               provider_event_id=evidence["provider_event_id"], status=evidence["status"])
-        taken = action.cause
-    await _event(conn, attempt["payout_id"], "provider_observation", actor=actor, now=now,
-                 recall_attempt_id=attempt["attempt_id"], **evidence, action=taken)
-    return taken
+# A recall attempt links to the payout it recalls (seed 000 section 17): the payout row stays Paid,
+# so the default ``follow`` (nothing) applies, and a recall has no return.
+RECALL = AttemptKind(
+    name="payout_recall", operation=OPERATION, parent="payout_id", rows=ROWS, table=RECALL_STATUS_TABLE,
+    history=_history, admit=_admit, claim=claim, request=_request, manifest=_manifest,
+    lookup=by_client_reference(cardco.RECALLS_LOOKUP_PATH), timings=payout_timings,
+    identity=lambda attempt, record: record.get("payout") == attempt["provider_payout_id"],
+    escalation_facts=lambda attempt: {"provider_payout_id": attempt["provider_payout_id"]},
+    attempt_fields=("attempt_id", "recall_number", "state", "grant_id", "decision_id", "client_reference",
+                    "idempotency_key", "provider_payout_id", "provider_recall_id", "provider_status",
+                    "outcome_reason", "claimed_at", "started_at", "send_deadline", "sends", "resolved_at"),
+)
 
 
 # View ------------------------------------------------------------------------------------------------
+
+GRANT_FIELDS = ("grant_id", "decision_id", "state", "operation", "audience", "recall_number", "provider_payout_id",
+                "policy_version", "not_before", "expires_at", "consumed_at", "expired_at")
+DECISION_FIELDS = ("decision_id", "operation", "outcome", "reason", "policy_version", "actor_id",
+                   "evaluated_payout_version", "provider_payout_id", "observed_at")
+
 
 async def recalls_view(conn: Connection, payout_id: str) -> dict[str, Any]:
     """The ``recalls`` field of ``GET /v1/payouts/{id}``: decisions, grants and attempts, oldest
@@ -311,41 +254,14 @@ async def recalls_view(conn: Connection, payout_id: str) -> dict[str, Any]:
     key = {"payout_id": payout_id}
     grants = await fetch_all(conn, _SQL["grants_of_payout"], key)
     by_decision = {g["decision_id"]: g for g in grants}
-    attempts = await fetch_all(conn, _SQL["attempts_of_payout"], key)
-    effects = await effects_of(conn, [a["attempt_id"] for a in attempts])
     return {
         "decisions": [recall_decision_view(d, by_decision.get(d["decision_id"]))
                       for d in await fetch_all(conn, _SQL["decisions_of_payout"], key)],
-        "grants": [grant_view(g) for g in grants],
-        "attempts": [attempt_view(a, effects.get(str(a["attempt_id"]))) for a in attempts],
+        "grants": [shown(g, GRANT_FIELDS) for g in grants],
+        "attempts": await attempts_view(RECALL, conn, await fetch_all(conn, _SQL["attempts_of_payout"], key)),
     }
 
 
-def grant_view(grant: dict[str, Any]) -> dict[str, Any]:
-    return {"grant_id": str(grant["grant_id"]), "decision_id": str(grant["decision_id"]), "state": grant["state"],
-            "operation": grant["operation"], "audience": grant["audience"], "recall_number": grant["recall_number"],
-            "provider_payout_id": grant["provider_payout_id"], "policy_version": grant["policy_version"],
-            "not_before": rfc3339(grant["not_before"]), "expires_at": rfc3339(grant["expires_at"]),
-            "consumed_at": rfc3339(grant["consumed_at"]), "expired_at": rfc3339(grant["expired_at"])}
-
-
 def recall_decision_view(decision: dict[str, Any], grant: dict[str, Any] | None) -> dict[str, Any]:
-    return {"decision_id": str(decision["decision_id"]), "operation": decision["operation"],
-            "outcome": decision["outcome"], "reason": decision["reason"],
-            "policy_version": decision["policy_version"], "actor_id": decision["actor_id"],
-            "evaluated_payout_version": decision["evaluated_payout_version"],
-            "provider_payout_id": decision["provider_payout_id"], "observed_at": rfc3339(decision["observed_at"]),
-            "grant": None if grant is None else {
-                "grant_id": str(grant["grant_id"]), "not_before": rfc3339(grant["not_before"]),
-                "expires_at": rfc3339(grant["expires_at"]), "recall_number": grant["recall_number"]}}
-
-
-def attempt_view(row: dict[str, Any], effect: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"attempt_id": str(row["attempt_id"]), "recall_number": row["recall_number"], "state": row["state"],
-            "grant_id": str(row["grant_id"]), "decision_id": str(row["decision_id"]),
-            "client_reference": row["client_reference"], "idempotency_key": row["idempotency_key"],
-            "provider_payout_id": row["provider_payout_id"], "provider_recall_id": row["provider_recall_id"],
-            "provider_status": row["provider_status"], "outcome_reason": row["outcome_reason"],
-            "claimed_at": rfc3339(row["claimed_at"]), "started_at": rfc3339(row["started_at"]),
-            "send_deadline": rfc3339(row["send_deadline"]), "sends": row["sends"],
-            "resolved_at": rfc3339(row["resolved_at"]), "effect": effect}  # seed 001 (issue 8)
+    return shown(decision, DECISION_FIELDS) | {
+        "grant": None if grant is None else shown(grant, ("grant_id", "not_before", "expires_at", "recall_number"))}

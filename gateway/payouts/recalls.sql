@@ -54,9 +54,6 @@ VALUES (%(grant_id)s, %(decision_id)s, %(payout_id)s, %(tenant_id)s, %(audience)
         %(provider_payout_id)s, %(policy_version)s, %(not_before)s, %(expires_at)s, 'Issued')
 RETURNING *;
 
--- name: get_grant
-SELECT * FROM payout_recall_grants WHERE grant_id = %(grant_id)s;
-
 -- name: insert_attempt
 INSERT INTO payout_recall_attempts (attempt_id, payout_id, grant_id, decision_id, recall_number, provider_account,
                                     provider_payout_id, client_reference, idempotency_key, amount_minor, currency,

@@ -13,7 +13,6 @@ A delivery that arrives before the grant's ``not_before`` is postponed, not refu
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -23,8 +22,9 @@ from gateway.domain.payout_policy import (
     RequesterFacts,
     evaluate_for_execution,
 )
-from gateway.payouts import attempts, records
-from gateway.payouts.config import OPERATION
+from gateway.payouts import records
+from gateway.pipeline.grants import presented_grant
+from gateway.pipeline.kind import AttemptKind, Postponed, Presenter, Refused
 from gateway.store.db import Database, fetch_one
 from gateway.store.queries import load_queries
 
@@ -33,19 +33,14 @@ _SQL = load_queries("gateway.payouts", "decisions.sql")
 
 @dataclass(frozen=True)
 class PayoutJob:
-    """What a queue message carries: references only."""
+    """What a payout or recall queue message carries: references only."""
 
     payout_id: str
     grant_id: str
     correlation_id: str
 
-
-@dataclass(frozen=True)
-class Presenter:
-    """A workload identity: which service presents a grant, and the audiences it serves."""
-
-    service_id: str
-    audiences: frozenset[str]
+    def ids(self) -> dict[str, str]:
+        return {"payout_id": self.payout_id, "grant_id": self.grant_id, "correlation_id": self.correlation_id}
 
 
 @dataclass(frozen=True)
@@ -55,46 +50,14 @@ class Valid:
     versions: ContextVersions
 
 
-@dataclass(frozen=True)
-class Refused:
-    code: str
-    grant: dict[str, Any] | None = None
-    detail: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class Postponed:
-    code: str
-    until: datetime | None = None
-
-
 Validation = Valid | Refused | Postponed
 
 
-async def validate(db: Database, now: datetime, job: PayoutJob, presenter: Presenter) -> Validation:
-    try:
-        grant_id = uuid.UUID(job.grant_id)
-    except ValueError:
-        return Refused("grant.unknown")
+async def validate(kind: AttemptKind, db: Database, now: datetime, job: PayoutJob, presenter: Presenter) -> Validation:
     async with db.transaction() as conn:
-        grant = await fetch_one(conn, _SQL["get_grant"], {"grant_id": grant_id})
-        if grant is None:
-            return Refused("grant.unknown")
-        if grant["payout_id"] != job.payout_id:
-            return Refused("binding.mismatch", grant, {"message_payout_id": job.payout_id})
-        if grant["operation"] != OPERATION or grant["audience"] not in presenter.audiences:
-            return Refused("presenter.not-audience", grant, {"presenter": presenter.service_id})
-        if grant["state"] == "Revoked":
-            return Refused("grant.revoked", grant)
-        if grant["state"] == "Consumed":
-            attempt = await attempts.attempt_of_grant(conn, grant_id)
-            duplicate = attempt is not None and attempt["payout_id"] == job.payout_id
-            return Refused("grant.consumed", grant, {"duplicate_delivery": duplicate,
-                                                     "attempt_id": str(attempt["attempt_id"]) if attempt else None})
-        if grant["state"] == "Expired" or now >= grant["expires_at"]:
-            return Refused("grant.expired", grant)
-        if now < grant["not_before"]:
-            return Postponed("grant.not-yet-valid", grant["not_before"])
+        grant = await presented_grant(kind, conn, job.grant_id, subject_id=job.payout_id, presenter=presenter, now=now)
+        if isinstance(grant, (Refused, Postponed)):
+            return grant
         decision = await fetch_one(conn, _SQL["get_decision"], {"decision_id": grant["decision_id"]})
         if decision is None:
             return Refused("grant.unknown", grant)

@@ -17,10 +17,12 @@ import respx
 
 from gateway.clock import ManualClock
 from gateway.payouts import reference
-from gateway.payouts.executor import EXECUTOR, Executor
-from gateway.payouts.reconciler import Reconciler
+from gateway.payouts.attempts import EXECUTOR, PAYOUT
 from gateway.payouts.sweeper import sweep_once
-from gateway.payouts.validation import PayoutJob, Presenter
+from gateway.payouts.validation import PayoutJob
+from gateway.pipeline.executor import Executor
+from gateway.pipeline.kind import Presenter
+from gateway.pipeline.reconciler import Reconciler
 from gateway.services import Services
 from gateway.settings import Settings
 from provider_fake import CardCo
@@ -108,13 +110,14 @@ class World:
 
     def executor(self, presenter: Presenter = EXECUTOR, settings: Settings | None = None,
                  db: Any = None) -> Executor:
-        return Executor(db or self.services.db, self.clock, settings or self.settings, presenter)
+        return Executor(PAYOUT, db or self.services.db, self.clock, settings or self.settings, presenter,
+                        self.services.http)
 
     async def run(self, job: PayoutJob, presenter: Presenter = EXECUTOR) -> Any:
         return await self.executor(presenter).run(job)
 
     async def reconcile(self) -> int:
-        return await Reconciler(self.services.db, self.clock, self.settings).run_once()
+        return await Reconciler(PAYOUT, self.services.db, self.clock, self.settings, self.services.http).run_once()
 
     async def sweep(self) -> dict[str, int]:
         return await sweep_once(self.services.db, self.clock)

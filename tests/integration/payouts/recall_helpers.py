@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.payouts.recall_worker import RecallExecutor, RecallReconciler
+from gateway.payouts.recalls import RECALL, RECALL_EXECUTOR
 from gateway.payouts.validation import PayoutJob
+from gateway.pipeline.executor import Executor
+from gateway.pipeline.reconciler import Reconciler
 from tests.integration.payouts.conftest import World
 
 RECALL_POLICY = "payout-recall-policy/2026.11"
@@ -32,11 +34,12 @@ async def recall_job(world: World, grant_id: str) -> PayoutJob:
 
 
 async def run_recall(world: World, job: PayoutJob) -> Any:
-    return await RecallExecutor(world.services.db, world.clock, world.settings).run(job)
+    return await Executor(RECALL, world.services.db, world.clock, world.settings, RECALL_EXECUTOR,
+                          world.services.http).run(job)
 
 
 async def reconcile_recalls(world: World) -> int:
-    return await RecallReconciler(world.services.db, world.clock, world.settings).run_once()
+    return await Reconciler(RECALL, world.services.db, world.clock, world.settings, world.services.http).run_once()
 
 
 def recall_calls(world: World) -> list[dict[str, Any]]:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from gateway.domain.certificates import verify
 from gateway.effects.certify import Certifier
 from gateway.effects.gate import SendGate
-from gateway.effects.payouts import open_send, payout_intent
+from gateway.payouts.attempts import PAYOUT
 from gateway.payouts.config import payout_account
+from gateway.pipeline.effects import intent, open_send
 from tests.integration.payouts.conftest import TOKEN, World
 
 
@@ -17,7 +18,7 @@ async def test_a_paid_payout_shows_its_effect_and_a_certificate_that_verifies(wo
     assert await world.run(job) == "Started"
     attempt = (await world.rows("SELECT * FROM payout_attempts"))[0]
     record = (await world.rows("SELECT * FROM effect_records"))[0]
-    derived = payout_intent(attempt, payout_account(world.settings), TOKEN)
+    derived = intent(PAYOUT, attempt, payout_account(world.settings), TOKEN)
     assert bytes(record["effect_digest"]) == derived.digest
     assert len(bytes(record["policy_digest"])) == len(bytes(record["approval_set_digest"])) == 32
     assert TOKEN not in str(record["manifest"])
@@ -64,11 +65,11 @@ async def test_a_payout_send_with_a_drifted_attempt_is_refused_and_escalated(wor
     sent = len(world.submits())
     gate = SendGate(world.services.db, world.clock, world.settings.reminder_interval_s)
     account, pepper = payout_account(world.settings), world.settings.token_pepper.get_secret_value()
-    assert await open_send(gate, {**attempt, "amount_minor": attempt["amount_minor"] + 1}, account, TOKEN,
+    assert await open_send(PAYOUT, gate, {**attempt, "amount_minor": attempt["amount_minor"] + 1}, account, TOKEN,
                            pepper=pepper, actor="test") == "effect-digest-mismatch"
-    assert await open_send(gate, attempt, account, "dst_tok_other", pepper=pepper, actor="test") == \
+    assert await open_send(PAYOUT, gate, attempt, account, "dst_tok_other", pepper=pepper, actor="test") == \
         "effect-digest-mismatch"
     assert len(world.submits()) == sent
     keys = [row["escalation_key"] for row in await world.rows("SELECT escalation_key FROM payment_escalations")]
     assert keys == [f"payout-attempt:{attempt['attempt_id']}:effect-digest-mismatch"]
-    assert await open_send(gate, attempt, account, TOKEN, pepper=pepper, actor="test") is None
+    assert await open_send(PAYOUT, gate, attempt, account, TOKEN, pepper=pepper, actor="test") is None

@@ -15,9 +15,10 @@ import psycopg
 from pydantic import SecretStr
 
 from gateway.domain.payout_outcomes import TABLE_VERSION, AttemptState
-from gateway.payouts import attempts
-from gateway.payouts.cardco import CardCoPayouts
+from gateway.payouts.attempts import PAYOUT
 from gateway.payouts.config import payout_account
+from gateway.pipeline import transitions
+from gateway.pipeline.cardco import ProviderCalls
 from gateway.store.db import Connection, Database
 from tests.integration.payouts.conftest import AMOUNT, World
 
@@ -100,11 +101,11 @@ async def test_a_fenced_worker_can_neither_start_nor_record(world: World) -> Non
     stale = await _attempt(world)
     world.clock.advance(400)
     await world.sweep()
-    assert not await attempts.mark_started(world.services.db, world.clock.now(), stale, stale["lease_epoch"])
+    assert not await transitions.mark_started(PAYOUT, world.services.db, world.clock.now(), stale, stale["lease_epoch"])
     async with world.services.db.transaction() as conn:
-        written = await attempts.resolve(conn, world.clock.now(), stale, AttemptState.FAILED, "late",
-                                         actor="old-worker", from_states=[AttemptState.NOT_STARTED],
-                                         epoch=stale["lease_epoch"])
+        written = await transitions.resolve(PAYOUT, conn, world.clock.now(), stale, AttemptState.FAILED, "late",
+                                            actor="old-worker", from_states=[AttemptState.NOT_STARTED],
+                                            epoch=stale["lease_epoch"])
     assert written is None
     assert (await _attempt(world))["state"] == "NotStarted"
 
@@ -167,9 +168,9 @@ async def test_no_send_happens_after_the_send_deadline(world: World) -> None:
     attempt = await _attempt(world)
     assert attempt["state"] == "Started"
     world.clock.advance(299)
-    assert await attempts.count_send(world.services.db, world.clock.now(), attempt, attempt["lease_epoch"])
+    assert await transitions.count_send(PAYOUT, world.services.db, world.clock.now(), attempt, attempt["lease_epoch"])
     world.clock.advance(1)
-    assert not await attempts.count_send(world.services.db, world.clock.now(), attempt, attempt["lease_epoch"])
+    assert not await transitions.count_send(PAYOUT, world.services.db, world.clock.now(), attempt, attempt["lease_epoch"])
     assert world.submits() == []
 
 
@@ -199,9 +200,10 @@ async def test_a_paused_worker_that_sends_after_expiry_is_rejected_with_no_effec
     await world.executor(db=lossy).run(job)
     world.clock.advance(300 + 31)
     attempt = await _attempt(world)
-    provider = CardCoPayouts(payout_account(world.settings), world.clock, "pepper")
+    provider = ProviderCalls(payout_account(world.settings), world.clock, world.services.http, "pepper")
     # The paused worker had passed every local check before it paused; now it wakes and sends.
-    answer = await provider.submit(attempt, "dst_tok_secret_77", provider.credential())
+    request = PAYOUT.request(attempt, "dst_tok_secret_77")
+    answer = await provider.create(request.path, request.body, attempt["idempotency_key"], provider.credential())
     assert getattr(answer, "status", None) == 400
     assert world.ledger() == []
     assert timedelta(seconds=300) == attempt["send_deadline"] - attempt["claimed_at"]

@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 
 from gateway.domain.certificates import verify
-from gateway.effects import recalls as recall_effects
 from gateway.effects.certify import Certifier, certificate_of
 from gateway.effects.gate import SendGate
-from gateway.effects.recalls import open_recall_send, recall_intent
+from gateway.payouts import cardco
 from gateway.payouts.config import payout_account
+from gateway.payouts.recalls import RECALL
+from gateway.pipeline.effects import intent, open_send
 from tests.integration.payouts.conftest import TOKEN, World
 from tests.integration.payouts.recall_helpers import (
     original,
@@ -50,7 +51,7 @@ async def test_a_confirmed_recall_ends_certified_with_a_certificate_that_verifie
     payout_record, = [r for r in await _records(world) if r["attempt_kind"] == "payout"]
     record, = [r for r in await _records(world) if r["attempt_kind"] == "payout_recall"]
     assert record["attempt_id"] == attempt["attempt_id"]
-    derived = recall_intent(attempt, payout_account(world.settings))
+    derived = intent(RECALL, attempt, payout_account(world.settings), None)
     assert bytes(record["effect_digest"]) == derived.digest
     manifest = record["manifest"]
     assert (manifest["operation"], manifest["idempotency_key"], manifest["client_reference"]) == \
@@ -104,7 +105,7 @@ async def test_a_drifted_recall_send_is_refused_before_cardco_and_escalated(
     before = await paid(world)
     payout_effect = before["effect"]
     decision = (await world.post("/v1/payouts/PAY-3107/recall")).json()
-    body_of = recall_effects.recall_body
+    body_of = cardco.recall_body
     calls = []
 
     def drifting(attempt: dict[str, Any]) -> bytes:
@@ -112,7 +113,7 @@ async def test_a_drifted_recall_send_is_refused_before_cardco_and_escalated(
         body = body_of(attempt)
         return body if len(calls) == 1 else body.replace(b'"expires_at":"', b'"expires_at":"1')  # after the claim
 
-    monkeypatch.setattr(recall_effects, "recall_body", drifting)
+    monkeypatch.setattr(cardco, "recall_body", drifting)
     code = await run_recall(world, await recall_job(world, decision["grant"]["grant_id"]))
     assert code == "request.not-buildable.effect-digest-mismatch"
     assert recall_calls(world) == []  # nothing reached CardCo's request log
@@ -135,9 +136,9 @@ async def test_the_recall_gate_refuses_a_different_payout_or_key(world: World) -
     sent = len(recall_calls(world))
     gate = SendGate(world.services.db, world.clock, world.settings.reminder_interval_s)
     account = payout_account(world.settings)
-    assert await open_recall_send(gate, {**attempt, "provider_payout_id": "po_someone_else"}, account,
-                                  actor="test") == "effect-digest-mismatch"
-    assert await open_recall_send(gate, {**attempt, "idempotency_key": "recall-PAY-3107-r9"}, account,
-                                  actor="test") == "effect-digest-mismatch"
-    assert await open_recall_send(gate, attempt, account, actor="test") is None
+    assert await open_send(RECALL, gate, {**attempt, "provider_payout_id": "po_someone_else"}, account, None,
+                                  pepper="", actor="test") == "effect-digest-mismatch"
+    assert await open_send(RECALL, gate, {**attempt, "idempotency_key": "recall-PAY-3107-r9"}, account, None,
+                                  pepper="", actor="test") == "effect-digest-mismatch"
+    assert await open_send(RECALL, gate, attempt, account, None, pepper="", actor="test") is None
     assert len(recall_calls(world)) == sent

@@ -15,8 +15,10 @@ from typing import Any
 import httpx
 
 from gateway.domain.payout_outcomes import AttemptState
-from gateway.payouts import recalls
-from gateway.payouts.recall_worker import RecallExecutor, sweep_recalls
+from gateway.payouts.recalls import RECALL, RECALL_EXECUTOR
+from gateway.pipeline import transitions
+from gateway.pipeline.executor import Executor
+from gateway.pipeline.sweeper import sweep_leases
 from tests.integration.payouts.conftest import World
 from tests.integration.payouts.recall_helpers import (
     original,
@@ -57,13 +59,13 @@ async def test_a_lost_claim_acknowledgment_sends_no_recall_and_is_swept_to_not_s
     before = await paid(world)
     job = await _recall(world)
     lossy = LosesCommitAcknowledgment(world.services.db, fail_at=2)  # validation, then the claim
-    assert await RecallExecutor(lossy, world.clock, world.settings).run(job) == "claim.unconfirmed"
+    assert await Executor(RECALL, lossy, world.clock, world.settings, RECALL_EXECUTOR, world.services.http).run(job) == "claim.unconfirmed"
     assert recall_calls(world) == []
     assert (await _attempt(world))["state"] == "Claimed"
     assert await run_recall(world, job) == "grant.consumed"  # the redelivery finds the durable claim
-    assert await sweep_recalls(world.services.db, world.clock) == 0  # the lease has not lapsed yet
+    assert await sweep_leases(RECALL, world.services.db, world.clock) == 0  # the lease has not lapsed yet
     world.clock.advance(400)
-    assert await sweep_recalls(world.services.db, world.clock) == 1
+    assert await sweep_leases(RECALL, world.services.db, world.clock) == 1
     attempt = await _attempt(world)
     assert (attempt["state"], attempt["outcome_reason"], attempt["lease_epoch"]) == ("NotStarted", "lease.lapsed", 2)
     assert recall_calls(world) == []
@@ -79,17 +81,18 @@ async def test_an_unconfirmed_started_write_sends_nothing_and_the_sweeper_record
     await paid(world)
     job = await _recall(world)
     lossy = LosesCommitAcknowledgment(world.services.db, fail_at=3)  # validation, claim, Started
-    assert await RecallExecutor(lossy, world.clock, world.settings).run(job) == "start.unconfirmed"
+    assert await Executor(RECALL, lossy, world.clock, world.settings, RECALL_EXECUTOR, world.services.http).run(job) == "start.unconfirmed"
     stale = await _attempt(world)
     assert stale["state"] == "Started"
     world.clock.advance(400)
-    assert await sweep_recalls(world.services.db, world.clock) == 1
+    assert await sweep_leases(RECALL, world.services.db, world.clock) == 1
     attempt = await _attempt(world)
     assert (attempt["state"], attempt["outcome_reason"]) == ("Unknown", "lease.lapsed")
-    assert not await recalls.count_send(world.services.db, world.clock.now(), stale, stale["lease_epoch"])
+    assert not await transitions.count_send(RECALL, world.services.db, world.clock.now(), stale, stale["lease_epoch"])
     async with world.services.db.transaction() as conn:
-        assert await recalls.resolve(conn, world.clock.now(), stale, AttemptState.FAILED, "late", actor="old-worker",
-                                     from_states=[AttemptState.UNKNOWN], epoch=stale["lease_epoch"]) is None
+        assert await transitions.resolve(RECALL, conn, world.clock.now(), stale, AttemptState.FAILED, "late",
+                                         actor="old-worker", from_states=[AttemptState.UNKNOWN],
+                                         epoch=stale["lease_epoch"]) is None
     assert recall_calls(world) == []
     refused = await world.post("/v1/payouts/PAY-3107/recall")
     assert (refused.status_code, refused.json()["code"]) == (409, "payout.attempt_unresolved")
@@ -117,7 +120,7 @@ async def test_rate_limiting_that_never_ends_is_bounded_and_left_to_the_reconcil
     world.clock.advance(60)
     assert await reconcile_recalls(world) == 0  # still leased: the sweeper fences it first
     world.clock.advance(400)
-    assert await sweep_recalls(world.services.db, world.clock) == 1
+    assert await sweep_leases(RECALL, world.services.db, world.clock) == 1
     assert await reconcile_recalls(world) == 1
     attempt = await _attempt(world)  # not found, past expiry + skew + visibility: no send took effect
     assert (attempt["state"], attempt["outcome_reason"]) == ("NotApplied", "reconciled.not-found")

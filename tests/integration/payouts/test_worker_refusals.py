@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from gateway.payouts.executor import EXECUTOR
-from gateway.payouts.validation import Postponed, Presenter, Valid, validate
+from gateway.payouts.attempts import EXECUTOR, PAYOUT
+from gateway.payouts.validation import Valid, validate
+from gateway.pipeline.kind import Postponed, Presenter, Refused
 from tests.integration.payouts.conftest import World
 
 
@@ -154,11 +155,12 @@ async def test_a_change_between_validation_and_claim_rolls_the_claim_back(world:
     tenant, or policy change committed between validation and claim rolls the claim back with
     zero provider calls" (Trace D, claim.context-changed or, for the destination, claim.lost)."""
     job = await world.approved()
-    valid = await validate(world.services.db, world.clock.now(), job, EXECUTOR)
+    valid = await validate(PAYOUT, world.services.db, world.clock.now(), job, EXECUTOR)
     assert isinstance(valid, Valid)
     await change(world)
-    result = await world.executor()._claim_and_send(job, valid, {})  # the claim this validation feeds
-    assert result in ("claim.context-changed", "claim.lost")
+    # The claim this validation feeds.
+    result = await PAYOUT.claim(world.services.db, world.clock.now(), world.settings, valid, EXECUTOR.service_id)
+    assert isinstance(result, Refused) and result.code in ("claim.context-changed", "claim.lost")
     payout = await world.payout()
     assert (payout["state"], payout["attempts"], [g["state"] for g in payout["grants"]]) == \
         ("Approved", [], ["Issued"])

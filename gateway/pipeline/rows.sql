@@ -1,7 +1,7 @@
--- The statements a payout attempt and a recall attempt share (docs/decisions/0015, choice 6: a
--- recall reuses the payout pipeline's rules). Only the tables and the provider-id column differ:
--- {attempts}, {grants} and {provider_id} are psycopg.sql.Identifier values bound by
--- gateway/payouts/attempt_rows.py, never text. Every write is conditional on the state it expects
+-- The statements every attempt kind of the pipeline shares (payout, payout recall; docs/architecture.md
+-- "Adding an attempt kind"). Only the tables and the provider-id column differ: {attempts},
+-- {grants} and {provider_id} are psycopg.sql.Identifier values bound by gateway/pipeline/rows.py,
+-- never text. Every write is conditional on the state it expects
 -- and, for the owning worker, on the lease epoch it holds: the sweeper fences by incrementing it.
 
 -- name: consume_grant
@@ -79,8 +79,8 @@ SELECT * FROM {attempts} WHERE grant_id = %(grant_id)s;
 
 -- name: lock_attempt_by_reference
 -- A notification names its attempt by the verified account and the client reference the claim
--- generated and sent ('<payout_id>-a<N>' or '<payout_id>-r<N>'). FOR UPDATE: the notification
--- decides from the state it read, and the attempt is locked before its payout, the order every
+-- generated and sent (e.g. '<payout_id>-a<N>', '<payout_id>-r<N>'). FOR UPDATE: the notification
+-- decides from the state it read, and the attempt is locked before its parent row, the order every
 -- resolving writer follows.
 SELECT * FROM {attempts}
  WHERE provider_account = %(provider_account)s AND client_reference = %(client_reference)s
@@ -92,3 +92,12 @@ SELECT * FROM {attempts}
 SELECT * FROM {attempts}
  WHERE provider_account = %(provider_account)s AND {provider_id} = %(provider_id)s
    FOR UPDATE;
+
+-- name: lock_attempt
+-- The reconciler re-reads the attempt under this lock in the transaction that writes what its
+-- lookup established (issue 11 item 5): a notification that resolved the attempt during the
+-- lookup committed first, and every escalation and resolution is decided from the state seen here.
+SELECT * FROM {attempts} WHERE attempt_id = %(attempt_id)s FOR UPDATE;
+
+-- name: get_grant
+SELECT * FROM {grants} WHERE grant_id = %(grant_id)s;

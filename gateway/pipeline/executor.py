@@ -1,0 +1,180 @@
+"""The executor of every attempt kind: admit, claim, Started, send, classify, record (seed 000,
+sections 8-11; docs/decisions/0015 choice 6 for recalls).
+
+The only component that calls the provider's create endpoint of a kind, and only after a confirmed
+claim and a confirmed Started write. An unconfirmed claim or Started write sends nothing: the
+sweeper reads the durable state later. A resend inside the attempt happens only after a rejection
+the classification table documents as no-effect and transient, with the same key and bytes, at
+most ``MAX_SENDS`` times, and only while ``count_send`` confirms the lease and the send deadline.
+A timeout is Unknown; nothing here ever resends after one. Every send passes the seed 001 send
+gate first, on the provider account stored on the attempt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import structlog
+
+from gateway.clock import Clock
+from gateway.domain.payout_outcomes import AttemptState, Classification, classify
+from gateway.effects.certify import Certifier
+from gateway.effects.gate import SendGate
+from gateway.pipeline import transitions
+from gateway.pipeline.accounts import NOT_CONFIGURED, stored_account
+from gateway.pipeline.cardco import CredentialUnavailable, ProviderCalls
+from gateway.pipeline.effects import open_send
+from gateway.pipeline.kind import AttemptKind, Claimed, Job, Postponed, Presenter, Refused, Row
+from gateway.settings import ProviderAccount, Settings
+from gateway.store.db import Database
+
+MAX_SENDS = 3
+log = structlog.get_logger("gateway.pipeline")
+
+
+async def send_bounded(clock: Clock, count_send: Callable[[int], Awaitable[bool]],
+                       send_once: Callable[[], Awaitable[Classification | str]],
+                       observe: Callable[[Classification, int], Awaitable[None]]) -> Classification | str:
+    """The send loop: before each send ``count_send`` re-checks the lease and the send deadline
+    ("send.refused" when it does not confirm); ``send_once`` sends and classifies (or returns its
+    own stopping code); each answer is observed; only a row the table marks ``resend`` (documented
+    no-effect and transient) is sent again, after its Retry-After, at most ``MAX_SENDS`` times.
+    Returns the last classification, or the stopping code."""
+    for send in range(1, MAX_SENDS + 1):
+        if not await count_send(send):
+            return "send.refused"
+        classification = await send_once()
+        if isinstance(classification, str):
+            return classification
+        await observe(classification, send)
+        if not classification.row.resend:
+            break
+        await clock.sleep(classification.retry_after_s)
+    return classification
+
+
+@dataclass(frozen=True)
+class Executor:
+    kind: AttemptKind
+    db: Database
+    clock: Clock
+    settings: Settings
+    presenter: Presenter
+    http: httpx.AsyncClient
+
+    async def run(self, job: Job) -> Postponed | str:
+        """Handle one delivery; the stopping or resulting code, or Postponed (redeliver later)."""
+        ids = job.ids()
+        admitted = await self.kind.admit(self.db, self.clock.now(), job, self.presenter)
+        if isinstance(admitted, Postponed):
+            log.info(f"{self.kind.name}_delivery_postponed", code=admitted.code, **ids)
+            return admitted
+        if isinstance(admitted, Refused):
+            await self._record_delivery(job, admitted.code, admitted.grant, admitted.detail)
+            return admitted.code
+        try:
+            claimed = await self.kind.claim(self.db, self.clock.now(), self.settings, admitted,
+                                            self.presenter.service_id)
+        except Exception as error:  # noqa: BLE001 - the commit may have happened: never send, let recovery read
+            log.warning(f"{self.kind.name}_claim_unconfirmed", error_type=type(error).__name__, **ids)
+            return "claim.unconfirmed"
+        if isinstance(claimed, Refused):
+            await self._record_delivery(job, claimed.code, claimed.grant)
+            return claimed.code
+        return await self._start_and_send(claimed, ids | {"attempt_id": str(claimed.attempt["attempt_id"])})
+
+    async def _record_delivery(self, job: Job, code: str, grant: Row | None,
+                               detail: dict[str, Any] | None = None) -> None:
+        """Evidence of a refused or lost delivery. A refusal without a known grant is only logged:
+        a message naming no grant belongs to nothing we can attach evidence to."""
+        log.warning(f"{self.kind.name}_delivery_refused", code=code, presenter=self.presenter.service_id,
+                    **job.ids())
+        if grant is None:
+            return
+        async with self.db.transaction() as conn:
+            await self.kind.history(conn, grant[self.kind.parent], "delivery", actor=self.presenter.service_id,
+                                    now=self.clock.now(), grant_id=grant["grant_id"], correlation_id=job.correlation_id,
+                                    detail={"code": code, **(detail or {})})
+
+    async def _start_and_send(self, claimed: Claimed, ids: dict[str, str]) -> str:
+        attempt, epoch = claimed.attempt, claimed.attempt["lease_epoch"]
+        account = stored_account(self.settings, attempt)
+        if account is None:  # unconfigured between the claim and now: nothing was sent
+            await self._resolve(attempt, epoch, AttemptState.NOT_STARTED, NOT_CONFIGURED, AttemptState.CLAIMED)
+            return NOT_CONFIGURED
+        calls = ProviderCalls(account, self.clock, self.http, self.settings.token_pepper.get_secret_value())
+        try:
+            key = calls.credential()
+        except CredentialUnavailable:
+            await self._resolve(attempt, epoch, AttemptState.NOT_STARTED, "credential.unavailable",
+                                AttemptState.CLAIMED)
+            return "credential.unavailable"
+        if not await transitions.mark_started(self.kind, self.db, self.clock.now(), attempt, epoch):
+            log.warning(f"{self.kind.name}_not_sent", code="start.unconfirmed", **ids)
+            return "start.unconfirmed"
+        return await self._send(calls, account, attempt, epoch, claimed.secret, key, ids)
+
+    async def _send(self, calls: ProviderCalls, account: ProviderAccount, attempt: Row, epoch: int,
+                    secret: str | None, key: str, ids: dict[str, str]) -> str:
+        async def counted(send: int) -> bool:
+            if await transitions.count_send(self.kind, self.db, self.clock.now(), attempt, epoch):
+                return True
+            log.warning(f"{self.kind.name}_send_refused", send=send, **ids)
+            return False
+
+        async def send_once() -> Classification | str:
+            # Seed 001 (issue 8): every send re-derives the effect digest from the request it carries.
+            refused = await open_send(self.kind, SendGate(self.db, self.clock, self.settings.reminder_interval_s),
+                                      attempt, account, secret, pepper=calls.pepper, actor=self.presenter.service_id)
+            if refused is not None:
+                await self._resolve(attempt, epoch, AttemptState.UNKNOWN, f"request.not-buildable.{refused}",
+                                    AttemptState.STARTED)
+                return f"request.not-buildable.{refused}"
+            request = self.kind.request(attempt, secret)
+            observation = await calls.create(request.path, request.body, attempt["idempotency_key"], key)
+            return classify(observation, self.kind.expected(attempt), self.kind.table)
+
+        classification = await send_bounded(self.clock, counted, send_once,
+                                            lambda seen, send: self._observe(attempt, seen, send))
+        if isinstance(classification, str):
+            return classification
+        if classification.row.resend:  # sends exhausted: Started with a recorded send failure; recovery follows
+            return classification.reason
+        await self._resolve(attempt, epoch, classification.state, classification.reason, AttemptState.STARTED,
+                            classification)
+        return classification.state.value
+
+    async def _observe(self, attempt: Row, classification: Classification, send: int) -> None:
+        async with self.db.transaction() as conn:
+            await self.kind.history(conn, attempt[self.kind.parent], "provider_observation",
+                                    actor=self.presenter.service_id, now=self.clock.now(),
+                                    attempt_id=attempt["attempt_id"],
+                                    detail={"send": send, "reason": classification.reason,
+                                            "classification_table": classification.table,
+                                            "attempt_state": classification.state.value,
+                                            self.kind.rows.provider_id: classification.provider_payout_id,
+                                            "provider_status": classification.provider_status})
+
+    async def _resolve(self, attempt: Row, epoch: int, state: AttemptState, reason: str, from_state: AttemptState,
+                       classification: Classification | None = None) -> None:
+        now = self.clock.now()
+        next_check_at = None
+        if state in (AttemptState.STARTED, AttemptState.UNKNOWN):  # the reconciler's first look
+            next_check_at = self.kind.timings(self.settings, stored_account(self.settings, attempt)).next_check(now, 0)
+        try:
+            async with self.db.transaction() as conn:
+                written = await transitions.resolve(
+                    self.kind, conn, now, attempt, state, reason, actor=self.presenter.service_id,
+                    from_states=[from_state], epoch=epoch,
+                    provider_id=classification.provider_payout_id if classification else None,
+                    provider_status=classification.provider_status if classification else None,
+                    next_check_at=next_check_at, certifier=Certifier.of(self.settings))  # seed 001 (issue 8)
+        except Exception as error:  # noqa: BLE001 - the lease lapses and the sweeper records Unknown
+            log.warning(f"{self.kind.name}_record_failed", attempt_id=str(attempt["attempt_id"]),
+                        error_type=type(error).__name__)
+            return
+        if written is None:
+            log.warning(f"{self.kind.name}_record_fenced", attempt_id=str(attempt["attempt_id"]), lease_epoch=epoch)

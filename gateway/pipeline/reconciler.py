@@ -1,0 +1,125 @@
+"""The read-only reconciler of every attempt kind (seed 000, "Reconcile Before Any New Attempt";
+section 17: "A recall that fails or becomes Unknown is reconciled the same way").
+
+For each due attempt (Unknown, or accepted and awaiting a status check), oldest first, on the
+lookup backoff: look the *attempt* up with the account stored on it (never a default, issue 11
+item 2: an account no longer configured is escalated ``account-not-configured`` and the attempt
+left as it is), verify the record (one record, the kind's identity check, reference, amount and
+currency), then, under the attempt's row lock in the transaction that writes it (issue 11 item 5:
+the state is re-read there, so evidence that arrived during the lookup wins):
+completed -> Succeeded; rejected -> Failed; still processing -> leave; a mismatching or ambiguous
+record -> escalate ``mismatch``; not found -> leave unless the attempt is Unknown and all three of
+the seed's conditions hold (``not_applied_allowed``), then NotApplied; past the escalation
+deadline a still unresolved attempt is escalated ``deadline``. It never resends.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import httpx
+
+from gateway.clock import Clock
+from gateway.domain.payout_outcomes import MISMATCH, AttemptState, Classification, classify_record
+from gateway.domain.payout_timing import PayoutTimings, not_applied_allowed
+from gateway.effects.certify import Certifier
+from gateway.pipeline import transitions
+from gateway.pipeline.accounts import NOT_CONFIGURED, stored_account
+from gateway.pipeline.cardco import ProviderCalls
+from gateway.pipeline.kind import AttemptKind, Row
+from gateway.settings import Settings
+from gateway.store.db import Connection, Database
+
+BATCH = 50
+METHOD = "lookup:client_reference"
+IN_FLIGHT = (AttemptState.STARTED, AttemptState.UNKNOWN)
+
+
+class Reconciler:
+    def __init__(self, kind: AttemptKind, db: Database, clock: Clock, settings: Settings,
+                 http: httpx.AsyncClient) -> None:
+        self.kind = kind
+        self.db = db
+        self.clock = clock
+        self.settings = settings
+        self.http = http
+        self.actor = f"{kind.slug}-reconciler"
+
+    async def run_once(self) -> int:
+        backoff = self.kind.timings(self.settings, None).lookup_backoff_s
+        due = await self.kind.rows.due_checks(self.db, self.clock.now(), backoff, BATCH)
+        for attempt in due:
+            await self.reconcile(attempt)
+        return len(due)
+
+    async def reconcile(self, attempt: Row) -> None:
+        account = stored_account(self.settings, attempt)
+        if account is None:  # never ask another account, never conclude anything from silence
+            async with self.db.transaction() as conn:
+                current = await self.kind.rows.lock(conn, attempt["attempt_id"])
+                if current is not None and AttemptState(current["state"]) in IN_FLIGHT:
+                    await self._escalate(conn, self.clock.now(), current, NOT_CONFIGURED,
+                                         provider_account=current["provider_account"])
+            return
+        calls = ProviderCalls(account, self.clock, self.http, self.settings.token_pepper.get_secret_value())
+        lookup_started_at = self.clock.now()  # condition (3): when *this* lookup began
+        found = await self.kind.lookup(calls, attempt)
+        now = self.clock.now()
+        async with self.db.transaction() as conn:
+            current = await self.kind.rows.lock(conn, attempt["attempt_id"])
+            if current is None:
+                return
+            await self.kind.history(conn, current[self.kind.parent], "reconciliation", actor=self.actor, now=now,
+                                    attempt_id=current["attempt_id"],
+                                    detail={"method": METHOD, "records": None if found is None else len(found),
+                                            "lookup_started_at": lookup_started_at.isoformat()})
+            if AttemptState(current["state"]) not in IN_FLIGHT:
+                return  # resolved while we looked (a notification, the executor): its evidence stands
+            resolved = await self._apply(conn, now, current, found, lookup_started_at,
+                                         self.kind.timings(self.settings, account))
+            if not resolved and now >= current["escalation_deadline"]:
+                await self._escalate(conn, now, current, "deadline")
+
+    async def _apply(self, conn: Connection, now: datetime, current: Row, found: list[Row] | None,
+                     lookup_started_at: datetime, timings: PayoutTimings) -> bool:
+        """Write what the lookup established about the attempt as locked; True when it resolved it."""
+        if found is None:  # the lookup failed: nothing learned
+            return False
+        if not found:
+            cutoff = timings.not_applied_cutoff(current["send_deadline"])
+            if current["state"] != AttemptState.UNKNOWN.value or not not_applied_allowed(lookup_started_at, cutoff):
+                return False
+            return await self._resolve(conn, now, current, AttemptState.NOT_APPLIED, "reconciled.not-found", None)
+        seen = self._verify(current, found)
+        if seen.row is MISMATCH:
+            await self._escalate(conn, now, current, "mismatch",
+                                 **{self.kind.rows.provider_id: seen.provider_payout_id
+                                    or current[self.kind.rows.provider_id]})
+            return False
+        if seen.state not in (AttemptState.SUCCEEDED, AttemptState.FAILED):
+            return False  # still processing, or a status no row documents: look again later
+        return await self._resolve(conn, now, current, seen.state, seen.reason, seen)
+
+    def _verify(self, attempt: Row, found: list[Row]) -> Classification:
+        """One record, the kind's identity (a payout's destination, a recall's payout), then the
+        attempt's reference, amount and currency."""
+        if len(found) != 1 or not self.kind.identity(attempt, found[0]):
+            record_id = found[0].get("id") if len(found) == 1 else None
+            return Classification(MISMATCH, self.kind.table.version,
+                                  provider_payout_id=record_id if isinstance(record_id, str) else None)
+        return classify_record(found[0], self.kind.expected(attempt), self.kind.table)
+
+    async def _resolve(self, conn: Connection, now: datetime, current: Row, state: AttemptState, reason: str,
+                       seen: Classification | None) -> bool:
+        written = await transitions.resolve(
+            self.kind, conn, now, current, state, reason, actor=self.actor,
+            from_states=[AttemptState(current["state"])],  # exactly the state decided from, under the lock
+            provider_id=seen.provider_payout_id if seen else None,
+            provider_status=seen.provider_status if seen else None,
+            certifier=Certifier.of(self.settings))  # seed 001 (issue 8)
+        return written is not None
+
+    async def _escalate(self, conn: Connection, now: datetime, current: Row, cause: str, **facts: object) -> None:
+        """Payments operations own what reconciliation cannot resolve (seed 000, section 2)."""
+        await transitions.escalate(self.kind, conn, now, current, cause,
+                                   reminder_interval_s=self.settings.reminder_interval_s, **facts)

@@ -1,0 +1,71 @@
+"""The attempt table of one kind, bound to the statements every kind shares (``rows.sql``).
+
+``rows.sql`` holds each statement once, with the tables and the provider-id column as
+``psycopg.sql.Identifier`` placeholders; :class:`Rows` binds them for one kind's tables. A kind
+without grants (authority that is not a seed 000 grant) passes ``grants=None`` and never runs the
+grant statements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from psycopg import sql
+
+from gateway.store.db import Connection, Database, fetch_all, fetch_one
+from gateway.store.queries import load_queries
+
+_SHAPES = load_queries("gateway.pipeline", "rows.sql")
+
+
+@dataclass(frozen=True)
+class Rows:
+    attempts: str  # the kind's attempt table
+    grants: str | None  # its single-use grants, or None for a kind authorized otherwise
+    provider_id: str  # the column holding CardCo's id of the object the attempt created
+    sql: dict[str, sql.Composed] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        names = {"attempts": sql.Identifier(self.attempts), "provider_id": sql.Identifier(self.provider_id),
+                 **({"grants": sql.Identifier(self.grants)} if self.grants else {})}
+        object.__setattr__(self, "sql", {name: sql.SQL(text).format(**names) for name, text in _SHAPES.items()
+                                         if self.grants or "{grants}" not in text})
+
+    async def attempt_of_grant(self, conn: Connection, grant_id: Any) -> dict[str, Any] | None:
+        return await fetch_one(conn, self.sql["attempt_of_grant"], {"grant_id": grant_id})
+
+    async def consume_grant(self, conn: Connection, now: datetime, grant_id: Any, worker_id: str) -> bool:
+        """Single use: only an Issued grant inside its window, by the one clock's now."""
+        return await fetch_one(conn, self.sql["consume_grant"], {
+            "grant_id": grant_id, "now": now, "worker_id": worker_id}) is not None
+
+    async def lock(self, conn: Connection, attempt_id: Any) -> dict[str, Any] | None:
+        return await fetch_one(conn, self.sql["lock_attempt"], {"attempt_id": attempt_id})
+
+    async def lapsed_leases(self, db: Database, now: datetime, limit: int) -> list[dict[str, Any]]:
+        return await db.fetch_all(self.sql["lapsed_leases"], {"now": now, "limit": limit})
+
+    async def fence_lapsed(self, conn: Connection, now: datetime, lapsed: dict[str, Any]) -> dict[str, Any] | None:
+        """Increment the epoch of a lapsed attempt; None when its owner wrote first."""
+        return await fetch_one(conn, self.sql["fence_lapsed"], {
+            "attempt_id": lapsed["attempt_id"], "state": lapsed["state"], "epoch": lapsed["lease_epoch"], "now": now})
+
+    async def due_checks(self, db: Database, now: datetime, backoff: Sequence[float],
+                         limit: int) -> list[dict[str, Any]]:
+        async with db.transaction() as conn:
+            return await fetch_all(conn, self.sql["due_checks"], {"now": now, "backoff": list(backoff), "limit": limit})
+
+    async def lock_attempt(self, conn: Connection, provider_account: str, *, client_reference: str | None,
+                           provider_id: str | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The attempts a notification names by reference and by provider id, each locked, each None
+        when that identifier is absent or matches nothing."""
+        by_reference = None if client_reference is None else await fetch_one(
+            conn, self.sql["lock_attempt_by_reference"],
+            {"provider_account": provider_account, "client_reference": client_reference})
+        by_provider_id = None if provider_id is None else await fetch_one(
+            conn, self.sql["lock_attempt_by_provider_id"],
+            {"provider_account": provider_account, "provider_id": provider_id})
+        return by_reference, by_provider_id
