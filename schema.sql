@@ -59,11 +59,27 @@ CREATE TABLE IF NOT EXISTS orders (
     created_at        timestamptz NOT NULL,
     updated_at        timestamptz NOT NULL,
     version           int         NOT NULL DEFAULT 0,
-    CONSTRAINT ck_order_state CHECK (state IN ('Open', 'Paid', 'Cancelled', 'CancelRequested')),
+    -- PaidAfterCancel: the payment succeeded after a cancellation was committed behind its send
+    -- intent; Refunded: a refund of the payment succeeded (docs/decisions/0020).
+    CONSTRAINT ck_order_state CHECK (state IN
+        ('Open', 'Paid', 'Cancelled', 'CancelRequested', 'PaidAfterCancel', 'Refunded')),
     CONSTRAINT ck_order_amount CHECK (amount_minor > 0),
     CONSTRAINT ck_order_currency CHECK (currency ~ '^[A-Z]{3}$'),
     CONSTRAINT ck_order_version CHECK (version >= 0)
 );
+
+-- A database created before refunds (docs/decisions/0020) has the order check without its two
+-- states: replace it, once. Idempotent: a check that already admits them is kept.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'orders'::regclass
+                      AND conname = 'ck_order_state' AND pg_get_constraintdef(oid) LIKE '%PaidAfterCancel%') THEN
+        ALTER TABLE orders DROP CONSTRAINT IF EXISTS ck_order_state,
+            ADD CONSTRAINT ck_order_state CHECK (state IN
+                ('Open', 'Paid', 'Cancelled', 'CancelRequested', 'PaidAfterCancel', 'Refunded'));
+    END IF;
+END;
+$$;
 
 CREATE TABLE IF NOT EXISTS payment_attempts (
     attempt_id          uuid        PRIMARY KEY,
@@ -695,12 +711,177 @@ CREATE OR REPLACE TRIGGER payout_history_no_truncate
     FOR EACH STATEMENT EXECUTE FUNCTION paygate_reject_history_change();
 
 -- ============================================================================================
+-- Refunds (issue 11 item 3; docs/decisions/0019): a refund of an order's payment is its own
+-- operation (seed 004 "Cancellation": "if it turns out to have succeeded, the refund is its own
+-- operation"; seed 000 section 17: its own request, decision, authority, attempts and outcomes).
+-- The tables have the shape of the payout and recall attempt tables, so the one attempt pipeline
+-- (issue 14) runs them as another kind: decisions are append-only, grants single-use, attempts
+-- change only by conditional writes fenced by lease_epoch. The paid payment attempt's records stay
+-- as they are; the refund links to them by its provider payment id.
+-- ============================================================================================
+CREATE TABLE IF NOT EXISTS payment_refunds (
+    order_id            text        PRIMARY KEY REFERENCES orders (order_id),
+    refunds_allocated   int         NOT NULL DEFAULT 0,  -- the last refund number a decision allocated
+    created_at          timestamptz NOT NULL,
+    updated_at          timestamptz NOT NULL,
+    CONSTRAINT ck_payment_refunds_allocated CHECK (refunds_allocated >= 0)
+);
+
+CREATE TABLE IF NOT EXISTS payment_refund_decisions (
+    decision_id             uuid        PRIMARY KEY,
+    position                bigint      GENERATED ALWAYS AS IDENTITY,
+    order_id                text        NOT NULL REFERENCES orders (order_id),
+    operation               text        NOT NULL DEFAULT 'payment.refund',
+    cause                   text        NOT NULL,  -- why it was asked for
+    outcome                 text        NOT NULL,
+    reason                  text        NOT NULL,
+    policy_version          text        NOT NULL,
+    actor_id                text        NOT NULL,  -- 'merchant:<id>' or 'system:cancellation'
+    evaluated_order_version int         NOT NULL,
+    paid_attempt_id         uuid        NULL REFERENCES payment_attempts (attempt_id),
+    provider_payment_id     text        NULL,
+    observed_at             timestamptz NOT NULL,
+    correlation_id          text        NOT NULL,
+    CONSTRAINT ck_refund_decision_operation CHECK (operation = 'payment.refund'),
+    CONSTRAINT ck_refund_decision_cause CHECK (cause IN ('paid-after-cancel', 'merchant-request')),
+    CONSTRAINT ck_refund_decision_outcome CHECK (outcome IN ('Allowed', 'Denied', 'Deferred'))
+);
+
+CREATE INDEX IF NOT EXISTS payment_refund_decisions_by_order ON payment_refund_decisions (order_id, position);
+
+CREATE OR REPLACE TRIGGER payment_refund_decisions_append_only
+    BEFORE UPDATE OR DELETE ON payment_refund_decisions
+    FOR EACH ROW EXECUTE FUNCTION paygate_reject_history_change();
+
+CREATE OR REPLACE TRIGGER payment_refund_decisions_no_truncate
+    BEFORE TRUNCATE ON payment_refund_decisions
+    FOR EACH STATEMENT EXECUTE FUNCTION paygate_reject_history_change();
+
+CREATE TABLE IF NOT EXISTS payment_refund_grants (
+    grant_id            uuid        PRIMARY KEY,
+    decision_id         uuid        NOT NULL REFERENCES payment_refund_decisions (decision_id),
+    order_id            text        NOT NULL REFERENCES orders (order_id),
+    merchant_id         text        NOT NULL,
+    operation           text        NOT NULL DEFAULT 'payment.refund',
+    audience            text        NOT NULL,
+    refund_number       int         NOT NULL,
+    provider_payment_id text        NOT NULL,
+    policy_version      text        NOT NULL,
+    not_before          timestamptz NOT NULL,
+    expires_at          timestamptz NOT NULL,
+    state               text        NOT NULL,
+    consumed_at         timestamptz NULL,
+    consumed_by         text        NULL,
+    expired_at          timestamptz NULL,
+    CONSTRAINT uq_refund_grant_decision UNIQUE (decision_id),
+    CONSTRAINT uq_refund_grant_number UNIQUE (order_id, refund_number),
+    CONSTRAINT ck_refund_grant_operation CHECK (operation = 'payment.refund'),
+    CONSTRAINT ck_refund_grant_number CHECK (refund_number > 0),
+    CONSTRAINT ck_refund_grant_state CHECK (state IN ('Issued', 'Consumed', 'Expired')),
+    CONSTRAINT ck_refund_grant_window CHECK (expires_at > not_before),
+    CONSTRAINT ck_refund_grant_state_fields CHECK (
+        (state = 'Issued' AND consumed_at IS NULL AND expired_at IS NULL)
+        OR (state = 'Consumed' AND consumed_at IS NOT NULL AND consumed_by IS NOT NULL AND expired_at IS NULL)
+        OR (state = 'Expired' AND expired_at IS NOT NULL AND consumed_at IS NULL))
+);
+
+CREATE INDEX IF NOT EXISTS payment_refund_grants_issued ON payment_refund_grants (expires_at) WHERE state = 'Issued';
+
+CREATE TABLE IF NOT EXISTS payment_refund_attempts (
+    attempt_id          uuid        PRIMARY KEY,
+    order_id            text        NOT NULL REFERENCES orders (order_id),
+    grant_id            uuid        NOT NULL REFERENCES payment_refund_grants (grant_id),
+    decision_id         uuid        NOT NULL REFERENCES payment_refund_decisions (decision_id),
+    refund_number       int         NOT NULL,
+    provider_account    text        NOT NULL REFERENCES provider_accounts (provider_account),
+    provider_payment_id text        NOT NULL,  -- the paid payment the refund names
+    client_reference    text        NOT NULL,  -- '<order_id>-r<N>'
+    idempotency_key     text        NOT NULL,  -- 'refund-<order_id>-r<N>', fixed before the first send
+    amount_minor        bigint      NOT NULL,  -- the whole payment: refunds are full
+    currency            text        NOT NULL,
+    state               text        NOT NULL,
+    claimed_by          text        NOT NULL,
+    claimed_at          timestamptz NOT NULL,
+    send_deadline       timestamptz NOT NULL,  -- every send happens before it; sent as expires_at
+    lease_epoch         int         NOT NULL DEFAULT 1,
+    lease_expires_at    timestamptz NULL,
+    started_at          timestamptz NULL,
+    sends               int         NOT NULL DEFAULT 0,
+    provider_refund_id  text        NULL,
+    provider_status     text        NULL,
+    outcome_reason      text        NULL,
+    next_check_at       timestamptz NULL,
+    checks              int         NOT NULL DEFAULT 0,
+    escalation_deadline timestamptz NOT NULL,
+    resolved_at         timestamptz NULL,
+    CONSTRAINT uq_refund_attempt_grant UNIQUE (grant_id),
+    CONSTRAINT uq_refund_attempt_number UNIQUE (order_id, refund_number),
+    CONSTRAINT uq_refund_attempt_reference UNIQUE (provider_account, client_reference),
+    CONSTRAINT uq_refund_attempt_idempotency_key UNIQUE (provider_account, idempotency_key),
+    CONSTRAINT ck_refund_attempt_state CHECK (state IN
+        ('Claimed', 'Started', 'Unknown', 'Succeeded', 'Failed', 'NotStarted', 'NotApplied')),
+    CONSTRAINT ck_refund_attempt_amount CHECK (amount_minor > 0),
+    CONSTRAINT ck_refund_attempt_epoch CHECK (lease_epoch > 0),
+    CONSTRAINT ck_refund_attempt_started CHECK ((state IN ('Claimed', 'NotStarted')) = (started_at IS NULL)),
+    CONSTRAINT ck_refund_attempt_unsent CHECK (started_at IS NOT NULL OR sends = 0),
+    CONSTRAINT ck_refund_attempt_resolved CHECK (
+        (state IN ('Succeeded', 'Failed', 'NotStarted', 'NotApplied')) = (resolved_at IS NOT NULL))
+);
+
+-- No second refund while one might still take effect; at most one that took effect per order.
+CREATE UNIQUE INDEX IF NOT EXISTS one_unresolved_refund_per_order
+    ON payment_refund_attempts (order_id)
+    WHERE state IN ('Claimed', 'Started', 'Unknown');
+
+CREATE UNIQUE INDEX IF NOT EXISTS one_succeeded_refund_per_order
+    ON payment_refund_attempts (order_id)
+    WHERE state = 'Succeeded';
+
+CREATE INDEX IF NOT EXISTS payment_refund_attempts_leases
+    ON payment_refund_attempts (lease_expires_at)
+    WHERE state IN ('Claimed', 'Started') AND lease_expires_at IS NOT NULL;
+
+CREATE INDEX IF NOT EXISTS payment_refund_attempts_checks_due
+    ON payment_refund_attempts (next_check_at, claimed_at)
+    WHERE state IN ('Started', 'Unknown') AND next_check_at IS NOT NULL;
+
+CREATE INDEX IF NOT EXISTS payment_refund_attempts_by_payment
+    ON payment_refund_attempts (provider_account, provider_payment_id);
+
+-- Append-only refund evidence: decisions, grants, transitions, deliveries, provider observations,
+-- reconciliations, notifications. Identifiers, amounts, currency and reason codes only.
+CREATE TABLE IF NOT EXISTS payment_refund_history (
+    event_id          bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    order_id          text        NOT NULL REFERENCES orders (order_id),
+    attempt_id        uuid        NULL REFERENCES payment_refund_attempts (attempt_id),
+    decision_id       uuid        NULL REFERENCES payment_refund_decisions (decision_id),
+    grant_id          uuid        NULL REFERENCES payment_refund_grants (grant_id),
+    kind              text        NOT NULL,
+    occurred_at       timestamptz NOT NULL,
+    actor             text        NOT NULL,
+    correlation_id    text        NULL,
+    detail            jsonb       NOT NULL,
+    CONSTRAINT ck_refund_history_kind CHECK (kind IN
+        ('decision', 'grant', 'transition', 'delivery', 'provider_observation', 'reconciliation', 'notification'))
+);
+
+CREATE INDEX IF NOT EXISTS payment_refund_history_by_order ON payment_refund_history (order_id, event_id);
+
+CREATE OR REPLACE TRIGGER payment_refund_history_append_only
+    BEFORE UPDATE OR DELETE ON payment_refund_history
+    FOR EACH ROW EXECUTE FUNCTION paygate_reject_history_change();
+
+CREATE OR REPLACE TRIGGER payment_refund_history_no_truncate
+    BEFORE TRUNCATE ON payment_refund_history
+    FOR EACH STATEMENT EXECUTE FUNCTION paygate_reject_history_change();
+
+-- ============================================================================================
 -- Effect records (seed 001, "The intent record"; docs/decisions/0012-effect-protocol-states.md).
--- One row per checkout, payout or payout recall attempt, written in the transaction that makes the
--- attempt sendable, before any provider call: the canonical execution manifest, SHA-256 over its
--- RFC 8785 form, the idempotency key and, for payouts and recalls, the digests of the policy and
--- approvals behind it. attempt_id names a payment_attempts, payout_attempts or
--- payout_recall_attempts row (attempt_kind says which), so it carries no foreign key. The record
+-- One row per checkout, payout, payout recall or payment refund attempt, written in the
+-- transaction that makes the attempt sendable, before any provider call: the canonical execution
+-- manifest, SHA-256 over its RFC 8785 form, the idempotency key and, for payouts, recalls and
+-- refunds, the digests of the policy and approvals behind it. attempt_id names a payment_attempts, payout_attempts,
+-- payout_recall_attempts or payment_refund_attempts row (attempt_kind says which), so it carries no foreign key. The record
 -- is immutable: its protocol state is the last ledger row.
 -- ============================================================================================
 CREATE TABLE IF NOT EXISTS effect_records (
@@ -714,36 +895,39 @@ CREATE TABLE IF NOT EXISTS effect_records (
     approval_set_digest bytea       NULL,      -- payouts: the acknowledgments and approvals behind it
     manifest            jsonb       NOT NULL,  -- identifiers, amounts, fields; never a destination token
     created_at          timestamptz NOT NULL,
-    CONSTRAINT ck_effect_record_kind CHECK (attempt_kind IN ('payment', 'payout', 'payout_recall')),
+    CONSTRAINT ck_effect_record_kind CHECK (attempt_kind IN ('payment', 'payout', 'payout_recall', 'payment_refund')),
     CONSTRAINT ck_effect_record_rail CHECK (rail = split_part(provider_account, ':', 1)),
     CONSTRAINT ck_effect_record_digest_length CHECK (octet_length(effect_digest) = 32),
     CONSTRAINT ck_effect_record_policy_digest_length CHECK (
         policy_digest IS NULL OR octet_length(policy_digest) = 32),
     CONSTRAINT ck_effect_record_approval_digest_length CHECK (
         approval_set_digest IS NULL OR octet_length(approval_set_digest) = 32),
-    -- A payout or recall effect is governed (its own decision); a checkout's authority is its customer.
+    -- A payout, recall or refund effect is governed (its own decision); a checkout's authority is
+    -- its customer.
     CONSTRAINT ck_effect_record_governance CHECK (
-        (attempt_kind IN ('payout', 'payout_recall'))
+        (attempt_kind IN ('payout', 'payout_recall', 'payment_refund'))
         = (policy_digest IS NOT NULL AND approval_set_digest IS NOT NULL)),
     -- The provider's key scope is the account: one intent per key there, whatever the attempt.
     CONSTRAINT uq_effect_record_idempotency_key UNIQUE (provider_account, idempotency_key)
 );
 
--- A database created before recall effects (docs/decisions/0015) has the two checks above without
--- 'payout_recall': replace them, once. Idempotent: a check that already admits recalls is kept.
+-- A database created before recall effects (docs/decisions/0015) or refund effects (0019) has the
+-- two checks above without the later kinds: replace them, once. Idempotent: a check that already
+-- admits refunds is kept.
 DO $$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'effect_records'::regclass
-                      AND conname = 'ck_effect_record_kind' AND pg_get_constraintdef(oid) LIKE '%payout_recall%') THEN
+                      AND conname = 'ck_effect_record_kind' AND pg_get_constraintdef(oid) LIKE '%payment_refund%') THEN
         ALTER TABLE effect_records DROP CONSTRAINT IF EXISTS ck_effect_record_kind,
-            ADD CONSTRAINT ck_effect_record_kind CHECK (attempt_kind IN ('payment', 'payout', 'payout_recall'));
+            ADD CONSTRAINT ck_effect_record_kind CHECK (
+                attempt_kind IN ('payment', 'payout', 'payout_recall', 'payment_refund'));
     END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'effect_records'::regclass
                       AND conname = 'ck_effect_record_governance'
-                      AND pg_get_constraintdef(oid) LIKE '%payout_recall%') THEN
+                      AND pg_get_constraintdef(oid) LIKE '%payment_refund%') THEN
         ALTER TABLE effect_records DROP CONSTRAINT IF EXISTS ck_effect_record_governance,
             ADD CONSTRAINT ck_effect_record_governance CHECK (
-                (attempt_kind IN ('payout', 'payout_recall'))
+                (attempt_kind IN ('payout', 'payout_recall', 'payment_refund'))
                 = (policy_digest IS NOT NULL AND approval_set_digest IS NOT NULL));
     END IF;
 END;

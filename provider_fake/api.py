@@ -24,8 +24,8 @@ from provider_fake.config import Account
 from provider_fake.errors import InvalidRequest, NotFound, ProviderError
 from provider_fake.fake import CardCo
 from provider_fake.faults import FaultRule
-from provider_fake.objects import Payment, Payout, PayoutRecall, ProviderObject
-from provider_fake.payments import PaymentRequest, RefundRequest, create_payment, refund_payment
+from provider_fake.objects import Payment, Payout, PayoutRecall, ProviderObject, Refund
+from provider_fake.payments import PaymentRequest, RefundParams, RefundRequest, create_payment, refund_payment
 from provider_fake.payouts import PayoutRequest, RecallParams, RecallRequest, create_payout, create_recall
 from provider_fake.replies import Reply, render
 
@@ -86,6 +86,8 @@ class ProviderApi:
                 methods=["GET"],
             ),
             Route("/v1/payments/{id}/refunds", self._endpoint(self.refund_payment), methods=["POST"]),
+            Route("/v1/refunds", self._endpoint(self.list_of("list_refunds", Refund.kind)), methods=["GET"]),
+            Route("/v1/refunds/{id}", self._endpoint(self.one_of("get_refund", store.refunds)), methods=["GET"]),
             Route("/v1/payouts", self._endpoint(self.create_payout), methods=["POST"]),
             Route("/v1/payouts", self._endpoint(self.list_of("list_payouts", Payout.kind)), methods=["GET"]),
             Route(
@@ -166,17 +168,12 @@ class ProviderApi:
     async def refund_payment(
         self, request: Request, account: Account, body: bytes
     ) -> tuple[Reply, FaultRule | None]:
+        """Extension: a full refund of a succeeded payment, idempotent by key like every create."""
         key = idempotency_key(request)
-        payment_id = request.path_params["id"]
-        payment = self.fake.store.payments.get(payment_id)
-        rule = self.fake.faults.match("refund_payment", payment.client_reference if payment else None)
+        params = RefundParams(**parse(RefundRequest, body).model_dump(), payment_id=request.path_params["id"])
+        rule = self.fake.faults.match("refund_payment", params.client_reference)
         reply = await self.fake.create(
-            "refund_payment",
-            account,
-            key,
-            RefundRequest(payment_id=payment_id),
-            rule,
-            lambda: refund_payment(self.fake, account, payment_id),
+            "refund_payment", account, key, params, rule, lambda: refund_payment(self.fake, account, key, params, rule)
         )
         return reply, rule
 

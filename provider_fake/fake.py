@@ -21,7 +21,7 @@ from provider_fake.clock import Clock
 from provider_fake.config import Account, CardCoConfig, demo_config
 from provider_fake.errors import InternalError, InvalidRequest, ProviderError, Unauthorized
 from provider_fake.faults import FaultBook, FaultRule
-from provider_fake.objects import ProviderObject
+from provider_fake.objects import ProviderObject, Refund
 from provider_fake.replies import Reply, refusal
 from provider_fake.store import Store
 from provider_fake.webhooks import Delivery, Webhooks
@@ -92,7 +92,17 @@ class CardCo:
         obj.start_processing(self.clock.now(), after_s, final_status, failure_code)
 
     def announce(self, obj: ProviderObject) -> None:
-        """Emit the webhook event for the object's current status."""
+        """Emit the webhook event for the object's current status. A refund is announced through
+        its payment: when it succeeds, the payment becomes `refunded` (naming the refund) and
+        `payment.refunded` is sent; a refund's other statuses are learned by lookup
+        (docs/decisions/0021)."""
+        if isinstance(obj, Refund):
+            payment = self.store.payments.get(obj.payment)
+            if obj.status != "succeeded" or payment is None:
+                return
+            payment.change("refunded")
+            payment.refund = {"id": obj.id, "client_reference": obj.client_reference}
+            obj = payment
         account = self.config.account(obj.account)
         if account is not None:
             self.webhooks.emit(account, obj)

@@ -21,6 +21,8 @@ Operation = Literal[
     "get_payment",
     "list_payments",
     "refund_payment",
+    "get_refund",
+    "list_refunds",
     "create_payout",
     "get_payout",
     "list_payouts",
@@ -44,14 +46,15 @@ REQUEST_ACTIONS = frozenset(
     }
 )
 OUTCOME_ACTIONS: dict[str, frozenset[str]] = {
-    "decline": frozenset({"create_payment", "create_payout"}),
+    "decline": frozenset({"create_payment", "create_payout", "refund_payment"}),
     "requires_action": frozenset({"create_payment"}),
-    "processing": frozenset({"create_payment", "create_payout", "create_recall"}),
+    "processing": frozenset({"create_payment", "create_payout", "create_recall", "refund_payment"}),
 }
 FINAL_STATUSES = {
     "create_payment": frozenset({"succeeded", "failed"}),
     "create_payout": frozenset({"paid", "failed"}),
     "create_recall": frozenset({"recalled", "failed"}),
+    "refund_payment": frozenset({"succeeded", "failed"}),
 }
 WEBHOOK_ACTIONS = frozenset(
     {"duplicate", "delay_ms", "reorder", "omit_event_id", "tamper_amount", "drop", "bad_signature"}

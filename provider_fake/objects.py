@@ -147,9 +147,10 @@ class Payment(ProviderObject):
     id_prefix: ClassVar[str] = "pay"
 
     next_action: dict[str, Any] | None = None
+    refund: dict[str, str] | None = None  # the refund that made it `refunded`: {"id", "client_reference"}
 
     def extra_fields(self) -> dict[str, Any]:
-        return {"next_action": self.next_action}
+        return {"next_action": self.next_action, **({"refund": self.refund} if self.refund else {})}
 
     def change(self, status: str, failure_code: str | None = None) -> None:
         # A next_action is only current while the payment waits for it.
@@ -193,3 +194,18 @@ class PayoutRecall(ProviderObject):
     def event_type(self) -> str:
         """`payout.recalled`, `payout.recall_failed`, `payout.recall_processing`."""
         return "payout.recalled" if self.status == "recalled" else f"payout.recall_{self.status}"
+
+
+@dataclass(kw_only=True)
+class Refund(ProviderObject):
+    """A full refund of a succeeded payment (extension; docs/decisions/0021): its own object, key
+    and reference. It announces nothing itself: when it succeeds, its payment becomes `refunded`
+    and `payment.refunded` names it."""
+
+    kind: ClassVar[str] = "refund"
+    id_prefix: ClassVar[str] = "re"
+    payment: str
+    expires_at: datetime
+
+    def extra_fields(self) -> dict[str, Any]:
+        return {"payment": self.payment, "expires_at": rfc3339(self.expires_at)}

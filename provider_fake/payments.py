@@ -1,4 +1,4 @@
-"""Payments: create, refund.
+"""Payments: create, refund (extension; docs/decisions/0021, docs/rehearsing-incidents.md).
 
 API.md "provider_fake: CardCo" and "Precise details": `pm_card_visa` succeeds,
 `pm_card_declined` is declined (402 `card_declined`, a decision: no money moved),
@@ -11,13 +11,14 @@ object: lookups find it, `payment.failed` is sent and the ledger lists it as `fa
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictInt, field_validator
 
-from provider_fake.errors import CardDeclined, InvalidRequest, NotFound
+from provider_fake.errors import CardDeclined, InvalidRequest, NotFound, RequestExpired
 from provider_fake.faults import FaultRule
-from provider_fake.objects import Payment
+from provider_fake.objects import Payment, Refund, new_id
 from provider_fake.replies import Reply
 
 if TYPE_CHECKING:
@@ -49,9 +50,27 @@ class PaymentRequest(BaseModel):
 
 
 class RefundRequest(BaseModel):
-    """What a refund's idempotency fingerprint covers: the payment it refunds."""
+    """`POST /v1/payments/{id}/refunds` (extension; docs/decisions/0021): the refund's own
+    reference and the time after which CardCo must not act on it (as for payouts and recalls)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    client_reference: ClientReference
+    expires_at: AwareDatetime
+
+
+class RefundParams(RefundRequest):
+    """What the key's fingerprint covers: the body and the payment it refunds."""
 
     payment_id: str
+
+
+def check_expiry(fake: CardCo, expires_at: datetime) -> datetime:
+    """Now, unless the request arrived after `expires_at` plus the skew: 400 `request_expired`."""
+    now = fake.clock.now()
+    if now > expires_at + timedelta(seconds=fake.config.request_expiry_skew_s):
+        raise RequestExpired()
+    return now
 
 
 def create_payment(
@@ -79,18 +98,32 @@ def create_payment(
     return Reply.ok(payment.public())
 
 
-def refund_payment(fake: CardCo, account: Account, payment_id: str) -> Reply:
-    """The effect of `POST /v1/payments/{id}/refunds` (extension): a full refund of a succeeded
-    payment, announced as `payment.refunded`.
-    """
-    payment = fake.store.payments.get(payment_id)
+def refund_payment(fake: CardCo, account: Account, key: str, params: RefundParams, rule: FaultRule | None) -> Reply:
+    """The effect of `POST /v1/payments/{id}/refunds` (extension), after the expiry check: a refund
+    object of the payment's full amount, `succeeded` at once (or `processing` under a rule). A
+    documented no-effect answers 200 `failed`: `already_refunded` when the payment is refunded or
+    another refund of it is processing, `payment_not_refundable` when it did not succeed, or a
+    `decline` rule's code. The payment becomes `refunded` only when the refund succeeds."""
+    now = check_expiry(fake, params.expires_at)
+    payment = fake.store.payments.get(params.payment_id)
     if payment is None or payment.account != account.id or not fake.can_see(payment, None):
         raise NotFound()
-    if payment.status != "succeeded":
-        raise InvalidRequest(f"only a succeeded payment can be refunded, this one is {payment.status}")
-    payment.change("refunded")
-    fake.announce(payment)
-    return Reply.ok(payment.public())
+    refund = Refund(id=new_id(Refund.id_prefix), account=account.id, client_reference=params.client_reference,
+                    idempotency_key=key, amount_minor=payment.amount_minor, currency=payment.currency,
+                    status="failed", created_at=now, payment=payment.id, expires_at=params.expires_at)
+    live = [r for r in fake.store.refunds.values() if r.payment == payment.id and r.status == "processing"]
+    if rule is not None and rule.action == "decline":
+        refund.failure_code = rule.code or "payment_not_refundable"
+    elif payment.status == "refunded" or live:
+        refund.failure_code = "already_refunded"
+    elif payment.status != "succeeded":
+        refund.failure_code = "payment_not_refundable"
+    elif rule is not None and rule.action == "processing":
+        fake.start_processing(refund, rule, "succeeded", "refund_rejected")
+    else:
+        refund.status = "succeeded"
+    fake.record(refund, rule)
+    return Reply.ok(refund.public())
 
 
 def authenticate_payment(fake: CardCo, payment: Payment, succeeded: bool) -> None:

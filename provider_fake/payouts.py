@@ -18,15 +18,15 @@ The payout itself keeps its status: a recall is a separate operation.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Annotated
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from provider_fake.errors import InvalidRequest, NotFound, RequestExpired
+from provider_fake.errors import InvalidRequest, NotFound
 from provider_fake.faults import FaultRule
 from provider_fake.objects import Payout, PayoutRecall, new_id
-from provider_fake.payments import AmountMinor, ClientReference, Currency
+from provider_fake.payments import AmountMinor, ClientReference, Currency, check_expiry
 from provider_fake.replies import Reply
 
 if TYPE_CHECKING:
@@ -57,18 +57,11 @@ class RecallParams(RecallRequest):
     payout_id: str
 
 
-def _check_expiry(fake: CardCo, expires_at: datetime) -> datetime:
-    now = fake.clock.now()
-    if now > expires_at + timedelta(seconds=fake.config.request_expiry_skew_s):
-        raise RequestExpired()
-    return now
-
-
 def create_payout(
     fake: CardCo, account: Account, key: str, params: PayoutRequest, rule: FaultRule | None
 ) -> Reply:
     """The effect of `POST /v1/payouts`, after the expiry check."""
-    now = _check_expiry(fake, params.expires_at)
+    now = check_expiry(fake, params.expires_at)
     payout = Payout.taken(
         account=account.id,
         idempotency_key=key,
@@ -96,7 +89,7 @@ def return_payout(fake: CardCo, payout: Payout) -> None:
 
 def create_recall(fake: CardCo, account: Account, key: str, params: RecallParams, rule: FaultRule | None) -> Reply:
     """The effect of `POST /v1/payouts/{id}/recalls`, after the expiry check."""
-    now = _check_expiry(fake, params.expires_at)
+    now = check_expiry(fake, params.expires_at)
     payout = fake.store.payouts.get(params.payout_id)
     if payout is None or payout.account != account.id:
         raise NotFound()

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from provider_fake.errors import IdempotencyKeyInUse
-from provider_fake.objects import Payment, Payout, PayoutRecall, ProviderObject
+from provider_fake.objects import Payment, Payout, PayoutRecall, ProviderObject, Refund
 from provider_fake.replies import Reply
 
 
@@ -35,6 +35,7 @@ class Store:
     payments: dict[str, Payment] = field(default_factory=dict)
     payouts: dict[str, Payout] = field(default_factory=dict)
     recalls: dict[str, PayoutRecall] = field(default_factory=dict)
+    refunds: dict[str, Refund] = field(default_factory=dict)
     saved: dict[tuple[str, str], SavedReply] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
     # (kind, account, client reference) -> those objects by id, in the order they were stored.
@@ -46,6 +47,7 @@ class Store:
         self.payments.clear()
         self.payouts.clear()
         self.recalls.clear()
+        self.refunds.clear()
         self.references.clear()
         self.scheduled.clear()
         self.saved.clear()
@@ -58,6 +60,8 @@ class Store:
             self.payouts[obj.id] = obj
         elif isinstance(obj, PayoutRecall):
             self.recalls[obj.id] = obj
+        elif isinstance(obj, Refund):
+            self.refunds[obj.id] = obj
         else:
             return
         self.references.setdefault((obj.kind, obj.account, obj.client_reference), {})[obj.id] = obj
@@ -92,8 +96,11 @@ class Store:
         self.saved[(account, key)] = SavedReply(fingerprint, reply, expires_at)
 
     def ledger(self) -> dict[str, list[dict[str, Any]]]:
-        """API.md "CardCo control API": every payment and payout that took effect."""
+        """API.md "CardCo control API": every payment and payout that took effect, and (extension,
+        docs/decisions/0021) every refund that did: "nothing refunded twice" is one per payment."""
         return {
             "payments": [p.ledger_entry() for p in self.payments.values()],
             "payouts": [p.ledger_entry() for p in self.payouts.values()],
+            "refunds": [r.ledger_entry() | {"payment": r.payment} for r in self.refunds.values()
+                        if r.status == "succeeded"],
         }

@@ -94,6 +94,24 @@ class OrderCancelled(PaygateError):
     code, status = "order.cancelled", 409
 
 
+class OrderRefunded(PaygateError):
+    """The order's payment was refunded; it takes no new payment."""
+
+    code, status = "order.refunded", 409
+
+
+class OrderNotRefundable(PaygateError):
+    """Only a paid order (Paid or PaidAfterCancel) can be refunded; no decision was made."""
+
+    code, status = "order.not_refundable", 409
+
+
+class RefundUnresolved(PaygateError):
+    """A refund of this order might still take effect; it is reconciled first. No decision was made."""
+
+    code, status = "order.refund_unresolved", 409
+
+
 class PaymentNotFound(NotFound):
     """The order has no payment attempt yet."""
 

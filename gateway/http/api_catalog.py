@@ -79,14 +79,21 @@ CATALOG: dict[tuple[str, str], Operation] = {
         {201: _ORDER, 200: Reply("The existing order with the same terms", "Order")},
         (e.OrderConflict,), body=orders.NewOrder, refusal=e.OrderNotFound),
     ("GET", "/v1/orders/{order_id}"): Operation(
-        "Read an order (its merchant or its customer)", ("merchant", "customer"), {200: _ORDER},
+        "Read an order (its merchant or its customer), with its refunds", ("merchant", "customer"), {200: _ORDER},
         (e.OrderNotFound,), refusal=e.OrderNotFound),
     ("POST", "/v1/orders/{order_id}/cancel"): Operation(
         "Cancel an order: Cancelled, or CancelRequested while an attempt is live", ("merchant",), {200: _ORDER},
         (e.OrderNotFound, e.OrderPaid), refusal=e.OrderNotFound),
+    ("POST", "/v1/orders/{order_id}/refund"): Operation(
+        "Refund a paid order in full: its own decision, grant and attempts (the same operation that refunds a "
+        "payment that succeeded after the order's cancellation)", ("merchant",),
+        {200: Reply("A fresh, immutable refund decision (docs/decisions/0019)", "RefundDecision")},
+        (e.OrderNotFound, e.OrderNotRefundable, e.RefundUnresolved), body=orders.RefundRequest,
+        refusal=e.OrderNotFound),
     ("POST", "/v1/orders/{order_id}/payment"): Operation(
         "Start or report the order's live payment attempt", ("customer",), {200: _STATUS, 202: _PENDING},
-        (e.OrderNotFound, e.OrderPaid, e.OrderCancelled, e.PaymentNotStarted, e.ProviderAccountUnavailable),
+        (e.OrderNotFound, e.OrderPaid, e.OrderCancelled, e.OrderRefunded, e.PaymentNotStarted,
+         e.ProviderAccountUnavailable),
         refusal=e.OrderNotFound),
     ("GET", "/v1/orders/{order_id}/payment/status"): Operation(
         "The latest attempt's status; never sends anything", ("customer",),

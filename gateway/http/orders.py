@@ -18,6 +18,8 @@ from gateway.http.auth import authenticate
 from gateway.http.bodies import Body, parse_body
 from gateway.http.problems import from_error
 from gateway.payments.checkout import PaymentStatus, status_url
+from gateway.refunds.decisions import RefundPolicy, request_refund
+from gateway.refunds.views import decision_view, refunds_of
 from gateway.services import Services
 
 Identifier = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$")]
@@ -74,12 +76,35 @@ async def create_order(request: Request) -> Response:
 
 
 async def get_order(request: Request) -> Response:
+    """The order with its refunds (issue 11 item 3: ``refund``, the latest one's summary, and
+    ``refunds``, every decision, grant and attempt)."""
     principal = await _order_reader(request)
-    order = await _services(request).orders.get(request.path_params["order_id"])
+    services = _services(request)
+    order = await services.orders.get(request.path_params["order_id"])
     owner = order["merchant_id"] if principal.role == "merchant" else order["customer_id"]
     if owner != principal.subject:
         raise OrderNotFound()
-    return JSONResponse(order_body(order))
+    async with services.db.transaction() as conn:
+        refunds = await refunds_of(conn, order["order_id"])
+    return JSONResponse(order_body(order) | refunds)
+
+
+class RefundRequest(Body):
+    """``POST /v1/orders/{id}/refund``: a full refund of the paid order, so the body names nothing."""
+
+
+async def refund_order(request: Request) -> Response:
+    """A merchant's full refund of its paid order (issue 11 item 3): a decision, and for an Allowed
+    one its grant and job, through the same refund operation a payment after cancellation uses."""
+    principal = await _order_reader(request)
+    if principal.role != "merchant":
+        raise OrderNotFound()
+    await parse_body(request, RefundRequest)
+    services = _services(request)
+    result = await request_refund(services.db, services.clock, RefundPolicy.of(services.settings),
+                                  order_id=request.path_params["order_id"], merchant_id=principal.subject,
+                                  correlation_id=str(request.state.correlation_id))
+    return JSONResponse(decision_view(result.decision, result.grant))
 
 
 async def cancel_order(request: Request) -> Response:
@@ -95,6 +120,8 @@ async def _status_response(services: Services, status: PaymentStatus) -> Respons
     carries the attempt's seed 001 effect record as an extension (``effect``, as for payouts)."""
     async with services.db.transaction() as conn:
         status.body["effect"] = (await effects_of(conn, [status.body["attempt_id"]])).get(status.body["attempt_id"])
+        # Issue 11 item 3: the payment's refund, if one was decided (the attempt itself stays as it is).
+        status.body["refund"] = (await refunds_of(conn, status.body["order_id"]))["refund"]
     if status.final or status.action_current:
         return JSONResponse(status.body)
     return JSONResponse(status.body, status_code=202, headers={"Location": status.body["status_url"]})
@@ -136,6 +163,7 @@ def routes() -> list[BaseRoute]:
         Route("/v1/orders", create_order, methods=["POST"]),
         Route("/v1/orders/{order_id}", get_order, methods=["GET"]),
         Route("/v1/orders/{order_id}/cancel", cancel_order, methods=["POST"]),
+        Route("/v1/orders/{order_id}/refund", refund_order, methods=["POST"]),
         Route("/v1/orders/{order_id}/payment", pay, methods=["POST"]),
         Route("/v1/orders/{order_id}/payment/status", payment_status, methods=["GET"]),
     ]

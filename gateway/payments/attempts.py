@@ -17,8 +17,9 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from gateway.clock import Clock
-from gateway.domain.attempts import AttemptFacts, Decision, Escalation, Evidence, decide
-from gateway.domain.errors import OrderCancelled, OrderNotFound, OrderPaid, ProviderAccountUnavailable
+from gateway.domain.attempts import ORDER_CONFIRMATION, AttemptFacts, Decision, Escalation, Evidence, decide
+from gateway.domain.errors import OrderCancelled, OrderNotFound, OrderPaid, OrderRefunded, ProviderAccountUnavailable
+from gateway.domain.refunds import after_payment
 from gateway.effects.certify import Certifier
 from gateway.effects.ledger import advance
 from gateway.effects.payments import persist_payment
@@ -27,6 +28,7 @@ from gateway.outbox.store import attempt_ordering_key, enqueue
 from gateway.payments.client import StoredRequest, payments_endpoint
 from gateway.payments.leases import LEASE_SQL as _LEASE_SQL
 from gateway.payments.leases import Lease, finish, release
+from gateway.refunds.decisions import RefundPolicy, decide_after_cancel
 from gateway.settings import ProviderAccount, Settings
 from gateway.store.db import Connection, Database, fetch_one
 from gateway.store.queries import load_queries
@@ -80,6 +82,7 @@ class Attempts:
         self._clock = clock
         self._settings = settings
         self._certifier = Certifier.of(settings)
+        self._refund_policy = RefundPolicy.of(settings)
 
     def _account(self, account_id: str) -> ProviderAccount:
         account = self._settings.account(account_id)
@@ -107,6 +110,8 @@ class Attempts:
             if order["state"] == "Paid":
                 paid = await fetch_one(conn, _SQL["succeeded_for_order"], {"order_id": order_id})
                 raise OrderPaid(attempt=paid)
+            if order["state"] == "Refunded":
+                raise OrderRefunded()
             live = None if order["live_attempt_id"] is None else await fetch_one(
                 conn, _SQL["live_for_order"], {"order_id": order_id})
             if order["state"] != "Open" and (live is None or live["state"] == "NotStarted"):
@@ -213,6 +218,12 @@ class Attempts:
         state = decision.new_state or attempt["state"]
         payment_id = attempt["provider_payment_id"] or (
             evidence.provider_payment_id if decision.record_provider_payment_id else None)
+        # Issue 11 item 3: a success on a cancelled order settles it as PaidAfterCancel, tells the
+        # merchant so instead of confirming it, and owes a refund (gateway.domain.refunds).
+        newly_paid = state == "Succeeded" and attempt["state"] != "Succeeded"
+        settlement = after_payment(attempt["order_state"]) if newly_paid else None
+        effects = [settlement.confirmation if settlement and effect == ORDER_CONFIRMATION else effect
+                   for effect in decision.effects]
         async with conn.pipeline():
             if kind is not None:
                 await self._event(conn, attempt_id, kind, actor, now, _evidence_detail(evidence, decision))
@@ -230,11 +241,12 @@ class Attempts:
             if state != attempt["state"]:
                 await self._event(conn, attempt_id, "transition", actor, now, {
                     "from": attempt["state"], "to": state, "reason": decision.outcome_reason})
-            if state == "Succeeded" and attempt["state"] != "Succeeded":
-                await conn.execute(_SQL["order_paid"], {"order_id": attempt["order_id"], "now": now})
+            if settlement is not None:
+                await conn.execute(_SQL["order_paid"], {"order_id": attempt["order_id"], "now": now,
+                                                        "state": settlement.order_state})
             if state in ("Failed", "NotApplied"):
                 await conn.execute(_SQL["order_cancel_completed"], {"order_id": attempt["order_id"], "now": now})
-            for effect in decision.effects:
+            for effect in effects:
                 await enqueue(
                     conn, dedup_key=f"attempt:{attempt_id}:{effect}", kind=effect, now=now, attempt_id=attempt_id,
                     ordering_key=attempt_ordering_key(attempt_id), payload=_effect_payload(attempt, payment_id),
@@ -249,6 +261,8 @@ class Attempts:
         updated = await applied.fetchone()
         if updated is None:
             raise VersionConflict(f"attempt {attempt_id} changed under its lock")
+        if settlement is not None and settlement.refund_owed:
+            await decide_after_cancel(conn, now, self._refund_policy, attempt["order_id"])
         if state != attempt["state"] or state == "Unknown":
             # Seed 001 (issue 8): the protocol follows the attempt (an Unknown kept after a
             # reconciling resend is a step too); a confirmed effect is certified here.

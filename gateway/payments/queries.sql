@@ -23,14 +23,15 @@ SELECT o.*,
 -- The order row, then the attempt row, in one round trip: the MATERIALIZED CTE locks the order
 -- first, and the outer FOR NO KEY UPDATE OF a locks the attempt only for the row the join
 -- produced, which needs the locked order row. Also returned: how many send intents the attempt
--- has (a no-effect rejection closes it only after its only send) and which other attempt, if any,
--- already owns the evidence's provider payment ID (recording it again would make it name two).
+-- has (a no-effect rejection closes it only after its only send), which other attempt, if any,
+-- already owns the evidence's provider payment ID (recording it again would make it name two),
+-- and the order's state under its lock (a success on a cancelled order is settled differently).
 WITH locked_order AS MATERIALIZED (
-    SELECT o.order_id FROM orders o
+    SELECT o.order_id, o.state AS order_state FROM orders o
      WHERE o.order_id = (SELECT order_id FROM payment_attempts WHERE attempt_id = %(attempt_id)s)
        FOR NO KEY UPDATE
 )
-SELECT a.*,
+SELECT a.*, locked_order.order_state,
        (SELECT count(*) FROM payment_attempt_events e
          WHERE e.attempt_id = a.attempt_id AND e.kind = 'send_intent') AS send_intents,
        (SELECT other.attempt_id FROM payment_attempts other
@@ -122,9 +123,10 @@ VALUES (%(attempt_id)s, %(now)s, %(kind)s, %(actor)s, %(detail)s)
 RETURNING event_id;
 
 -- name: order_paid
--- Recording Succeeded and marking the order Paid happen in one transaction, so a checkout can
--- never see "no live attempt" on an order that is about to become Paid.
-UPDATE orders SET state = 'Paid', updated_at = %(now)s, version = version + 1
+-- Recording Succeeded and settling the order happen in one transaction, so a checkout can never
+-- see "no live attempt" on an order that is about to be paid: Open -> Paid, CancelRequested ->
+-- PaidAfterCancel (gateway.domain.refunds.after_payment; docs/decisions/0020).
+UPDATE orders SET state = %(state)s, updated_at = %(now)s, version = version + 1
  WHERE order_id = %(order_id)s AND state IN ('Open', 'CancelRequested');
 
 -- name: order_cancel_completed

@@ -70,7 +70,7 @@ async def test_the_clock_advances_and_reset_clears_everything(client, control, f
     await pay(client)
     assert (await control.post("/reset")).status_code == 200
     assert (await control.get("/clock")).json() == {"now": "2026-11-29T16:00:00Z"}
-    assert (await control.get("/ledger")).json() == {"payments": [], "payouts": []}
+    assert (await control.get("/ledger")).json() == {"payments": [], "payouts": [], "refunds": []}
     assert (await control.get("/requests")).json() == {"requests": []}
     assert (await control.get("/webhooks")).json() == {"events": [], "deliveries": []}
     assert (await pay(client)).status_code == 200

@@ -1,4 +1,4 @@
-"""Payments, lookups and refunds (API.md "provider_fake: CardCo", "Precise details")."""
+"""Payments and lookups (API.md "provider_fake: CardCo", "Precise details"); refunds: test_refunds.py."""
 
 from __future__ import annotations
 
@@ -154,19 +154,6 @@ async def test_visibility_delay_hides_new_payments_from_lookups(client, fake: Ca
     assert (await client.get("/v1/payments", params={"client_reference": "ORD-1-a1"})).json() == {"data": []}
     fake.clock.advance(0.1)
     assert (await client.get(f"/v1/payments/{payment['id']}")).status_code == 200
-
-
-async def test_refund_moves_a_succeeded_payment_to_refunded(client, control) -> None:
-    """Refunds (extension) are a later lifecycle event, idempotent by key."""
-    payment = (await pay(client)).json()
-    refund = await client.post(f"/v1/payments/{payment['id']}/refunds", headers={"Idempotency-Key": "r1"})
-    assert (refund.json()["status"], refund.json()["sequence"]) == ("refunded", 2)
-    again = await client.post(f"/v1/payments/{payment['id']}/refunds", headers={"Idempotency-Key": "r1"})
-    assert again.content == refund.content
-    other = await client.post(f"/v1/payments/{payment['id']}/refunds", headers={"Idempotency-Key": "r2"})
-    assert other.status_code == 400
-    webhooks = (await control.get("/webhooks")).json()
-    assert [e["type"] for e in webhooks["events"]] == ["payment.succeeded", "payment.refunded"]
 
 
 async def test_unknown_paths_answer_in_cardcos_error_shape(client) -> None:

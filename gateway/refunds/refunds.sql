@@ -1,0 +1,89 @@
+-- Refunds (docs/decisions/0019; seed 000 section 17): their own decisions, grants and attempts.
+-- Lock order: the order row (callers hold it), then the order's payment_refunds row, then grants,
+-- attempts, history and outbox rows. The paid payment attempt is read, never written.
+
+-- name: ensure_refund_row
+INSERT INTO payment_refunds (order_id, created_at, updated_at) VALUES (%(order_id)s, %(now)s, %(now)s)
+ON CONFLICT (order_id) DO NOTHING;
+
+-- name: lock_refund_row
+-- Refund numbers are allocated under this lock by the decision, never by the worker.
+SELECT * FROM payment_refunds WHERE order_id = %(order_id)s FOR UPDATE;
+
+-- name: allocate_refund
+UPDATE payment_refunds SET refunds_allocated = refunds_allocated + 1, updated_at = %(now)s
+ WHERE order_id = %(order_id)s
+RETURNING refunds_allocated;
+
+-- name: lock_order
+SELECT * FROM orders WHERE order_id = %(order_id)s FOR NO KEY UPDATE;
+
+-- name: refund_context
+-- Everything a decision depends on, read under the order and refund-row locks: the succeeded
+-- payment attempt (a paid order has exactly one), whether a refund might still take effect
+-- (an Issued grant still inside its window, or an attempt Claimed, Started or Unknown), and
+-- whether one already did.
+SELECT (SELECT attempt_id FROM payment_attempts
+         WHERE order_id = %(order_id)s AND state = 'Succeeded') AS paid_attempt_id,
+       (SELECT provider_payment_id FROM payment_attempts
+         WHERE order_id = %(order_id)s AND state = 'Succeeded') AS provider_payment_id,
+       (SELECT provider_account FROM payment_attempts
+         WHERE order_id = %(order_id)s AND state = 'Succeeded') AS provider_account,
+       EXISTS (SELECT 1 FROM payment_refund_attempts
+                WHERE order_id = %(order_id)s AND state IN ('Claimed', 'Started', 'Unknown'))
+       OR EXISTS (SELECT 1 FROM payment_refund_grants
+                   WHERE order_id = %(order_id)s AND state = 'Issued' AND expires_at > %(now)s) AS unresolved,
+       EXISTS (SELECT 1 FROM payment_refund_attempts
+                WHERE order_id = %(order_id)s AND state = 'Succeeded') AS refunded;
+
+-- name: expire_lapsed_grants_of_order
+UPDATE payment_refund_grants
+   SET state = 'Expired', expired_at = %(now)s
+ WHERE order_id = %(order_id)s AND state = 'Issued' AND expires_at <= %(now)s
+RETURNING grant_id;
+
+-- name: insert_decision
+INSERT INTO payment_refund_decisions (decision_id, order_id, cause, outcome, reason, policy_version, actor_id,
+                                      evaluated_order_version, paid_attempt_id, provider_payment_id, observed_at,
+                                      correlation_id)
+VALUES (%(decision_id)s, %(order_id)s, %(cause)s, %(outcome)s, %(reason)s, %(policy_version)s, %(actor_id)s,
+        %(evaluated_order_version)s, %(paid_attempt_id)s, %(provider_payment_id)s, %(now)s, %(correlation_id)s)
+RETURNING *;
+
+-- name: insert_grant
+INSERT INTO payment_refund_grants (grant_id, decision_id, order_id, merchant_id, audience, refund_number,
+                                   provider_payment_id, policy_version, not_before, expires_at, state)
+VALUES (%(grant_id)s, %(decision_id)s, %(order_id)s, %(merchant_id)s, %(audience)s, %(refund_number)s,
+        %(provider_payment_id)s, %(policy_version)s, %(not_before)s, %(expires_at)s, 'Issued')
+RETURNING *;
+
+-- name: append_history
+INSERT INTO payment_refund_history (order_id, attempt_id, decision_id, grant_id, kind, occurred_at, actor,
+                                    correlation_id, detail)
+VALUES (%(order_id)s, %(attempt_id)s, %(decision_id)s, %(grant_id)s, %(kind)s, %(now)s, %(actor)s,
+        %(correlation_id)s, %(detail)s);
+
+-- name: decisions_of_order
+SELECT * FROM payment_refund_decisions WHERE order_id = %(order_id)s ORDER BY position;
+
+-- name: grants_of_order
+SELECT * FROM payment_refund_grants WHERE order_id = %(order_id)s ORDER BY refund_number;
+
+-- name: attempts_of_order
+SELECT * FROM payment_refund_attempts WHERE order_id = %(order_id)s ORDER BY refund_number;
+
+-- name: history_of_order
+SELECT * FROM payment_refund_history WHERE order_id = %(order_id)s ORDER BY event_id;
+
+-- name: lock_order_of_refund
+-- The order a refund attempt refunds, locked after the attempt (the order every resolving writer
+-- follows: attempt, then its parent), with the paid payment attempt and the cause its decision named.
+SELECT o.*, d.paid_attempt_id, d.cause
+  FROM orders o JOIN payment_refund_decisions d ON d.order_id = o.order_id
+ WHERE d.decision_id = %(decision_id)s
+   FOR NO KEY UPDATE OF o;
+
+-- name: settle_order
+-- Paid or PaidAfterCancel -> Refunded, in the transaction that resolved the refund Succeeded.
+UPDATE orders SET state = %(state)s, updated_at = %(now)s, version = version + 1
+ WHERE order_id = %(order_id)s AND state IN ('Paid', 'PaidAfterCancel');

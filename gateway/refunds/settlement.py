@@ -1,0 +1,56 @@
+"""The order follows its refund (issue 11 item 3; docs/decisions/0020), in the transaction that
+resolves the refund attempt: ``gateway.domain.refunds.after_refund`` says what changes; this writes
+it. The merchant hears about it through effect-keyed outbox rows ordered behind the paid payment's
+own confirmation (ordering key ``attempt:<paid attempt>``, seed 004 "Downstream Work": "A refund
+therefore cannot overtake its confirmation"); money still taken on a cancelled order keeps the
+``order:<id>:refund-owed`` escalation open until a refund succeeds."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from gateway.domain import refunds
+from gateway.domain.payout_outcomes import AttemptState
+from gateway.escalations.store import raise_escalation, resolve_by_key
+from gateway.outbox.store import attempt_ordering_key, enqueue
+from gateway.refunds.decisions import SQL
+from gateway.store.db import Connection, fetch_required
+
+
+async def follow(conn: Connection, now: datetime, refund: dict[str, Any], state: AttemptState, *,
+                 reminder_interval_s: float) -> dict[str, Any]:
+    """Settle the order for a refund attempt now in ``state``; what the transition event adds."""
+    order = await fetch_required(conn, SQL["lock_order_of_refund"], {"decision_id": refund["decision_id"]})
+    settlement = refunds.after_refund(order["state"], state)
+    if settlement.order_state is not None:
+        await conn.execute(SQL["settle_order"], {"order_id": order["order_id"], "state": settlement.order_state,
+                                                 "now": now})
+    paid_attempt_id = order["paid_attempt_id"]
+    if settlement.effect is not None:
+        # One "refunded" per order (refunds are full); one "refund failed" per refund attempt.
+        suffix = "" if settlement.effect == refunds.ORDER_REFUNDED else f":r{refund['refund_number']}"
+        await enqueue(conn, dedup_key=f"attempt:{paid_attempt_id}:{settlement.effect}{suffix}",
+                      kind=settlement.effect, now=now, attempt_id=paid_attempt_id,
+                      ordering_key=attempt_ordering_key(paid_attempt_id), payload=_payload(order, refund, state))
+    key = refunds.owed_escalation_key(order["order_id"])
+    if settlement.owed == "raise":
+        await raise_escalation(conn, escalation_key=key, reason="refund-owed", now=now,
+                               reminder_interval_s=reminder_interval_s, attempt_id=paid_attempt_id,
+                               details={"order_id": order["order_id"], "refund_attempt_id": str(refund["attempt_id"]),
+                                        "refund_state": state.value, "outcome_reason": refund["outcome_reason"]})
+    elif settlement.owed == "resolve":
+        await resolve_by_key(conn, key, now, f"refund attempt {refund['attempt_id']} Succeeded")
+    return {"order_state": settlement.order_state or order["state"]}
+
+
+def _payload(order: dict[str, Any], refund: dict[str, Any], state: AttemptState) -> dict[str, Any]:
+    """What the merchant sink receives (API.md "Shapes"; docs/decisions/0020): identifiers, money
+    and reasons, never a token."""
+    return {"order_id": order["order_id"], "attempt_id": str(order["paid_attempt_id"]),
+            "customer_id": order["customer_id"], "cause": order["cause"],
+            "refund_attempt_id": str(refund["attempt_id"]), "refund_number": refund["refund_number"],
+            "refund_state": state.value, "client_reference": refund["client_reference"],
+            "provider_payment_id": refund["provider_payment_id"], "provider_refund_id": refund["provider_refund_id"],
+            "amount_minor": refund["amount_minor"], "currency": refund["currency"],
+            "outcome_reason": refund["outcome_reason"]}

@@ -1,0 +1,70 @@
+"""The pure refund rules (issue 11 item 3; gateway/domain/refunds.py). Seed 004 "Cancellation":
+"if it turns out to have succeeded, the refund is its own operation"; seed 000 section 17: its own
+decision; section 16: identities derived from the number the decision allocated."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.domain import refunds
+from gateway.domain.errors import OrderNotRefundable, RefundUnresolved
+from gateway.domain.payout_outcomes import AttemptState, Expected, classify_record
+from gateway.domain.refunds import RefundContext, after_payment, after_refund, decide
+
+
+def test_identities_are_the_refunds_own_never_a_payment_attempts() -> None:
+    assert refunds.client_reference("ORD-1", 2) == "ORD-1-r2"
+    assert refunds.idempotency_key("ORD-1", 2) == "refund-ORD-1-r2"
+    assert refunds.owed_escalation_key("ORD-1") == "order:ORD-1:refund-owed"
+
+
+@pytest.mark.parametrize(("context", "expected"), [
+    (RefundContext("Paid", False, False, "pay_1"), ("Allowed", "refund.allowed")),
+    (RefundContext("PaidAfterCancel", False, False, "pay_1"), ("Allowed", "refund.allowed")),
+    (RefundContext("Paid", False, True, "pay_1"), ("Denied", "refund.already-refunded")),
+    (RefundContext("Paid", False, False, None), ("Deferred", "context.unavailable")),
+])
+def test_a_refund_decision(context: RefundContext, expected: tuple[str, str]) -> None:
+    assert decide(context) == expected
+
+
+@pytest.mark.parametrize("state", ["Open", "CancelRequested", "Cancelled", "Refunded"])
+def test_an_order_without_a_payment_to_refund_gets_no_decision(state: str) -> None:
+    with pytest.raises(OrderNotRefundable):
+        decide(RefundContext(state, False, False, "pay_1"))
+
+
+def test_no_decision_while_another_refund_might_still_take_effect() -> None:
+    with pytest.raises(RefundUnresolved):
+        decide(RefundContext("Paid", True, False, "pay_1"))
+
+
+def test_a_success_on_a_cancelled_order_is_paid_after_cancel_with_a_refund_owed() -> None:
+    assert after_payment("CancelRequested") == refunds.PaymentSettlement(
+        "PaidAfterCancel", "order-paid-after-cancel", True)
+    assert after_payment("Open") == refunds.PaymentSettlement("Paid", "order-confirmation", False)
+
+
+@pytest.mark.parametrize(("order", "state", "expected"), [
+    ("PaidAfterCancel", AttemptState.SUCCEEDED, refunds.RefundSettlement("Refunded", "order-refunded", "resolve")),
+    ("Paid", AttemptState.SUCCEEDED, refunds.RefundSettlement("Refunded", "order-refunded", "resolve")),
+    ("PaidAfterCancel", AttemptState.FAILED, refunds.RefundSettlement(None, "order-refund-failed", "raise")),
+    ("PaidAfterCancel", AttemptState.NOT_APPLIED, refunds.RefundSettlement(None, "order-refund-failed", "raise")),
+    ("Paid", AttemptState.NOT_STARTED, refunds.RefundSettlement(None, "order-refund-failed", None)),
+    ("PaidAfterCancel", AttemptState.UNKNOWN, refunds.RefundSettlement()),
+    ("Refunded", AttemptState.SUCCEEDED, refunds.RefundSettlement()),
+])
+def test_the_order_follows_its_refund(order: str, state: AttemptState, expected: refunds.RefundSettlement) -> None:
+    assert after_refund(order, state) == expected
+
+
+@pytest.mark.parametrize(("status", "state"), [("processing", AttemptState.STARTED),
+                                                ("succeeded", AttemptState.SUCCEEDED),
+                                                ("failed", AttemptState.FAILED),
+                                                ("refunded", AttemptState.UNKNOWN)])
+def test_the_refund_classification_table(status: str, state: AttemptState) -> None:
+    """A versioned table (seed 000 "Production Adaptation"); a status no row documents is Unknown."""
+    record = {"id": "re_1", "client_reference": "ORD-1-r1", "amount_minor": 4250, "currency": "EUR",
+              "status": status}
+    seen = classify_record(record, Expected("ORD-1-r1", 4250, "EUR"), refunds.STATUS_TABLE)
+    assert (seen.state, seen.table) == (state, "cardco-refunds/2026-12-01.1")
