@@ -9,8 +9,8 @@ authority, and its own attempts and outcomes", and "the original ... records sta
 So a payment that succeeds on a ``CancelRequested`` order does not make the order ``Paid`` with an
 ordinary confirmation: the order becomes ``PaidAfterCancel``, the merchant is told exactly that,
 and a refund decision is taken in the same transaction. A refund that succeeds makes the order
-``Refunded``; one that ends without effect leaves the order as it was, tells the merchant, and, for
-money taken on a cancelled order, keeps an escalation open until a refund succeeds. Merchants ask
+``Refunded``; one that ends without effect leaves the order as it was and tells the merchant; money
+taken on a cancelled order with no refund under way is escalated until a refund succeeds. Merchants ask
 for the same full refund of a ``Paid`` order (``POST /v1/orders/{id}/refund``). No I/O here.
 """
 
@@ -55,8 +55,8 @@ def idempotency_key(order_id: str, number: int) -> str:
 
 
 def owed_escalation_key(order_id: str) -> str:
-    """The open question "this cancelled order's money is still taken": raised when a refund of a
-    ``PaidAfterCancel`` order ends without effect, closed when a refund succeeds."""
+    """The open question "this cancelled order's money is still taken" (:func:`refund_owed`),
+    raised by the refund sweep, closed by the refund that succeeds."""
     return f"order:{order_id}:refund-owed"
 
 
@@ -113,24 +113,32 @@ def after_payment(order_state: str) -> PaymentSettlement:
 
 @dataclass(frozen=True)
 class RefundSettlement:
-    """What a refund attempt's resolution does to its order (None: nothing)."""
+    """What a refund attempt's resolution does to its order (None: nothing), and whether it ends the
+    order's ``refund-owed`` episode."""
 
     order_state: str | None = None
     effect: str | None = None
-    owed: Literal["raise", "resolve"] | None = None
+    closes_owed: bool = False
 
 
 def after_refund(order_state: str, refund_state: AttemptState) -> RefundSettlement:
-    """Succeeded -> ``Refunded`` with ``order-refunded`` (closing any refund-owed escalation);
-    Failed, NotApplied or NotStarted -> the order stays as it is with ``order-refund-failed``, and
-    a cancelled order whose money is still taken opens the refund-owed escalation. Started and
-    Unknown change nothing: the refund is not known yet."""
-    if refund_state is AttemptState.SUCCEEDED and order_state in REFUNDABLE:
-        return RefundSettlement("Refunded", ORDER_REFUNDED, "resolve")
-    if refund_state in (AttemptState.FAILED, AttemptState.NOT_APPLIED, AttemptState.NOT_STARTED) \
-            and order_state in REFUNDABLE:
-        return RefundSettlement(None, ORDER_REFUND_FAILED, "raise" if order_state == "PaidAfterCancel" else None)
+    """Succeeded -> ``Refunded`` with ``order-refunded``, closing any refund-owed escalation;
+    Failed, NotApplied or NotStarted -> the order stays as it is (the money is still taken) with
+    ``order-refund-failed``; Started and Unknown change nothing: the refund is not known yet."""
+    if order_state not in REFUNDABLE:
+        return RefundSettlement()
+    if refund_state is AttemptState.SUCCEEDED:
+        return RefundSettlement("Refunded", ORDER_REFUNDED, closes_owed=True)
+    if refund_state in (AttemptState.FAILED, AttemptState.NOT_APPLIED, AttemptState.NOT_STARTED):
+        return RefundSettlement(None, ORDER_REFUND_FAILED)
     return RefundSettlement()
+
+
+def refund_owed(order_state: str, *, under_way: bool) -> bool:
+    """Money taken on a cancelled order with no refund under way (no Issued grant inside its window,
+    no attempt Claimed, Started, Unknown or Succeeded) is a question for a person: the decision was
+    not Allowed, the refund ended without effect, or its grant lapsed unclaimed (a lost job)."""
+    return order_state == "PaidAfterCancel" and not under_way
 
 
 # CardCo refund objects (docs/decisions/0021), by their `status`: the payout table's rows for errors,

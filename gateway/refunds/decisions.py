@@ -10,8 +10,8 @@ One operation, two callers, one rule (``gateway.domain.refunds.decide``):
 An Allowed decision commits with its grant (audience ``payment-refund-executor``, refund number N
 allocated here under the order's ``payment_refunds`` row lock) and the outbox row that publishes
 the job (kind ``payment-refund-job``, references only): a crash after the commit loses nothing,
-and nothing is sent before it. A paid-after-cancel decision that is not Allowed opens the
-``order:<id>:refund-owed`` escalation: money taken on a cancelled order is never left unnoticed.
+and nothing is sent before it. A paid-after-cancel decision that is not Allowed leaves the money
+taken with no refund under way, which the refund sweep escalates (``gateway.refunds.settlement``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from psycopg.types.json import Jsonb
 from gateway.clock import Clock
 from gateway.domain import refunds
 from gateway.domain.errors import OrderNotFound
-from gateway.escalations.store import raise_escalation
 from gateway.outbox.store import enqueue
 from gateway.settings import Settings
 from gateway.store.db import Connection, Database, fetch_all, fetch_one, fetch_required
@@ -48,12 +47,11 @@ class RefundPolicy:
     """What a decision needs from the settings."""
 
     grant_window_s: float
-    reminder_interval_s: float
 
     @classmethod
     def of(cls, settings: Settings) -> RefundPolicy:
         """A refund grant lives as long as a payout grant (API.md "Payout timing": the window)."""
-        return cls(grant_window_s=settings.payout_grant_window_s, reminder_interval_s=settings.reminder_interval_s)
+        return cls(grant_window_s=settings.payout_grant_window_s)
 
 
 async def append_history(conn: Connection, order_id: str, kind: str, *, actor: str, now: datetime,
@@ -101,11 +99,7 @@ async def decide_in(conn: Connection, now: datetime, policy: RefundPolicy, *, or
                          correlation_id=correlation_id, detail={
                              "cause": cause, "outcome": outcome, "reason": reason,
                              "policy_version": refunds.POLICY_VERSION})
-    grant = None
-    if outcome == "Allowed":
-        grant = await _issue(conn, now, policy, order, decision, correlation_id)
-    elif cause == "paid-after-cancel":
-        await _owed(conn, now, policy, order_id, context["paid_attempt_id"], decision)
+    grant = await _issue(conn, now, policy, order, decision, correlation_id) if outcome == "Allowed" else None
     log.info("payment_refund_decided", order_id=order_id, decision_id=str(decision["decision_id"]), cause=cause,
              outcome=outcome, reason=reason, correlation_id=correlation_id)
     return RefundDecision(decision, grant)
@@ -129,14 +123,6 @@ async def _issue(conn: Connection, now: datetime, policy: RefundPolicy, order: d
                   payload={"order_id": order_id, "grant_id": str(grant["grant_id"]),
                            "correlation_id": correlation_id, "deliver_at": now.isoformat()})
     return grant
-
-
-async def _owed(conn: Connection, now: datetime, policy: RefundPolicy, order_id: str, paid_attempt_id: Any,
-                decision: dict[str, Any]) -> None:
-    await raise_escalation(conn, escalation_key=refunds.owed_escalation_key(order_id), reason="refund-owed",
-                           now=now, reminder_interval_s=policy.reminder_interval_s, attempt_id=paid_attempt_id,
-                           details={"order_id": order_id, "refund_decision_id": str(decision["decision_id"]),
-                                    "decision_reason": decision["reason"]})
 
 
 async def decide_after_cancel(conn: Connection, now: datetime, policy: RefundPolicy, order_id: str) -> RefundDecision:

@@ -87,3 +87,22 @@ SELECT o.*, d.paid_attempt_id, d.cause
 -- Paid or PaidAfterCancel -> Refunded, in the transaction that resolved the refund Succeeded.
 UPDATE orders SET state = %(state)s, updated_at = %(now)s, version = version + 1
  WHERE order_id = %(order_id)s AND state IN ('Paid', 'PaidAfterCancel');
+
+-- name: owed_refunds
+-- Cancelled orders whose payment succeeded, with whether a refund is under way (an Issued grant
+-- inside its window, an attempt Claimed, Started, Unknown or Succeeded) and no refund-owed episode
+-- open yet. Locked, skipping orders another writer holds: that writer decides first.
+SELECT o.order_id, o.state,
+       (SELECT a.attempt_id FROM payment_attempts a
+         WHERE a.order_id = o.order_id AND a.state = 'Succeeded') AS paid_attempt_id,
+       EXISTS (SELECT 1 FROM payment_refund_attempts r
+                WHERE r.order_id = o.order_id AND r.state IN ('Claimed', 'Started', 'Unknown', 'Succeeded'))
+       OR EXISTS (SELECT 1 FROM payment_refund_grants g
+                   WHERE g.order_id = o.order_id AND g.state = 'Issued' AND g.expires_at > %(now)s) AS under_way
+  FROM orders o
+ WHERE o.state = 'PaidAfterCancel'
+   AND NOT EXISTS (SELECT 1 FROM payment_escalations e
+                    WHERE e.escalation_key = 'order:' || o.order_id || ':refund-owed' AND e.resolved_at IS NULL)
+ ORDER BY o.updated_at
+ LIMIT %(limit)s
+   FOR NO KEY UPDATE OF o SKIP LOCKED;

@@ -2,24 +2,28 @@
 resolves the refund attempt: ``gateway.domain.refunds.after_refund`` says what changes; this writes
 it. The merchant hears about it through effect-keyed outbox rows ordered behind the paid payment's
 own confirmation (ordering key ``attempt:<paid attempt>``, seed 004 "Downstream Work": "A refund
-therefore cannot overtake its confirmation"); money still taken on a cancelled order keeps the
-``order:<id>:refund-owed`` escalation open until a refund succeeds."""
+therefore cannot overtake its confirmation"); the refund that succeeds closes the order's
+``order:<id>:refund-owed`` escalation (raised by :func:`raise_owed`).
+
+:func:`raise_owed` is the clock-driven check: every ``PaidAfterCancel`` order with no refund under
+way gets one open ``refund-owed`` episode, whatever left it so (a decision that was not Allowed, a
+refund that ended without effect, a grant that lapsed because its job was lost)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
+from gateway.clock import Clock
 from gateway.domain import refunds
 from gateway.domain.payout_outcomes import AttemptState
 from gateway.escalations.store import raise_escalation, resolve_by_key
 from gateway.outbox.store import attempt_ordering_key, enqueue
 from gateway.refunds.decisions import SQL
-from gateway.store.db import Connection, fetch_required
+from gateway.store.db import Connection, Database, fetch_all, fetch_required
 
 
-async def follow(conn: Connection, now: datetime, refund: dict[str, Any], state: AttemptState, *,
-                 reminder_interval_s: float) -> dict[str, Any]:
+async def follow(conn: Connection, now: datetime, refund: dict[str, Any], state: AttemptState) -> dict[str, Any]:
     """Settle the order for a refund attempt now in ``state``; what the transition event adds."""
     order = await fetch_required(conn, SQL["lock_order_of_refund"], {"decision_id": refund["decision_id"]})
     settlement = refunds.after_refund(order["state"], state)
@@ -33,14 +37,9 @@ async def follow(conn: Connection, now: datetime, refund: dict[str, Any], state:
         await enqueue(conn, dedup_key=f"attempt:{paid_attempt_id}:{settlement.effect}{suffix}",
                       kind=settlement.effect, now=now, attempt_id=paid_attempt_id,
                       ordering_key=attempt_ordering_key(paid_attempt_id), payload=_payload(order, refund, state))
-    key = refunds.owed_escalation_key(order["order_id"])
-    if settlement.owed == "raise":
-        await raise_escalation(conn, escalation_key=key, reason="refund-owed", now=now,
-                               reminder_interval_s=reminder_interval_s, attempt_id=paid_attempt_id,
-                               details={"order_id": order["order_id"], "refund_attempt_id": str(refund["attempt_id"]),
-                                        "refund_state": state.value, "outcome_reason": refund["outcome_reason"]})
-    elif settlement.owed == "resolve":
-        await resolve_by_key(conn, key, now, f"refund attempt {refund['attempt_id']} Succeeded")
+    if settlement.closes_owed:
+        await resolve_by_key(conn, refunds.owed_escalation_key(order["order_id"]), now,
+                             f"refund attempt {refund['attempt_id']} Succeeded")
     return {"order_state": settlement.order_state or order["state"]}
 
 
@@ -54,3 +53,21 @@ def _payload(order: dict[str, Any], refund: dict[str, Any], state: AttemptState)
             "provider_payment_id": refund["provider_payment_id"], "provider_refund_id": refund["provider_refund_id"],
             "amount_minor": refund["amount_minor"], "currency": refund["currency"],
             "outcome_reason": refund["outcome_reason"]}
+
+
+async def raise_owed(db: Database, clock: Clock, *, reminder_interval_s: float, limit: int = 100) -> int:
+    """Escalate every cancelled order whose money is taken with no refund under way; how many new
+    episodes. Each order is locked (FOR NO KEY UPDATE SKIP LOCKED) in the transaction that raises,
+    so a refund resolving it at the same moment wins: it is re-read under that lock."""
+    now = clock.now()
+    raised = 0
+    async with db.transaction() as conn:
+        for order in await fetch_all(conn, SQL["owed_refunds"], {"now": now, "limit": limit}):
+            if not refunds.refund_owed(order["state"], under_way=order["under_way"]):
+                continue
+            if await raise_escalation(conn, escalation_key=refunds.owed_escalation_key(order["order_id"]),
+                                      reason="refund-owed", now=now, reminder_interval_s=reminder_interval_s,
+                                      attempt_id=order["paid_attempt_id"],
+                                      details={"order_id": order["order_id"]}) is not None:
+                raised += 1
+    return raised

@@ -46,16 +46,24 @@ def test_a_success_on_a_cancelled_order_is_paid_after_cancel_with_a_refund_owed(
 
 
 @pytest.mark.parametrize(("order", "state", "expected"), [
-    ("PaidAfterCancel", AttemptState.SUCCEEDED, refunds.RefundSettlement("Refunded", "order-refunded", "resolve")),
-    ("Paid", AttemptState.SUCCEEDED, refunds.RefundSettlement("Refunded", "order-refunded", "resolve")),
-    ("PaidAfterCancel", AttemptState.FAILED, refunds.RefundSettlement(None, "order-refund-failed", "raise")),
-    ("PaidAfterCancel", AttemptState.NOT_APPLIED, refunds.RefundSettlement(None, "order-refund-failed", "raise")),
-    ("Paid", AttemptState.NOT_STARTED, refunds.RefundSettlement(None, "order-refund-failed", None)),
+    ("PaidAfterCancel", AttemptState.SUCCEEDED, refunds.RefundSettlement("Refunded", "order-refunded", True)),
+    ("Paid", AttemptState.SUCCEEDED, refunds.RefundSettlement("Refunded", "order-refunded", True)),
+    ("PaidAfterCancel", AttemptState.FAILED, refunds.RefundSettlement(None, "order-refund-failed")),
+    ("PaidAfterCancel", AttemptState.NOT_APPLIED, refunds.RefundSettlement(None, "order-refund-failed")),
+    ("Paid", AttemptState.NOT_STARTED, refunds.RefundSettlement(None, "order-refund-failed")),
     ("PaidAfterCancel", AttemptState.UNKNOWN, refunds.RefundSettlement()),
     ("Refunded", AttemptState.SUCCEEDED, refunds.RefundSettlement()),
 ])
 def test_the_order_follows_its_refund(order: str, state: AttemptState, expected: refunds.RefundSettlement) -> None:
     assert after_refund(order, state) == expected
+
+
+@pytest.mark.parametrize(("order", "under_way", "owed"), [
+    ("PaidAfterCancel", False, True), ("PaidAfterCancel", True, False), ("Paid", False, False),
+    ("Refunded", False, False)])
+def test_a_refund_is_owed_only_for_a_cancelled_orders_money_with_none_under_way(
+        order: str, under_way: bool, owed: bool) -> None:
+    assert refunds.refund_owed(order, under_way=under_way) is owed
 
 
 @pytest.mark.parametrize(("status", "state"), [("processing", AttemptState.STARTED),

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 
+from gateway.clock import ManualClock
 from gateway.domain.attempts import Evidence
+from gateway.refunds.settlement import raise_owed
 from tests.conftest import TEST_ACCOUNT
 from tests.integration.refunds.conftest import Shop, order, refund_rows
 
@@ -95,8 +97,8 @@ async def test_an_uncancelled_order_is_still_paid_with_an_ordinary_confirmation(
 
 async def test_a_paid_after_cancel_payment_without_an_id_escalates_the_refund_owed(shop: Shop) -> None:
     """A success whose provider payment id is unknown cannot be named to CardCo: the refund is
-    Deferred (``context.unavailable``), and the money taken on a cancelled order is escalated
-    (``order:<id>:refund-owed``) rather than left unnoticed."""
+    Deferred (``context.unavailable``), and the refund sweep escalates the money taken on a
+    cancelled order (``order:<id>:refund-owed``, once per open episode) rather than leave it."""
     started = await _started_then_cancelled(shop)
     await shop.services.attempts.apply_evidence(started["attempt_id"], Evidence(
         finding="succeeded", provider_account=TEST_ACCOUNT, amount_minor=4250, currency="EUR"),
@@ -104,9 +106,23 @@ async def test_a_paid_after_cancel_payment_without_an_id_escalates_the_refund_ow
     [decision] = await refund_rows(shop, "payment_refund_decisions")
     assert (decision["outcome"], decision["reason"]) == ("Deferred", "context.unavailable")
     assert await refund_rows(shop, "payment_refund_grants") == []
+    for _ in range(2):
+        await raise_owed(shop.services.db, shop.services.clock, reminder_interval_s=900)
     [escalation] = await shop.services.db.fetch_all("SELECT * FROM payment_escalations")
     assert (escalation["escalation_key"], escalation["reason"], escalation["attempt_id"]) == \
         ("order:ORD-5521:refund-owed", "refund-owed", started["attempt_id"])
+
+
+async def test_a_refund_under_way_or_a_paid_order_owes_no_escalation(shop: Shop, clock: ManualClock) -> None:
+    """Only a cancelled order's money with no refund under way is escalated: an Issued grant inside
+    its window is under way; once it lapses unclaimed (its job lost) the order is escalated."""
+    started = await _started_then_cancelled(shop)
+    await shop.services.attempts.apply_evidence(started["attempt_id"], Evidence(
+        finding="succeeded", provider_account=TEST_ACCOUNT, provider_payment_id="pay_1", amount_minor=4250,
+        currency="EUR"), actor="recovery-1", kind="lookup")
+    assert await raise_owed(shop.services.db, shop.services.clock, reminder_interval_s=900) == 0
+    clock.advance(shop.services.settings.payout_grant_window_s)
+    assert await raise_owed(shop.services.db, shop.services.clock, reminder_interval_s=900) == 1
 
 
 async def test_a_failed_payment_after_cancel_completes_the_cancellation_with_no_refund(shop: Shop) -> None:
