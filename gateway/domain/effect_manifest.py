@@ -13,7 +13,9 @@ digests proves the send is the committed intent and not an improvised one:
   destination named by id and version and NEVER by its token (DESIGN invariant 8);
 - a payout recall attempt's manifest (operation ``payout.recall``, docs/decisions/0015) comes from
   the recall body about to be sent (client reference, ``expires_at`` = the send deadline, as for a
-  payout), plus the provider payout id being recalled and the amount and currency it pulls back.
+  payout), plus the provider payout id being recalled and the amount and currency it pulls back;
+- a payment refund attempt's manifest (operation ``payment.refund``, docs/decisions/0019) likewise
+  from the refund body, plus the provider payment id refunded and the amount and currency returned.
 
 Amounts are decimal strings: API amounts reach 2^63-1, beyond the I-JSON integers RFC 8785 allows.
 Pure: no I/O.
@@ -29,8 +31,9 @@ from typing import Any, Literal
 from gateway.domain.canonical import digest
 
 MANIFEST_VERSION = "paygate.effect-manifest/1"
-AttemptKind = Literal["payment", "payout", "payout_recall"]
+AttemptKind = Literal["payment", "payout", "payout_recall", "payment_refund"]
 RECALL_OPERATION = "payout.recall"
+REFUND_OPERATION = "payment.refund"
 
 
 class ManifestUnbuildable(ValueError):
@@ -107,6 +110,36 @@ def recall_manifest(transport: Transport, body: bytes, *, provider_payout_id: st
         raise ManifestUnbuildable("the recall request names no expires_at")
     business.update(provider_payout_id=provider_payout_id, amount_minor=amount_minor, currency=currency)
     return _manifest("payout_recall", RECALL_OPERATION, transport, business)
+
+
+def refund_manifest(transport: Transport, body: bytes, *, provider_payment_id: str, amount_minor: int,
+                    currency: str) -> dict[str, Any]:
+    """A payment refund attempt's manifest, from the exact refund body about to be sent (its
+    reference and ``expires_at``); the refunded provider payment id (also in the endpoint) and the
+    full amount and currency come from the attempt. A refund names no payment method or token."""
+    business = _object(body)
+    if {"payment_method", "destination_token"} & business.keys():
+        raise ManifestUnbuildable("a refund request names no payment method or token")
+    if not isinstance(business.get("expires_at"), str):
+        raise ManifestUnbuildable("the refund request names no expires_at")
+    business.update(provider_payment_id=provider_payment_id, amount_minor=amount_minor, currency=currency)
+    return _manifest("payment_refund", REFUND_OPERATION, transport, business)
+
+
+def refund_policy_document(decision: dict[str, Any]) -> dict[str, Any]:
+    """What a refund's ``policy_digest`` commits to: its own Allowed decision (policy version,
+    cause, reason, the order version evaluated and the provider payment id it allows refunding)."""
+    return {"decision_id": str(decision["decision_id"]), "operation": decision["operation"],
+            "cause": decision["cause"], "outcome": decision["outcome"], "reason": decision["reason"],
+            "policy_version": decision["policy_version"],
+            "evaluated_order_version": decision["evaluated_order_version"],
+            "provider_payment_id": decision["provider_payment_id"]}
+
+
+def refund_approval_set_document(decision: dict[str, Any]) -> dict[str, Any]:
+    """What a refund's ``approval_set_digest`` commits to: who asked (the merchant, or the
+    cancellation itself for a payment after cancel); a refund needs no further approval."""
+    return {"requester_id": decision["actor_id"], "approvals": [], "acknowledgments": []}
 
 
 def recall_policy_document(decision: dict[str, Any]) -> dict[str, Any]:

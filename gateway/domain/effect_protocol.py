@@ -72,8 +72,10 @@ CONSISTENT: dict[AttemptKind, dict[ProtocolState, frozenset[str]]] = {
     "payout": {**_PAYMENT_STATES, P.INTENT_PERSISTED: frozenset({"Claimed"}),
                P.EFFECT_FAILED: frozenset({"Failed", "NotApplied", "NotStarted"})},
 }
-# A recall attempt has the payout attempt's states (docs/decisions/0015, choice 6).
+# A recall attempt has the payout attempt's states (docs/decisions/0015, choice 6), and so has a
+# payment refund attempt (docs/decisions/0019).
 CONSISTENT["payout_recall"] = CONSISTENT["payout"]
+CONSISTENT["payment_refund"] = CONSISTENT["payout"]
 
 
 class TransitionRefused(ValueError):

@@ -27,7 +27,8 @@ _SQL = load_queries("gateway.effects")
 log = structlog.get_logger("gateway.effects")
 
 _PROVIDER_FIELDS = {"payment": ("provider_payment_id", "order_id"), "payout": ("provider_payout_id", "payout_id"),
-                    "payout_recall": ("provider_recall_id", "payout_id")}
+                    "payout_recall": ("provider_recall_id", "payout_id"),
+                    "payment_refund": ("provider_refund_id", "order_id")}
 
 
 def _rfc3339(moment: datetime) -> str:

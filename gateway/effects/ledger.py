@@ -53,7 +53,8 @@ class Intent:
 
 
 _ESCALATION_PREFIX: dict[AttemptKind, str] = {
-    "payment": "attempt", "payout": "payout-attempt", "payout_recall": "payout-recall-attempt"}
+    "payment": "attempt", "payout": "payout-attempt", "payout_recall": "payout-recall-attempt",
+    "payment_refund": "payment-refund-attempt"}
 
 
 def escalation_key(kind: AttemptKind, attempt_id: uuid.UUID, problem: str) -> str:

@@ -69,6 +69,12 @@ SELECT event_id FROM payout_history
    AND detail->>'event' IN ('provider_observation', 'reconciliation')
  ORDER BY event_id;
 
+-- name: payment_refund_evidence
+-- A refund attempt's evidence: its provider observations and reconciliations (docs/decisions/0019).
+SELECT event_id FROM payment_refund_history
+ WHERE attempt_id = %(attempt_id)s AND kind IN ('provider_observation', 'reconciliation')
+ ORDER BY event_id;
+
 -- name: insert_certificate
 INSERT INTO effect_certificates (attempt_id, certificate, key_id, signature, issued_at)
 VALUES (%(attempt_id)s, %(certificate)s, %(key_id)s, %(signature)s, %(now)s)

@@ -106,3 +106,27 @@ SELECT o.order_id, o.state,
  ORDER BY o.updated_at
  LIMIT %(limit)s
    FOR NO KEY UPDATE OF o SKIP LOCKED;
+
+-- name: get_grant
+SELECT * FROM payment_refund_grants WHERE grant_id = %(grant_id)s;
+
+-- name: order_to_refund
+-- What the executor checks before its claim: the order is still paid, and the account of its paid
+-- payment attempt (CardCo scopes the payment to it: the refund is sent there, never elsewhere).
+SELECT o.order_id, o.state, o.amount_minor, o.currency, a.provider_account, a.provider_payment_id
+  FROM orders o LEFT JOIN payment_attempts a ON a.order_id = o.order_id AND a.state = 'Succeeded'
+ WHERE o.order_id = %(order_id)s;
+
+-- name: insert_attempt
+INSERT INTO payment_refund_attempts (attempt_id, order_id, grant_id, decision_id, refund_number, provider_account,
+                                     provider_payment_id, client_reference, idempotency_key, amount_minor, currency,
+                                     state, claimed_by, claimed_at, send_deadline, lease_expires_at,
+                                     escalation_deadline)
+VALUES (%(attempt_id)s, %(order_id)s, %(grant_id)s, %(decision_id)s, %(refund_number)s, %(provider_account)s,
+        %(provider_payment_id)s, %(client_reference)s, %(idempotency_key)s, %(amount_minor)s, %(currency)s,
+        'Claimed', %(worker_id)s, %(now)s, %(send_deadline)s, %(lease_expires_at)s, %(escalation_deadline)s)
+RETURNING *;
+
+-- name: refund_governance
+-- What a refund attempt's effect record commits to besides its request: its own Allowed decision.
+SELECT * FROM payment_refund_decisions WHERE decision_id = %(decision_id)s;
