@@ -36,6 +36,15 @@ class NextAction(BaseModel):
     expires_at: datetime | None = None
 
 
+class RefundReference(BaseModel):
+    """The refund a ``refunded`` payment names (CardCo's refund extension, docs/decisions/0021)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str = Field(min_length=1)
+    client_reference: str = Field(min_length=1)
+
+
 class PaymentObject(BaseModel):
     """CardCo's payment object; extra fields are tolerated, missing required ones are not."""
 
@@ -50,6 +59,7 @@ class PaymentObject(BaseModel):
     failure_code: str | None = None
     next_action: NextAction | None = None
     sequence: int | None = None
+    refund: RefundReference | None = None
 
 
 def _unknown(account: str, reason: str, **details: Any) -> Evidence:

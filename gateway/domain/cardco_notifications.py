@@ -40,13 +40,21 @@ class PayoutRecallObject(PaymentObject):
     object: Literal["payout_recall"]  # type: ignore[assignment]
 
 
+class RefundObject(PaymentObject):
+    """A refund as ``payment.refunded`` names it (docs/decisions/0021): the refund's own id and
+    reference, the refunded payment, and the payment's (full) amount and currency."""
+
+    object: Literal["refund"]  # type: ignore[assignment]
+    payment: str
+
+
 def recall_event_type(status: str) -> str:
     """``payout.recalled``, ``payout.recall_processing``, ``payout.recall_failed``."""
     return "payout.recalled" if status == "recalled" else f"payout.recall_{status}"
 
 
 _MODELS: dict[str, type[PaymentObject]] = {"payment": PaymentObject, "payout": PayoutObject,
-                                           "payout_recall": PayoutRecallObject}
+                                           "payout_recall": PayoutRecallObject, "refund": RefundObject}
 
 
 @dataclass(frozen=True)
@@ -58,7 +66,7 @@ class Notification:
     subject: PaymentObject  # a PayoutObject for payout.* events, a PayoutRecallObject for recalls
 
     @property
-    def kind(self) -> Literal["payment", "payout", "payout_recall"]:
+    def kind(self) -> Literal["payment", "payout", "payout_recall", "refund"]:
         return self.subject.object
 
     @property
@@ -87,6 +95,20 @@ class Notification:
                 "currency": self.subject.currency, "sequence": self.subject.sequence,
                 self.kind: self.subject.model_dump(mode="json"),
                 "canonical": self.canonical_fields().as_detail()}
+
+
+def refund_evidence(notification: Notification) -> Notification | None:
+    """``payment.refunded`` seen as evidence about the refund that did it: the same event, its
+    subject the refund the payment names (succeeded, for the payment's amount), so a refund attempt
+    is matched by its own reference ``<order_id>-r<N>`` and CardCo id like any attempt kind. None
+    for any other event, and for a refund the payment does not name (one made outside the gateway)."""
+    payment = notification.payment
+    if notification.event_type != "payment.refunded" or payment is None or payment.refund is None:
+        return None
+    return Notification(event_id=notification.event_id, event_type=notification.event_type, subject=RefundObject(
+        object="refund", id=payment.refund.id, client_reference=payment.refund.client_reference,
+        amount_minor=payment.amount_minor, currency=payment.currency, status="succeeded",
+        sequence=payment.sequence, payment=payment.id))
 
 
 @dataclass(frozen=True)

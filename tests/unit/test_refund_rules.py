@@ -4,9 +4,12 @@ decision; section 16: identities derived from the number the decision allocated.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from gateway.domain import refunds
+from gateway.domain.cardco_notifications import Notification, parse, refund_evidence
 from gateway.domain.errors import OrderNotRefundable, RefundUnresolved
 from gateway.domain.payout_outcomes import AttemptState, Expected, classify_record
 from gateway.domain.refunds import RefundContext, after_payment, after_refund, decide
@@ -76,3 +79,30 @@ def test_the_refund_classification_table(status: str, state: AttemptState) -> No
               "status": status}
     seen = classify_record(record, Expected("ORD-1-r1", 4250, "EUR"), refunds.STATUS_TABLE)
     assert (seen.state, seen.table) == (state, "cardco-refunds/2026-12-01.1")
+
+
+def _event(type_: str, **payment: object) -> bytes:
+    subject = {"object": "payment", "id": "pay_1", "client_reference": "ORD-1-a1", "amount_minor": 4250,
+               "currency": "EUR", "status": type_.split(".")[1], "sequence": 3, **payment}
+    return json.dumps({"id": "evt_1", "type": type_, "data": {"object": subject}}).encode()
+
+
+def test_payment_refunded_is_evidence_about_the_refund_it_names() -> None:
+    """docs/decisions/0021: ``payment.refunded`` carries ``refund: {id, client_reference}``; seen as
+    the refund's own evidence it matches the refund attempt by ``<order_id>-r<N>`` and CardCo's id."""
+    parsed = parse(_event("payment.refunded", refund={"id": "re_1", "client_reference": "ORD-1-r1"}))
+    assert isinstance(parsed, Notification)
+    seen = refund_evidence(parsed)
+    assert seen is not None
+    assert (seen.kind, seen.event_id, seen.client_reference, seen.provider_object_id) == \
+        ("refund", "evt_1", "ORD-1-r1", "re_1")
+    assert seen.subject.model_dump() == {
+        "object": "refund", "id": "re_1", "client_reference": "ORD-1-r1", "amount_minor": 4250, "currency": "EUR",
+        "status": "succeeded", "failure_code": None, "next_action": None, "sequence": 3, "refund": None,
+        "payment": "pay_1"}
+
+
+@pytest.mark.parametrize("body", [_event("payment.refunded"), _event("payment.succeeded")])
+def test_a_refund_made_outside_the_gateway_or_another_event_names_no_refund(body: bytes) -> None:
+    parsed = parse(body)
+    assert isinstance(parsed, Notification) and refund_evidence(parsed) is None
