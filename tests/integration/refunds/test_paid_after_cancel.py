@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import asyncio
 
+import psycopg
+import pytest
+
 from gateway.clock import ManualClock
 from gateway.domain.attempts import Evidence
 from gateway.refunds.settlement import raise_owed
@@ -133,3 +136,46 @@ async def test_a_failed_payment_after_cancel_completes_the_cancellation_with_no_
         actor="recovery-1", kind="lookup")
     assert (await order(shop))["state"] == "Cancelled"
     assert await refund_rows(shop, "payment_refund_decisions") == []
+
+
+@pytest.mark.parametrize("first", ["start", "cancel"])
+async def test_a_cancellation_and_the_started_transition_racing_on_the_order_lock(
+        shop: Shop, database_url: str, first: str) -> None:
+    """Real concurrency on the order row: both writers queue behind a held lock (in the order
+    ``first`` says) and run when it is released. A cancellation committed first prevents the send
+    (no intent, seed 004 matrix); one committed just after the intent lets the dispatch stand, and
+    its success makes the order PaidAfterCancel with its own refund, never Paid."""
+    await shop.order()
+    attempts = shop.services.attempts
+    attempt = await attempts.get_or_create_live("ORD-5521", "cus_1")
+    holder = await psycopg.AsyncConnection.connect(database_url)
+    await holder.execute("SELECT 1 FROM orders WHERE order_id = 'ORD-5521' FOR NO KEY UPDATE")
+    steps = {"start": lambda: attempts.mark_started(attempt),
+             "cancel": lambda: shop.http.post("/v1/orders/ORD-5521/cancel", headers=shop.merchant)}
+    tasks = {}
+    for name in (first, *(set(steps) - {first})):
+        tasks[name] = asyncio.create_task(steps[name]())
+        await _wait_for_lock_waiters(shop, len(tasks))
+    await holder.rollback()
+    await holder.close()
+    started, cancelled = await tasks["start"], await tasks["cancel"]
+    assert cancelled.json()["state"] == "CancelRequested"  # the attempt existed: the cancel only requests
+    if first == "cancel":  # a cancellation committed before the Started transition prevents the send
+        assert started is None and await shop.events(attempt["attempt_id"]) == []
+        return
+    assert started is not None and await shop.events(attempt["attempt_id"]) == ["send_intent"]
+    await attempts.apply_evidence(started["attempt_id"], Evidence(
+        finding="succeeded", provider_account=TEST_ACCOUNT, provider_payment_id="pay_1", amount_minor=4250,
+        currency="EUR"), actor="endpoint", kind="send_result")
+    assert (await order(shop))["state"] == "PaidAfterCancel"
+    assert [d["cause"] for d in await refund_rows(shop, "payment_refund_decisions")] == ["paid-after-cancel"]
+
+
+async def _wait_for_lock_waiters(shop: Shop, count: int) -> None:
+    for _ in range(400):
+        row = await shop.services.db.fetch_one(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
+        if row and row["n"] >= count:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"fewer than {count} writers wait on the order lock")
