@@ -845,9 +845,6 @@ CREATE INDEX IF NOT EXISTS payment_refund_attempts_checks_due
     ON payment_refund_attempts (next_check_at, claimed_at)
     WHERE state IN ('Started', 'Unknown') AND next_check_at IS NOT NULL;
 
-CREATE INDEX IF NOT EXISTS payment_refund_attempts_by_payment
-    ON payment_refund_attempts (provider_account, provider_payment_id);
-
 -- Append-only refund evidence: decisions, grants, transitions, deliveries, provider observations,
 -- reconciliations, notifications. Identifiers, amounts, currency and reason codes only.
 CREATE TABLE IF NOT EXISTS payment_refund_history (

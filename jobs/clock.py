@@ -21,13 +21,14 @@ from jobs import heartbeat as heartbeat_module
 from jobs.outbox import dispatch_outbox
 from jobs.payouts import reconcile_payouts, sweep_payouts
 from jobs.recovery import recover_attempts
+from jobs.refunds import reconcile_refunds, sweep_refunds
 from jobs.reminders import send_reminders
 
 log = structlog.get_logger("jobs.clock")
 
 # Every actor the clock wakes on each tick; issues that add sweeps add them here.
 PERIODIC: tuple[dramatiq.Actor, ...] = (heartbeat_module.heartbeat, recover_attempts, dispatch_outbox, send_reminders,
-                                        sweep_payouts, reconcile_payouts)
+                                        sweep_payouts, reconcile_payouts, sweep_refunds, reconcile_refunds)
 
 
 async def tick(db: Database, clock: Clock, periodic: tuple[dramatiq.Actor, ...] = PERIODIC) -> None:

@@ -7,7 +7,8 @@ attempt by verified account + client reference and by account + provider payment
 independently; record the notification (a keyed duplicate returns before any transition, alert or
 outbox row); then escalate an identity conflict, an unmatched or unreadable notification, or apply
 it through :meth:`Attempts.apply_evidence`, the conditional transition every writer shares
-(``payout.*`` through ``gateway.payouts.notifications.apply``, the payouts aggregate's own). The
+(``payout.*`` through ``gateway.payouts.notifications.apply``, the payouts aggregate's own; a
+``payment.refunded`` naming a refund the gateway made through ``gateway.refunds.notifications``). The
 caller acknowledges only after this returns, i.e. after the commit.
 """
 
@@ -31,6 +32,7 @@ from gateway.escalations.store import raise_escalation
 from gateway.notifications import repository
 from gateway.payments.attempts import Attempts, retry_transaction
 from gateway.payouts import notifications as payout_notifications
+from gateway.refunds import notifications as refund_notifications
 from gateway.settings import ProviderAccount, Settings
 from gateway.store.db import Connection, Database
 
@@ -113,7 +115,10 @@ class NotificationHandler:
         reference, object_id = parsed.client_reference, parsed.provider_object_id
         by_reference = by_payment_id = None
         payout = payout_notifications.Match(None)
-        if parsed.kind == "payment":
+        refund = await refund_notifications.match(conn, account_id, parsed)
+        if refund is not None:  # payment.refunded naming a refund the gateway made: that refund's evidence
+            payout = refund.found
+        elif parsed.kind == "payment":
             # Both identifiers resolved independently; if they name different attempts the
             # notification is contradictory evidence, applied to neither.
             by_reference, by_payment_id = await repository.attempts_by_identity(conn, account_id, reference, object_id)
@@ -128,10 +133,16 @@ class NotificationHandler:
                                  provider_object_id=object_id, client_reference=reference)
         detail = {**parsed.detail(), "webhook_id": context.webhook_id,
                   "escalation_key": None if matched else esc_key,
-                  "payout_attempt_id": str(payout.attempt["attempt_id"]) if payout.attempt else None}
+                  f"{'refund' if refund else 'payout'}_attempt_id":
+                      str(payout.attempt["attempt_id"]) if payout.attempt else None}
         recorded = await self._record(conn, context, attempt_id, detail)
         if isinstance(recorded, repository.Duplicate):
             return Handled("duplicate")
+        if refund is not None and payout.attempt is not None:  # issue 11 item 3: the refund attempt's evidence
+            await refund_notifications.apply(conn, self._clock.now(), payout.attempt, refund.notification,
+                                             notification_event_id=recorded.event_id, notification_key=context.key,
+                                             settings=self._settings)
+            return Handled("applied", recorded.event_id, payout.attempt["attempt_id"])
         if payout.attempt is not None:  # the one call site docs/decisions/0011 left for payouts
             await payout_notifications.apply(conn, self._clock.now(), payout.attempt, parsed,
                                              notification_event_id=recorded.event_id, notification_key=context.key,

@@ -107,9 +107,6 @@ SELECT o.order_id, o.state,
  LIMIT %(limit)s
    FOR NO KEY UPDATE OF o SKIP LOCKED;
 
--- name: get_grant
-SELECT * FROM payment_refund_grants WHERE grant_id = %(grant_id)s;
-
 -- name: order_to_refund
 -- What the executor checks before its claim: the order is still paid, and the account of its paid
 -- payment attempt (CardCo scopes the payment to it: the refund is sent there, never elsewhere).

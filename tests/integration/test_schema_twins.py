@@ -94,3 +94,54 @@ def test_the_recall_decisions_cannot_be_truncated(conn: psycopg.Connection[Any])
     """Issue 14 drift: decisions are history, a recall's as much as a payout's."""
     with pytest.raises(psycopg.errors.RaiseException):
         conn.execute("TRUNCATE payout_recall_decisions CASCADE")
+
+
+# The refund kind (issue 11 item 3; docs/decisions/0019) against the recall, the kind it is shaped
+# after: parent, owner, the provider object it acts on and the operation differ by name only.
+AS_RECALL = {**RECALL, "payout_id": "{parent}", "payouts": "{parents}", "provider_payout_id": "{acted_on}",
+             "tenant_id": "{owner}", "evaluated_payout_version": "evaluated_{parent}_version",
+             "payout_attempts": "{paid_attempts}", "payout.recall": "{operation}"}
+AS_REFUND = {"payment_refund_attempts": "{attempts}", "payment_refund_grants": "{grants}",
+             "payment_refund_decisions": "{decisions}", "provider_refund_id": "{provider_id}",
+             "refund_number": "{number}", "one_unresolved_refund_per_order": "one_unresolved_{attempt}_per_payout",
+             "ck_refund_attempt_": "ck_{attempt}_", "uq_refund_attempt_": "uq_{attempt}_",
+             "ck_refund_grant_": "ck_{grant}_", "uq_refund_grant_": "uq_{grant}_",
+             "ck_refund_decision_": "ck_{decision}_", "order_id": "{parent}", "orders": "{parents}",
+             "provider_payment_id": "{acted_on}", "merchant_id": "{owner}",
+             "evaluated_order_version": "evaluated_{parent}_version", "payment_attempts": "{paid_attempts}",
+             "payment.refund": "{operation}", "_by_order": "_by_payout"}
+REFUND_OWN = {
+    # A refund is full, so at most one succeeds per order.
+    "payment_refund_attempts": (set(), {"index one_succeeded_refund_per_order"}, set()),
+    "payment_refund_grants": (set(), set(), set()),
+    # Two causes (paid-after-cancel, merchant-request); the refund policy is code, so always named.
+    "payment_refund_decisions": (set(), {"constraint ck_{decision}_cause", "constraint {decisions}_cause_not_null",
+                                         "constraint {decisions}_policy_version_not_null"}, set()),
+}
+
+
+@pytest.mark.parametrize(("recall_table", "refund_table"), [
+    ("payout_recall_attempts", "payment_refund_attempts"), ("payout_recall_grants", "payment_refund_grants"),
+    ("payout_recall_decisions", "payment_refund_decisions")])
+def test_refund_tables_are_a_third_instance_of_the_attempt_tables(
+        conn: psycopg.Connection[Any], recall_table: str, refund_table: str) -> None:
+    """Issue 14: "The refund operation of the durability issue is built as a third instance"; its
+    tables carry every constraint, index and trigger of the recall's, up to names, plus its own."""
+    recall, refund = catalog(conn, recall_table, AS_RECALL), catalog(conn, refund_table, AS_REFUND)
+    recall_only, refund_only, different = REFUND_OWN[refund_table]
+    assert set(recall) - set(refund) == recall_only
+    assert set(refund) - set(recall) == refund_only
+    assert {name for name in set(recall) & set(refund) if recall[name] != refund[name]} == different
+
+
+@pytest.mark.parametrize("table", ["payment_refund_decisions", "payment_refund_history"])
+def test_refund_evidence_cannot_be_truncated(conn: psycopg.Connection[Any], table: str) -> None:
+    """Decisions and history are evidence (their row triggers are compared above, or below for the
+    history): not even a TRUNCATE removes them."""
+    with pytest.raises(psycopg.errors.RaiseException):
+        conn.execute(f"TRUNCATE {table} CASCADE")
+
+
+def test_refund_history_rows_are_append_only(conn: psycopg.Connection[Any]) -> None:
+    triggers = {name for name in catalog(conn, "payment_refund_history", {}) if name.startswith("trigger")}
+    assert triggers == {"trigger {table}_append_only", "trigger {table}_no_truncate"}

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.pipeline.executor import Executor
+from gateway.pipeline.reconciler import Reconciler
+from gateway.refunds.attempts import EXECUTOR, REFUND, RefundJob
 from tests.integration.checkout.conftest import Shop, shop  # noqa: F401  (the checkout suite's Shop)
+from tests.integration.notifications.conftest import cardco  # noqa: F401  (CardCo delivering into the app)
+from tests.integration.test_jobs import jobs_runtime  # noqa: F401  (the real broker, shared with the job tests)
 
 
 async def refund_rows(shop: Shop, table: str, order_id: str = "ORD-5521") -> list[dict[str, Any]]:  # noqa: F811
@@ -20,3 +25,35 @@ async def order(shop: Shop, order_id: str = "ORD-5521") -> dict[str, Any]:  # no
     assert response.status_code == 200, response.text
     body: dict[str, Any] = response.json()
     return body
+
+
+async def refund_job(shop: Shop, grant_id: str | None = None) -> RefundJob:  # noqa: F811
+    """The job a refund decision's outbox row carries (the latest one, or ``grant_id``'s)."""
+    rows = await shop.services.db.fetch_all(
+        "SELECT payload FROM outbox_messages WHERE kind = 'payment-refund-job' ORDER BY message_id")
+    payloads = [r["payload"] for r in rows if grant_id in (None, r["payload"]["grant_id"])]
+    return RefundJob(payloads[-1]["order_id"], payloads[-1]["grant_id"], payloads[-1]["correlation_id"])
+
+
+async def run_refund(shop: Shop, job: RefundJob) -> Any:  # noqa: F811
+    """One delivery of the job, through the pipeline's executor as the refund worker."""
+    services = shop.services
+    return await Executor(REFUND, services.db, services.clock, services.settings, EXECUTOR, services.http).run(job)
+
+
+async def reconcile_refunds(shop: Shop) -> int:  # noqa: F811
+    services = shop.services
+    return await Reconciler(REFUND, services.db, services.clock, services.settings, services.http).run_once()
+
+
+def refund_calls(shop: Shop) -> list[dict[str, Any]]:  # noqa: F811
+    return [r for r in shop.cardco.store.requests if r["method"] == "POST" and r["path"].endswith("/refunds")]
+
+
+def refund_lookups(shop: Shop) -> list[dict[str, Any]]:  # noqa: F811
+    return [r for r in shop.cardco.store.requests if r["method"] == "GET" and r["path"].startswith("/v1/refunds")]
+
+
+def refunds_taken(shop: Shop) -> list[dict[str, Any]]:  # noqa: F811
+    """CardCo's ledger of refunds that took effect: the ground truth for "nothing refunded twice"."""
+    return shop.cardco.store.ledger()["refunds"]

@@ -1,0 +1,197 @@
+"""A refund executed, reconciled and notified as the third kind of the one attempt pipeline
+(issue 11 item 3, issue 14). Seed 001: "No payment-rail network call is permitted before COMMIT
+succeeds" (the effect record and Started before the CardCo call; the send gate re-derives the
+digest); "A timeout is evidence of uncertainty, not proof that the provider produced no effect"
+(Unknown on no answer, resolved by lookup or notification, never by a second refund). Seed 000
+section 17: "A recall that fails or becomes Unknown is reconciled the same way"; "The original
+payout's records stay as they are". Seed 004 "Cancellation": the refund is its own operation."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from gateway.clock import ManualClock
+from gateway.domain.attempts import Evidence
+from tests.conftest import TEST_ACCOUNT
+from tests.integration.refunds.conftest import (
+    Shop,
+    order,
+    reconcile_refunds,
+    refund_calls,
+    refund_job,
+    refund_lookups,
+    refund_rows,
+    refunds_taken,
+    run_refund,
+)
+
+LOST = {"operation": "refund_payment", "action": "drop_response"}
+
+
+async def _paid(shop: Shop) -> dict[str, Any]:
+    await shop.order()
+    assert (await shop.pay()).json()["state"] == "Succeeded"
+    [attempt] = await shop.attempts()
+    return attempt
+
+
+async def _refund_requested(shop: Shop) -> dict[str, Any]:
+    """A paid order and the merchant's refund decision (Allowed, grant and job committed)."""
+    paid = await _paid(shop)
+    response = await shop.http.post("/v1/orders/ORD-5521/refund", headers=shop.merchant, json={})
+    assert response.status_code == 200, response.text
+    return paid
+
+
+async def _effect(shop: Shop, attempt_id: Any) -> list[str]:
+    rows = await shop.services.db.fetch_all(
+        "SELECT to_state FROM effect_ledger WHERE attempt_id = %(a)s ORDER BY sequence", {"a": attempt_id})
+    return [row["to_state"] for row in rows]
+
+
+async def test_a_merchant_refund_is_recorded_before_its_one_send_and_the_order_ends_refunded(shop: Shop) -> None:
+    paid = await _refund_requested(shop)
+    job = await refund_job(shop)
+    assert await run_refund(shop, job) == "Succeeded"
+    [call] = refund_calls(shop)
+    [attempt] = await refund_rows(shop, "payment_refund_attempts")
+    assert call["path"] == f"/v1/payments/{paid['provider_payment_id']}/refunds"
+    assert call["headers"]["idempotency-key"] == "refund-ORD-5521-r1"
+    assert json.loads(base64.b64decode(call["body_base64"])) == {
+        "client_reference": "ORD-5521-r1",
+        "expires_at": attempt["send_deadline"].isoformat().replace("+00:00", "Z")}
+    assert (attempt["state"], attempt["outcome_reason"], attempt["provider_account"]) == \
+        ("Succeeded", "provider.refunded", TEST_ACCOUNT)
+    assert attempt["provider_refund_id"].startswith("re_") and attempt["sends"] == 1
+    history = [(e["kind"], e["detail"].get("attempt_state")) for e in await refund_rows(shop, "payment_refund_history")]
+    assert history == [("decision", None), ("grant", None), ("transition", "Claimed"), ("transition", "Started"),
+                       ("provider_observation", "Succeeded"), ("transition", "Succeeded")]
+    # Seed 001: intent persisted with the claim, EXECUTING recorded by the send gate before the call.
+    assert await _effect(shop, attempt["attempt_id"]) == [
+        "PROPOSED", "POLICY_EVALUATED", "APPROVED", "INTENT_PERSISTED", "AUTHORIZATION_ISSUED", "EXECUTING",
+        "EFFECT_CONFIRMED", "CERTIFIED"]
+    body = await order(shop)
+    assert (body["state"], body["refund"]["state"], body["refund"]["provider_refund_id"]) == \
+        ("Refunded", "Succeeded", attempt["provider_refund_id"])
+    assert body["refunds"]["attempts"][0]["effect"]["protocol_state"] == "CERTIFIED"
+    keys = await shop.outbox()
+    assert keys[0] == f"attempt:{paid['attempt_id']}:order-confirmation"
+    assert keys[-1] == f"attempt:{paid['attempt_id']}:order-refunded"
+    [event] = await shop.services.db.fetch_all("SELECT * FROM outbox_messages WHERE kind = 'order-refunded'")
+    assert event["ordering_key"] == f"attempt:{paid['attempt_id']}"  # never ahead of the confirmation
+    assert (event["payload"]["cause"], event["payload"]["refund_state"]) == ("merchant-request", "Succeeded")
+    assert await run_refund(shop, job) == "grant.consumed"  # single use: a redelivery sends nothing
+    assert len(refund_calls(shop)) == 1 and len(refunds_taken(shop)) == 1
+    again = await shop.http.post("/v1/orders/ORD-5521/refund", headers=shop.merchant, json={})
+    assert (again.status_code, again.json()["code"]) == (409, "order.not_refundable")
+    paid_again = await shop.pay()
+    assert (paid_again.status_code, paid_again.json()["code"]) == (409, "order.refunded")
+
+
+async def test_a_payment_after_cancel_is_refunded_automatically_and_the_merchant_hears_both(shop: Shop) -> None:
+    """Seed 004 "Cancellation" end to end: PaidAfterCancel, its own refund sent once, Refunded; the
+    merchant receives ``order-paid-after-cancel`` then ``order-refunded``, never a confirmation."""
+    await shop.order()
+    attempts = shop.services.attempts
+    started = await attempts.mark_started(await attempts.get_or_create_live("ORD-5521", "cus_1"))
+    assert started is not None
+    await shop.http.post("/v1/orders/ORD-5521/cancel", headers=shop.merchant)
+    await attempts.apply_evidence(started["attempt_id"], Evidence(
+        finding="succeeded", provider_account=TEST_ACCOUNT, provider_payment_id=await _take_payment(shop),
+        amount_minor=4250, currency="EUR"), actor="recovery-1", kind="lookup")
+    assert await run_refund(shop, await refund_job(shop)) == "Succeeded"
+    assert (await order(shop))["state"] == "Refunded"
+    kinds = [row["kind"] for row in await shop.services.db.fetch_all(
+        "SELECT kind FROM outbox_messages WHERE ordering_key IS NOT NULL ORDER BY message_id")]
+    assert kinds == ["order-paid-after-cancel", "order-refunded"]
+    [event] = await shop.services.db.fetch_all("SELECT payload FROM outbox_messages WHERE kind = 'order-refunded'")
+    assert event["payload"]["cause"] == "paid-after-cancel"
+    assert len(refunds_taken(shop)) == 1
+
+
+async def _take_payment(shop: Shop) -> str:
+    """CardCo takes the order's payment (its response to the gateway is what was lost)."""
+    [attempt] = await shop.attempts()
+    response = await shop.services.http.post("http://cardco.test/v1/payments", content=attempt["request_body"],
+                                              headers={"Authorization": "Bearer ck_test_key",
+                                                       "CardCo-Account": TEST_ACCOUNT,
+                                                       "Idempotency-Key": attempt["idempotency_key"]})
+    payment_id: str = response.json()["id"]
+    return payment_id
+
+
+async def test_a_refund_whose_response_is_lost_is_unknown_then_found_by_lookup_not_sent_again(
+        shop: Shop, clock: ManualClock) -> None:
+    """No answer is Unknown; no second refund while it is (409 ``order.refund_unresolved``); the
+    reconciler finds it by ``<order_id>-r<N>`` and the order becomes Refunded: one refund in all."""
+    await _refund_requested(shop)
+    await shop.faults(LOST)
+    assert await run_refund(shop, await refund_job(shop)) == "Unknown"
+    assert (await order(shop))["refund"]["state"] == "Unknown"
+    refused = await shop.http.post("/v1/orders/ORD-5521/refund", headers=shop.merchant, json={})
+    assert (refused.status_code, refused.json()["code"]) == (409, "order.refund_unresolved")
+    clock.advance(60)
+    assert await reconcile_refunds(shop) == 1
+    [attempt] = await refund_rows(shop, "payment_refund_attempts")
+    assert (attempt["state"], attempt["outcome_reason"]) == ("Succeeded", "provider.refunded")
+    assert (await order(shop))["state"] == "Refunded"
+    assert (len(refund_calls(shop)), len(refund_lookups(shop)), len(refunds_taken(shop))) == (1, 1, 1)
+
+
+async def test_a_lost_refund_is_resolved_by_payment_refunded_and_a_duplicate_changes_nothing(shop: Shop) -> None:
+    """``payment.refunded`` names the refund (docs/decisions/0021) and resolves the Unknown refund
+    attempt through the pipeline's notification application; CardCo delivering it three times
+    records it once (seed 004 "Notification Deduplication"): one ``order-refunded``, one refund,
+    and the payment attempt's own record untouched."""
+    paid = await _refund_requested(shop)
+    await shop.faults(LOST, {"operation": "webhook", "action": "duplicate", "count": 2})
+    assert await run_refund(shop, await refund_job(shop)) == "Unknown"
+    await shop.cardco.deliver_pending()  # payment.succeeded, then payment.refunded three times
+    [attempt] = await refund_rows(shop, "payment_refund_attempts")
+    assert (attempt["state"], attempt["outcome_reason"]) == ("Succeeded", "provider.refunded")
+    assert (await order(shop))["state"] == "Refunded"
+    observations = [e["detail"]["action"] for e in await refund_rows(shop, "payment_refund_history")
+                    if e["kind"] == "provider_observation" and e["detail"].get("source") == "notification"]
+    assert observations == ["resolved"]
+    assert [k for k in await shop.outbox() if k.endswith("order-refunded")] == \
+        [f"attempt:{paid['attempt_id']}:order-refunded"]
+    [payment] = await shop.attempts()
+    assert (payment["state"], payment["provider_status"]) == ("Succeeded", "succeeded")
+    assert (len(refund_calls(shop)), len(refunds_taken(shop))) == (1, 1)
+
+
+async def test_a_late_payment_refunded_after_the_lookup_settled_it_is_recorded_and_ignored(
+        shop: Shop, clock: ManualClock) -> None:
+    """The reconciler's lookup resolves the refund first; CardCo's ``payment.refunded`` arriving
+    afterwards is evidence that agrees: recorded in the refund's history, nothing written twice."""
+    await _refund_requested(shop)
+    await shop.faults(LOST)
+    assert await run_refund(shop, await refund_job(shop)) == "Unknown"
+    clock.advance(60)
+    assert await reconcile_refunds(shop) == 1
+    await shop.cardco.deliver_pending()
+    observations = [e["detail"]["action"] for e in await refund_rows(shop, "payment_refund_history")
+                    if e["kind"] == "provider_observation" and e["detail"].get("source") == "notification"]
+    assert observations == ["ignored"]
+    assert len([k for k in await shop.outbox() if k.endswith("order-refunded")]) == 1
+    assert (await order(shop))["state"] == "Refunded"
+
+
+async def test_an_unconfirmed_refund_past_its_deadline_is_escalated_like_any_unknown(
+        shop: Shop, clock: ManualClock) -> None:
+    """A refund that cannot be confirmed (lookups find nothing, here because CardCo hides it) stays
+    Unknown and, past its escalation deadline, is escalated ``payment-refund-attempt:<id>:deadline``."""
+    await _refund_requested(shop)
+    await shop.faults(LOST, {"operation": "list_refunds", "action": "error_500_before_effect", "times": 0})
+    assert await run_refund(shop, await refund_job(shop)) == "Unknown"
+    [attempt] = await refund_rows(shop, "payment_refund_attempts")
+    clock.advance((attempt["escalation_deadline"] - clock.now()).total_seconds() + 1)
+    assert await reconcile_refunds(shop) == 1
+    [escalation] = await shop.services.db.fetch_all("SELECT * FROM payment_escalations")
+    assert (escalation["escalation_key"], escalation["reason"]) == \
+        (f"payment-refund-attempt:{attempt['attempt_id']}:deadline", "payment-refund-deadline")
+    assert escalation["details"]["order_id"] == "ORD-5521"
+    [attempt] = await refund_rows(shop, "payment_refund_attempts")
+    assert attempt["state"] == "Unknown"  # never rounded off
