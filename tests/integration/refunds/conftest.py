@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.domain.attempts import Evidence
 from gateway.pipeline.executor import Executor
 from gateway.pipeline.reconciler import Reconciler
 from gateway.refunds.attempts import EXECUTOR, REFUND, RefundJob
+from tests.conftest import TEST_ACCOUNT
 from tests.integration.checkout.conftest import Shop, shop  # noqa: F401  (the checkout suite's Shop)
 from tests.integration.notifications.conftest import cardco  # noqa: F401  (CardCo delivering into the app)
 from tests.integration.test_jobs import jobs_runtime  # noqa: F401  (the real broker, shared with the job tests)
@@ -57,3 +59,36 @@ def refund_lookups(shop: Shop) -> list[dict[str, Any]]:  # noqa: F811
 def refunds_taken(shop: Shop) -> list[dict[str, Any]]:  # noqa: F811
     """CardCo's ledger of refunds that took effect: the ground truth for "nothing refunded twice"."""
     return shop.cardco.store.ledger()["refunds"]
+
+
+async def started_then_cancelled(shop: Shop) -> dict[str, Any]:  # noqa: F811
+    """An order whose attempt's send intent committed, then its cancellation (CancelRequested)."""
+    await shop.order()
+    attempts = shop.services.attempts
+    started = await attempts.mark_started(await attempts.get_or_create_live("ORD-5521", "cus_1"))
+    assert started is not None
+    cancelled = await shop.http.post("/v1/orders/ORD-5521/cancel", headers=shop.merchant)
+    assert cancelled.json()["state"] == "CancelRequested"
+    return started
+
+
+async def found_succeeded(shop: Shop, attempt: dict[str, Any],  # noqa: F811
+                          provider_payment_id: str | None = "pay_1") -> None:
+    """A recovery lookup finds the attempt's payment succeeded (seed 004: "the attempt resolves
+    through reconciliation")."""
+    await shop.services.attempts.apply_evidence(attempt["attempt_id"], Evidence(
+        finding="succeeded", provider_account=TEST_ACCOUNT, provider_payment_id=provider_payment_id,
+        amount_minor=4250, currency="EUR"), actor="recovery-1", kind="lookup")
+
+
+async def paid_after_cancel(shop: Shop) -> dict[str, Any]:  # noqa: F811
+    """A payment CardCo really took (its response was lost), the order cancelled just after the
+    send intent, and reconciliation finding the payment: the order is PaidAfterCancel."""
+    await shop.order()
+    await shop.faults({"operation": "create_payment", "action": "drop_response"})
+    assert (await shop.pay()).status_code == 202
+    await shop.http.post("/v1/orders/ORD-5521/cancel", headers=shop.merchant)
+    [attempt] = await shop.attempts()
+    await found_succeeded(shop, attempt, next(iter(shop.cardco.store.payments)))
+    assert (await order(shop))["state"] == "PaidAfterCancel"
+    return attempt

@@ -17,18 +17,8 @@ from gateway.clock import ManualClock
 from gateway.domain.attempts import Evidence
 from gateway.refunds.settlement import raise_owed
 from tests.conftest import TEST_ACCOUNT
-from tests.integration.refunds.conftest import Shop, order, refund_rows
-
-
-async def _started_then_cancelled(shop: Shop) -> dict[str, object]:
-    """An attempt whose send intent committed, then the order's cancellation (CancelRequested)."""
-    await shop.order()
-    attempts = shop.services.attempts
-    started = await attempts.mark_started(await attempts.get_or_create_live("ORD-5521", "cus_1"))
-    assert started is not None
-    cancelled = await shop.http.post("/v1/orders/ORD-5521/cancel", headers=shop.merchant)
-    assert cancelled.json()["state"] == "CancelRequested"
-    return started
+from tests.integration.checkout.test_checkout_failures import _wait_until_blocked
+from tests.integration.refunds.conftest import Shop, found_succeeded, order, refund_rows, started_then_cancelled
 
 
 async def test_a_cancellation_racing_the_send_ends_paid_after_cancel_with_its_own_refund(shop: Shop) -> None:
@@ -75,11 +65,9 @@ async def test_a_success_found_by_reconciliation_after_cancel_is_settled_the_sam
     """"The attempt is then left to resolve through reconciliation": a recovery lookup that finds
     the payment succeeded settles the order PaidAfterCancel, never Paid, with one refund decision,
     and applying the same evidence again (a late notification) decides nothing twice."""
-    started = await _started_then_cancelled(shop)
-    found = Evidence(finding="succeeded", provider_account=TEST_ACCOUNT, provider_payment_id="pay_1",
-                     amount_minor=4250, currency="EUR")
-    for actor in ("recovery-1", "notification-handler"):
-        await shop.services.attempts.apply_evidence(started["attempt_id"], found, actor=actor, kind="lookup")
+    started = await started_then_cancelled(shop)
+    for _ in ("a lookup", "a late notification of the same"):
+        await found_succeeded(shop, started)
     assert (await order(shop))["state"] == "PaidAfterCancel"
     assert [d["cause"] for d in await refund_rows(shop, "payment_refund_decisions")] == ["paid-after-cancel"]
     keys = await shop.outbox()
@@ -102,10 +90,8 @@ async def test_a_paid_after_cancel_payment_without_an_id_escalates_the_refund_ow
     """A success whose provider payment id is unknown cannot be named to CardCo: the refund is
     Deferred (``context.unavailable``), and the refund sweep escalates the money taken on a
     cancelled order (``order:<id>:refund-owed``, once per open episode) rather than leave it."""
-    started = await _started_then_cancelled(shop)
-    await shop.services.attempts.apply_evidence(started["attempt_id"], Evidence(
-        finding="succeeded", provider_account=TEST_ACCOUNT, amount_minor=4250, currency="EUR"),
-        actor="recovery-1", kind="lookup")
+    started = await started_then_cancelled(shop)
+    await found_succeeded(shop, started, provider_payment_id=None)
     [decision] = await refund_rows(shop, "payment_refund_decisions")
     assert (decision["outcome"], decision["reason"]) == ("Deferred", "context.unavailable")
     assert await refund_rows(shop, "payment_refund_grants") == []
@@ -119,10 +105,8 @@ async def test_a_paid_after_cancel_payment_without_an_id_escalates_the_refund_ow
 async def test_a_refund_under_way_or_a_paid_order_owes_no_escalation(shop: Shop, clock: ManualClock) -> None:
     """Only a cancelled order's money with no refund under way is escalated: an Issued grant inside
     its window is under way; once it lapses unclaimed (its job lost) the order is escalated."""
-    started = await _started_then_cancelled(shop)
-    await shop.services.attempts.apply_evidence(started["attempt_id"], Evidence(
-        finding="succeeded", provider_account=TEST_ACCOUNT, provider_payment_id="pay_1", amount_minor=4250,
-        currency="EUR"), actor="recovery-1", kind="lookup")
+    started = await started_then_cancelled(shop)
+    await found_succeeded(shop, started)
     assert await raise_owed(shop.services.db, shop.services.clock, reminder_interval_s=900) == 0
     clock.advance(shop.services.settings.payout_grant_window_s)
     assert await raise_owed(shop.services.db, shop.services.clock, reminder_interval_s=900) == 1
@@ -130,7 +114,7 @@ async def test_a_refund_under_way_or_a_paid_order_owes_no_escalation(shop: Shop,
 
 async def test_a_failed_payment_after_cancel_completes_the_cancellation_with_no_refund(shop: Shop) -> None:
     """Only a payment that succeeded is refunded; a failed one completes the cancellation."""
-    started = await _started_then_cancelled(shop)
+    started = await started_then_cancelled(shop)
     await shop.services.attempts.apply_evidence(started["attempt_id"], Evidence(
         finding="failed", provider_account=TEST_ACCOUNT, amount_minor=4250, currency="EUR"),
         actor="recovery-1", kind="lookup")
@@ -155,7 +139,7 @@ async def test_a_cancellation_and_the_started_transition_racing_on_the_order_loc
     tasks = {}
     for name in (first, *(set(steps) - {first})):
         tasks[name] = asyncio.create_task(steps[name]())
-        await _wait_for_lock_waiters(shop, len(tasks))
+        await _wait_until_blocked(shop, len(tasks))
     await holder.rollback()
     await holder.close()
     started, cancelled = await tasks["start"], await tasks["cancel"]
@@ -169,13 +153,3 @@ async def test_a_cancellation_and_the_started_transition_racing_on_the_order_loc
         currency="EUR"), actor="endpoint", kind="send_result")
     assert (await order(shop))["state"] == "PaidAfterCancel"
     assert [d["cause"] for d in await refund_rows(shop, "payment_refund_decisions")] == ["paid-after-cancel"]
-
-
-async def _wait_for_lock_waiters(shop: Shop, count: int) -> None:
-    for _ in range(400):
-        row = await shop.services.db.fetch_one(
-            "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
-        if row and row["n"] >= count:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"fewer than {count} writers wait on the order lock")

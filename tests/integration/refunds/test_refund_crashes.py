@@ -16,16 +16,15 @@ import dramatiq
 import pytest
 
 from gateway.clock import ManualClock
-from gateway.domain.attempts import Evidence
 from gateway.pipeline import transitions
 from gateway.pipeline.cardco import ProviderCalls
 from gateway.pipeline.sweeper import sweep_leases
 from gateway.refunds.attempts import REFUND
 from gateway.refunds.settlement import raise_owed
-from tests.conftest import TEST_ACCOUNT
 from tests.integration.refunds.conftest import (
     Shop,
     order,
+    paid_after_cancel,
     reconcile_refunds,
     refund_calls,
     refund_job,
@@ -40,21 +39,6 @@ class Crash(BaseException):
     """The worker process dies here: nothing after this line runs, nothing is caught."""
 
 
-async def _paid_after_cancel(shop: Shop) -> dict[str, Any]:
-    """A payment CardCo took after the order's cancellation committed behind its send intent."""
-    await shop.order()
-    await shop.faults({"operation": "create_payment", "action": "drop_response"})
-    assert (await shop.pay()).status_code == 202
-    await shop.http.post("/v1/orders/ORD-5521/cancel", headers=shop.merchant)
-    [attempt] = await shop.attempts()
-    payment = next(iter(shop.cardco.store.payments.values()))
-    await shop.services.attempts.apply_evidence(attempt["attempt_id"], Evidence(
-        finding="succeeded", provider_account=TEST_ACCOUNT, provider_payment_id=payment.id, amount_minor=4250,
-        currency="EUR"), actor="recovery-1", kind="lookup")
-    assert (await order(shop))["state"] == "PaidAfterCancel"
-    return attempt
-
-
 async def test_the_refund_decided_with_a_late_payment_survives_a_crash_and_real_workers_send_it_once(
         shop: Shop, jobs_runtime: dramatiq.Broker) -> None:
     """The process that recorded the payment dies right after its commit: the refund's grant and job
@@ -63,7 +47,7 @@ async def test_the_refund_decided_with_a_late_payment_survives_a_crash_and_real_
     from jobs.outbox import dispatch_outbox
     from jobs.refunds import publish_payment_refund_job
 
-    await _paid_after_cancel(shop)
+    await paid_after_cancel(shop)
     [row] = await shop.services.db.fetch_all("SELECT payload FROM outbox_messages WHERE kind = 'payment-refund-job'")
     dispatch_outbox.send()
     publish_payment_refund_job(row["payload"], shop.services.clock)
@@ -81,7 +65,7 @@ async def test_a_worker_killed_after_its_claim_sends_nothing_and_a_new_refund_fo
     sweeper records NotStarted (provably never sent), the merchant hears ``order-refund-failed``,
     the cancelled order's money is escalated ``refund-owed``, and a new decision (refund 2) refunds
     it, closing the escalation."""
-    paid = await _paid_after_cancel(shop)
+    paid = await paid_after_cancel(shop)
 
     async def killed(*args: Any, **kwargs: Any) -> bool:
         raise Crash()

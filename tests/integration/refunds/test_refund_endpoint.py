@@ -8,9 +8,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.clock import ManualClock
-from gateway.domain.attempts import Evidence
-from tests.conftest import TEST_ACCOUNT
-from tests.integration.refunds.conftest import Shop, order, refund_rows
+from tests.integration.refunds.conftest import Shop, found_succeeded, order, refund_rows, started_then_cancelled
 
 
 async def _paid(shop: Shop) -> None:
@@ -93,14 +91,7 @@ async def test_only_the_orders_merchant_may_ask_and_the_body_names_nothing(shop:
 
 async def test_a_paid_after_cancel_order_is_not_cancelled_again_and_takes_no_new_payment(shop: Shop) -> None:
     """A PaidAfterCancel order answers a repeated cancellation with itself, unchanged."""
-    await shop.order()
-    attempts = shop.services.attempts
-    started = await attempts.mark_started(await attempts.get_or_create_live("ORD-5521", "cus_1"))
-    assert started is not None
-    await shop.http.post("/v1/orders/ORD-5521/cancel", headers=shop.merchant)
-    await attempts.apply_evidence(started["attempt_id"], Evidence(
-        finding="succeeded", provider_account=TEST_ACCOUNT, provider_payment_id="pay_1", amount_minor=4250,
-        currency="EUR"), actor="recovery-1", kind="lookup")
+    await found_succeeded(shop, await started_then_cancelled(shop))
     again = await shop.http.post("/v1/orders/ORD-5521/cancel", headers=shop.merchant)
     assert (again.status_code, again.json()["state"]) == (200, "PaidAfterCancel")
     refused = await shop.http.post("/v1/orders/ORD-5521/refund", headers=shop.merchant, json={})

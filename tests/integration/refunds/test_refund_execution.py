@@ -13,11 +13,11 @@ import json
 from typing import Any
 
 from gateway.clock import ManualClock
-from gateway.domain.attempts import Evidence
 from tests.conftest import TEST_ACCOUNT
 from tests.integration.refunds.conftest import (
     Shop,
     order,
+    paid_after_cancel,
     reconcile_refunds,
     refund_calls,
     refund_job,
@@ -93,14 +93,7 @@ async def test_a_merchant_refund_is_recorded_before_its_one_send_and_the_order_e
 async def test_a_payment_after_cancel_is_refunded_automatically_and_the_merchant_hears_both(shop: Shop) -> None:
     """Seed 004 "Cancellation" end to end: PaidAfterCancel, its own refund sent once, Refunded; the
     merchant receives ``order-paid-after-cancel`` then ``order-refunded``, never a confirmation."""
-    await shop.order()
-    attempts = shop.services.attempts
-    started = await attempts.mark_started(await attempts.get_or_create_live("ORD-5521", "cus_1"))
-    assert started is not None
-    await shop.http.post("/v1/orders/ORD-5521/cancel", headers=shop.merchant)
-    await attempts.apply_evidence(started["attempt_id"], Evidence(
-        finding="succeeded", provider_account=TEST_ACCOUNT, provider_payment_id=await _take_payment(shop),
-        amount_minor=4250, currency="EUR"), actor="recovery-1", kind="lookup")
+    await paid_after_cancel(shop)
     assert await run_refund(shop, await refund_job(shop)) == "Succeeded"
     assert (await order(shop))["state"] == "Refunded"
     kinds = [row["kind"] for row in await shop.services.db.fetch_all(
@@ -109,17 +102,6 @@ async def test_a_payment_after_cancel_is_refunded_automatically_and_the_merchant
     [event] = await shop.services.db.fetch_all("SELECT payload FROM outbox_messages WHERE kind = 'order-refunded'")
     assert event["payload"]["cause"] == "paid-after-cancel"
     assert len(refunds_taken(shop)) == 1
-
-
-async def _take_payment(shop: Shop) -> str:
-    """CardCo takes the order's payment (its response to the gateway is what was lost)."""
-    [attempt] = await shop.attempts()
-    response = await shop.services.http.post("http://cardco.test/v1/payments", content=attempt["request_body"],
-                                              headers={"Authorization": "Bearer ck_test_key",
-                                                       "CardCo-Account": TEST_ACCOUNT,
-                                                       "Idempotency-Key": attempt["idempotency_key"]})
-    payment_id: str = response.json()["id"]
-    return payment_id
 
 
 async def test_a_refund_whose_response_is_lost_is_unknown_then_found_by_lookup_not_sent_again(
