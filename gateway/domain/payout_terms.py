@@ -13,7 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 FINGERPRINT_SCHEME = "payout-terms/v1"
 ABSENT = {"absent": True}  # an explicit marker, distinct from the empty string and from "null"
@@ -82,3 +84,19 @@ def canonical_terms(intent: PayoutIntent) -> str:
 def fingerprint(intent: PayoutIntent) -> str:
     """``fp-`` plus the SHA-256 of the canonical terms, hex."""
     return "fp-" + hashlib.sha256(canonical_terms(intent).encode("utf-8")).hexdigest()
+
+
+# The terms a payout record binds (API.md, Payouts: ``POST /v1/payouts`` and ``/submit``).
+TERMS = ("beneficiary_id", "destination_id", "amount_minor", "currency", "purpose", "release_at")
+
+
+def differing_terms(record: Mapping[str, Any], terms: Mapping[str, Any]) -> list[str]:
+    """The names of the given terms that differ from the record (absent terms are not compared)."""
+    return [name for name in TERMS if name in terms and terms[name] != record[name]]
+
+
+def unbound_terms(record: Mapping[str, Any], terms: Mapping[str, Any], payout_id: str | None) -> list[str]:
+    """What a ``/submit`` body states differently from the payout record it binds (seed 000, "Bind
+    the Exact Payout Before Policy": the intent comes from the record, never from the body); empty
+    when the body agrees. A different ``payout_id`` is a difference too."""
+    return differing_terms(record, terms) or (["payout_id"] if payout_id not in (None, record["payout_id"]) else [])

@@ -19,6 +19,7 @@ import structlog
 from psycopg.types.json import Jsonb
 
 from gateway.domain.certificates import ALG, CERTIFICATE_VERSION, STATEMENT, sign
+from gateway.domain.timestamps import rfc3339
 from gateway.settings import CertificateKey, Settings
 from gateway.store.db import Connection, fetch_all, fetch_one
 from gateway.store.queries import load_queries
@@ -29,10 +30,6 @@ log = structlog.get_logger("gateway.effects")
 _PROVIDER_FIELDS = {"payment": ("provider_payment_id", "order_id"), "payout": ("provider_payout_id", "payout_id"),
                     "payout_recall": ("provider_recall_id", "payout_id"),
                     "payment_refund": ("provider_refund_id", "order_id")}
-
-
-def _rfc3339(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)
@@ -82,7 +79,7 @@ class Certifier:
             "outcome": "EFFECT_CONFIRMED", "provider_reference": attempt[provider_field],
             "provider_status": attempt["provider_status"],
             "evidence_event_ids": [int(row["event_id"]) for row in evidence],
-            "issued_at": _rfc3339(now), "statement": STATEMENT,
+            "issued_at": rfc3339(now), "statement": STATEMENT,
         }
         signed = sign(certificate, key_id=key.key_id, private_seed=key.private_bytes)
         stored = await fetch_one(conn, _SQL["insert_certificate"], {

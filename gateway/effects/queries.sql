@@ -83,18 +83,3 @@ RETURNING attempt_id;
 
 -- name: get_certificate
 SELECT certificate, key_id, signature FROM effect_certificates WHERE attempt_id = %(attempt_id)s;
-
--- name: order_certificate_attempt
--- The order's succeeded attempt (at most one: a paid order gets no other attempt), with the
--- order's owners so the endpoint can answer 404 to everyone else.
-SELECT o.merchant_id, o.customer_id, a.attempt_id
-  FROM orders o LEFT JOIN payment_attempts a ON a.order_id = o.order_id AND a.state = 'Succeeded'
- WHERE o.order_id = %(order_id)s
- ORDER BY a.attempt_number DESC NULLS LAST LIMIT 1;
-
--- name: payout_certificate_attempt
--- The payout's latest succeeded attempt; a recall is a separate operation with its own attempts.
-SELECT p.tenant_id, a.attempt_id
-  FROM payouts p LEFT JOIN payout_attempts a ON a.payout_id = p.payout_id AND a.state = 'Succeeded'
- WHERE p.payout_id = %(payout_id)s
- ORDER BY a.attempt_number DESC NULLS LAST LIMIT 1;

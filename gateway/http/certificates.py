@@ -15,13 +15,10 @@ from starlette.routing import BaseRoute, Route
 from gateway.domain.effect_errors import CertificateNotFound
 from gateway.domain.errors import OrderNotFound
 from gateway.domain.payout_errors import PayoutNotFound
-from gateway.effects.certify import Certifier, certificate_of
+from gateway.effects.certify import Certifier
 from gateway.http.auth import authenticate, require
+from gateway.payouts import records
 from gateway.services import Services
-from gateway.store.db import fetch_one
-from gateway.store.queries import load_queries
-
-_SQL = load_queries("gateway.effects")
 
 
 def _services(request: Request) -> Services:
@@ -35,12 +32,9 @@ async def keys(request: Request) -> JSONResponse:
 
 async def order_certificate(request: Request) -> JSONResponse:
     principal = await authenticate(request)
-    async with _services(request).db.transaction() as conn:
-        row = await fetch_one(conn, _SQL["order_certificate_attempt"], {"order_id": request.path_params["order_id"]})
-        owners = {"merchant": row["merchant_id"], "customer": row["customer_id"]} if row else {}
-        if owners.get(principal.role) != principal.subject:
-            raise OrderNotFound()
-        document = None if row is None or row["attempt_id"] is None else await certificate_of(conn, row["attempt_id"])
+    owners, document = await _services(request).orders.certificate(request.path_params["order_id"])
+    if owners.get(principal.role) != principal.subject:
+        raise OrderNotFound()
     if document is None:
         raise CertificateNotFound()
     return JSONResponse(document)
@@ -49,10 +43,9 @@ async def order_certificate(request: Request) -> JSONResponse:
 async def payout_certificate(request: Request) -> JSONResponse:
     principal = await require(request, "clerk", "operator", "admin")
     async with _services(request).db.transaction() as conn:
-        row = await fetch_one(conn, _SQL["payout_certificate_attempt"], {"payout_id": request.path_params["payout_id"]})
-        if row is None or (principal.role == "clerk" and principal.tenant_id != row["tenant_id"]):
-            raise PayoutNotFound()
-        document = None if row["attempt_id"] is None else await certificate_of(conn, row["attempt_id"])
+        tenant_id, document = await records.certificate(conn, request.path_params["payout_id"])
+    if principal.role == "clerk" and principal.tenant_id != tenant_id:
+        raise PayoutNotFound()
     if document is None:
         raise CertificateNotFound()
     return JSONResponse(document)

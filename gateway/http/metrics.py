@@ -8,29 +8,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gateway.services import Services
+from gateway.store.gauges import database_gauges
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 HTTP_REQUESTS = Counter(
     "paygate_http_requests", "HTTP requests handled", ["method", "route", "status"], registry=REGISTRY)
 HTTP_SECONDS = Histogram(
     "paygate_http_request_seconds", "HTTP request latency", ["method", "route"], registry=REGISTRY)
-
-# One statement, one round trip: every gauge the database knows, as (name, labels, value) rows.
-_DATABASE_GAUGES = """
-SELECT 'paygate_payment_attempts' AS name, 'state="' || state || '"' AS labels, count(*)::float8 AS value
-  FROM payment_attempts GROUP BY state
-UNION ALL
-SELECT 'paygate_outbox_messages', 'state="' || CASE
-           WHEN dispatched_at IS NOT NULL THEN 'dispatched'
-           WHEN dead_lettered_at IS NOT NULL THEN 'dead' ELSE 'pending' END || '"', count(*)
-  FROM outbox_messages GROUP BY 2
-UNION ALL
-SELECT 'paygate_open_escalations', '', count(*) FROM payment_escalations WHERE resolved_at IS NULL
-UNION ALL
-SELECT 'paygate_process_last_seen_age_seconds', 'kind="' || kind || '"',
-       min(extract(epoch FROM (%(now)s - seen_at)))::float8
-  FROM process_heartbeats GROUP BY kind
-"""
 
 _HELP = {
     "paygate_payment_attempts": "Payment attempts by state",
@@ -42,7 +26,7 @@ _HELP = {
 
 async def metrics(request: Request) -> Response:
     services: Services = request.app.state.services
-    rows = await services.db.fetch_all(_DATABASE_GAUGES, {"now": services.clock.now()})
+    rows = await database_gauges(services.db, services.clock.now())
     lines: list[str] = []
     for name, help_text in _HELP.items():
         lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]

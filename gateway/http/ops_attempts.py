@@ -15,9 +15,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
 from gateway.domain.errors import AttemptNotFound
+from gateway.domain.timestamps import rfc3339
 from gateway.http.auth import require
 from gateway.http.ops import listing
-from gateway.http.query import rfc3339
 from gateway.payments import operator
 from gateway.payments.operator import AttemptState
 from gateway.services import Services

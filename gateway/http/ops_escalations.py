@@ -10,10 +10,11 @@ from typing import Any
 from starlette.routing import BaseRoute, Route
 
 from gateway.auth.tokens import Principal
+from gateway.domain.timestamps import rfc3339
 from gateway.escalations import operator
 from gateway.escalations.operator import EscalationState
 from gateway.http.ops import action, listing
-from gateway.http.query import Page, rfc3339
+from gateway.http.query import Page
 from gateway.services import Services
 
 

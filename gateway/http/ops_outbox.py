@@ -11,8 +11,9 @@ from typing import Any
 from starlette.routing import BaseRoute, Route
 
 from gateway.auth.tokens import Principal
+from gateway.domain.timestamps import rfc3339
 from gateway.http.ops import action, listing
-from gateway.http.query import Page, rfc3339
+from gateway.http.query import Page
 from gateway.outbox import operator
 from gateway.outbox.operator import OutboxState
 from gateway.services import Services

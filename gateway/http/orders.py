@@ -3,7 +3,6 @@ authorize, call one domain operation, map its result to a status code."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -13,6 +12,7 @@ from starlette.routing import BaseRoute, Route
 
 from gateway.auth.tokens import Principal
 from gateway.domain.errors import OrderNotFound, OrderPaid, PaymentNotStarted, RequestInvalid
+from gateway.domain.timestamps import rfc3339
 from gateway.effects.views import effects_of
 from gateway.http.auth import authenticate
 from gateway.http.bodies import Body, parse_body
@@ -40,17 +40,13 @@ def _services(request: Request) -> Services:
     return services
 
 
-def _rfc3339(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
-
-
 def order_body(order: dict[str, Any]) -> dict[str, Any]:
     return {
         "order_id": order["order_id"], "customer_id": order["customer_id"],
         "amount_minor": order["amount_minor"], "currency": order["currency"],
         "payment_method": order["payment_method"], "provider_account": order["provider_account"],
         "state": order["state"], "version": order["version"],
-        "created_at": _rfc3339(order["created_at"]), "updated_at": _rfc3339(order["updated_at"]),
+        "created_at": rfc3339(order["created_at"]), "updated_at": rfc3339(order["updated_at"]),
     }
 
 

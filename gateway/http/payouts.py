@@ -16,8 +16,7 @@ from starlette.routing import BaseRoute, Route
 
 from gateway.auth.tokens import Principal
 from gateway.domain.errors import Forbidden
-from gateway.domain.payout_errors import TermsMismatch
-from gateway.domain.payout_policy import Stage
+from gateway.domain.payout_terms import TERMS
 from gateway.http.auth import require
 from gateway.http.bodies import Body, parse_body
 from gateway.payouts import decisions, recalls, records, views
@@ -78,7 +77,7 @@ async def _clerk(request: Request) -> Principal:
 
 
 def _terms(body: Terms) -> dict[str, Any]:
-    return body.model_dump(include=set(records.TERMS), exclude_none=True)
+    return body.model_dump(include=set(TERMS), exclude_none=True)
 
 
 async def create_payout(request: Request) -> JSONResponse:
@@ -101,28 +100,22 @@ async def get_payout(request: Request) -> JSONResponse:
         return JSONResponse(await views.payout_view(conn, row))
 
 
-async def _decide(request: Request, clerk: Principal, *, stage: Stage | None = None,
-                  acknowledgment: str | None = None) -> JSONResponse:
+async def _decide(request: Request, clerk: Principal, **asked: Any) -> JSONResponse:
+    """One decision on the payout in the path, by this clerk (``asked``: the endpoint's stage,
+    acknowledgment, terms or approval; decisions.DecisionRequest)."""
     services = _services(request)
     result = await decisions.decide(services.db, services.clock, payout_timings(services.settings),
                                     decisions.DecisionRequest(
                                         payout_id=request.path_params["payout_id"], tenant_id=str(clerk.tenant_id),
                                         actor_id=clerk.subject, correlation_id=_correlation_id(request),
-                                        approval_limit_minor=clerk.approval_limit_minor or 0,
-                                        stage=stage, acknowledgment=acknowledgment))
+                                        approval_limit_minor=clerk.approval_limit_minor or 0, **asked))
     return JSONResponse(views.decision_view(result.decision, result.grant))
 
 
 async def submit(request: Request) -> JSONResponse:
     clerk = await _clerk(request)
     body = await parse_body(request, SubmitBody)
-    services = _services(request)
-    async with services.db.transaction() as conn:
-        record = await records.get_payout(conn, request.path_params["payout_id"], clerk.tenant_id)
-    differing = records.differing_terms(record, _terms(body))
-    if differing or (body.payout_id is not None and body.payout_id != record["payout_id"]):
-        raise TermsMismatch(fields=differing or ["payout_id"])
-    return await _decide(request, clerk, stage="submit")
+    return await _decide(request, clerk, stage="submit", terms=_terms(body), submitted_payout_id=body.payout_id)
 
 
 async def acknowledge(request: Request) -> JSONResponse:
@@ -136,14 +129,7 @@ async def approve(request: Request) -> JSONResponse:
     covers the amount (API.md, Authentication)."""
     clerk = await _clerk(request)
     await parse_body(request, Empty)
-    services = _services(request)
-    async with services.db.transaction() as conn:
-        record = await records.get_payout(conn, request.path_params["payout_id"], clerk.tenant_id)
-    if clerk.subject == record["requester_id"]:
-        raise Forbidden("the requester cannot approve their own payout")
-    if (clerk.approval_limit_minor or 0) < record["amount_minor"]:
-        raise Forbidden("the approver's limit does not cover the amount")
-    return await _decide(request, clerk)
+    return await _decide(request, clerk, approving=True)
 
 
 async def reauthorize(request: Request) -> JSONResponse:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -31,6 +30,3 @@ def parse_query(request: Request, model: type[Query]) -> Query:
         raise RequestInvalid("the query does not match the schema", errors=field_errors(error)) from None
 
 
-def rfc3339(moment: datetime | None) -> str | None:
-    """A timestamp as an RFC 3339 UTC string (``...Z``), whatever the session's time zone; or None."""
-    return None if moment is None else moment.astimezone(UTC).isoformat().replace("+00:00", "Z")

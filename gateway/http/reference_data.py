@@ -4,6 +4,7 @@ accepted here and never returned."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 from zoneinfo import available_timezones
 
@@ -13,6 +14,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
 from gateway.domain.payout_errors import PolicyOperationNotFound
+from gateway.domain.timestamps import rfc3339
 from gateway.http.auth import require
 from gateway.http.bodies import Body, parse_body
 from gateway.payouts import reference
@@ -95,8 +97,7 @@ async def put_policy(request: Request) -> JSONResponse:
 
 
 def _rfc3339_times(row: dict[str, Any]) -> dict[str, Any]:
-    return {key: value.isoformat().replace("+00:00", "Z") if hasattr(value, "isoformat") else value
-            for key, value in row.items()}
+    return {key: rfc3339(value) if isinstance(value, datetime) else value for key, value in row.items()}
 
 
 def routes() -> list[BaseRoute]:

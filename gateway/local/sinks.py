@@ -16,6 +16,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from gateway.domain.timestamps import rfc3339
+
 SINKS = ("merchant", "alerts")
 
 
@@ -27,7 +29,7 @@ def _message(body: dict[str, Any]) -> dict[str, Any]:
         "attempt_id": body.get("attempt_id"),
         "escalation_id": body.get("escalation_id"),
         "payload": payload,
-        "received_at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+        "received_at": rfc3339(datetime.now(UTC)),
     }
 
 

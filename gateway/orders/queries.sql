@@ -25,3 +25,11 @@ SELECT EXISTS (SELECT 1 FROM payment_attempts
 UPDATE orders SET state = %(state)s, updated_at = %(now)s, version = version + 1
  WHERE order_id = %(order_id)s
 RETURNING *;
+
+-- name: certificate_attempt
+-- The order's succeeded attempt (at most one: a paid order gets no other attempt), with the
+-- order's owners so the endpoint can answer 404 to everyone else.
+SELECT o.merchant_id, o.customer_id, a.attempt_id
+  FROM orders o LEFT JOIN payment_attempts a ON a.order_id = o.order_id AND a.state = 'Succeeded'
+ WHERE o.order_id = %(order_id)s
+ ORDER BY a.attempt_number DESC NULLS LAST LIMIT 1;

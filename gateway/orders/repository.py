@@ -12,6 +12,7 @@ from typing import Any
 
 from gateway.clock import Clock
 from gateway.domain.errors import OrderConflict, OrderNotFound, OrderPaid
+from gateway.effects.certify import certificate_of
 from gateway.store.db import Database, fetch_one
 from gateway.store.queries import load_queries
 
@@ -46,6 +47,16 @@ class Orders:
         if row is None:
             raise OrderNotFound()
         return row
+
+    async def certificate(self, order_id: str) -> tuple[dict[str, str], dict[str, Any] | None]:
+        """The order's owners by role (none for an unknown order) and the certificate of its
+        succeeded attempt's effect, None when there is none (seed 001; API.md "Shapes")."""
+        async with self._db.transaction() as conn:
+            row = await fetch_one(conn, _SQL["certificate_attempt"], {"order_id": order_id})
+            if row is None:
+                return {}, None
+            owners = {"merchant": row["merchant_id"], "customer": row["customer_id"]}
+            return owners, None if row["attempt_id"] is None else await certificate_of(conn, row["attempt_id"])
 
     async def cancel(self, order_id: str, merchant_id: str) -> Order:
         async with self._db.transaction() as conn:

@@ -22,12 +22,12 @@ from gateway.domain.errors import OrderCancelled, OrderNotFound, OrderPaid, Orde
 from gateway.domain.refunds import after_payment
 from gateway.effects.certify import Certifier
 from gateway.effects.ledger import advance
-from gateway.effects.payments import persist_payment
 from gateway.escalations.store import raise_escalation, resolve_for_attempt
 from gateway.outbox.store import attempt_ordering_key, enqueue
 from gateway.payments.client import StoredRequest, payments_endpoint
 from gateway.payments.leases import LEASE_SQL as _LEASE_SQL
 from gateway.payments.leases import Lease, finish, release
+from gateway.payments.sends import persist_payment
 from gateway.refunds.decisions import RefundPolicy, decide_after_cancel
 from gateway.settings import ProviderAccount, Settings
 from gateway.store.db import Connection, Database, fetch_one

@@ -21,11 +21,12 @@ import structlog
 from gateway.clock import Clock
 from gateway.domain.attempts import action_is_current
 from gateway.domain.errors import OrderNotFound, PaymentNotFound
+from gateway.domain.timestamps import rfc3339
 from gateway.effects.gate import SendGate
-from gateway.effects.payments import PaymentSends
 from gateway.orders.repository import Orders
 from gateway.payments.attempts import Attempt, Attempts, VersionConflict, stored_request
 from gateway.payments.client import PaymentClient
+from gateway.payments.sends import PaymentSends
 from gateway.settings import Settings
 from gateway.store.db import Database
 
@@ -55,7 +56,7 @@ class PaymentStatus:
             "state": attempt["state"],
             "provider_status": attempt["provider_status"],
             "next_action": attempt["next_action"] if current else None,
-            "next_action_expires_at": _rfc3339(attempt["next_action_expires_at"]) if current else None,
+            "next_action_expires_at": rfc3339(attempt["next_action_expires_at"]) if current else None,
             "outcome_reason": attempt["outcome_reason"],
             "provider_payment_id": attempt["provider_payment_id"],
             "status_url": status_url(order_id),
@@ -69,10 +70,6 @@ class PaymentStatus:
 
 def status_url(order_id: str) -> str:
     return f"/v1/orders/{order_id}/payment/status"
-
-
-def _rfc3339(moment: datetime | None) -> str | None:
-    return None if moment is None else moment.isoformat().replace("+00:00", "Z")
 
 
 class Checkout:

@@ -12,6 +12,7 @@ A non-allowed decision is written alone: no grant, no reservation, no job.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
@@ -19,10 +20,13 @@ from typing import Any
 import structlog
 
 from gateway.clock import Clock
+from gateway.domain.errors import Forbidden
+from gateway.domain.payout_approval import approval_refusal
 from gateway.domain.payout_errors import (
     AttemptUnresolved,
     GrantNotFound,
     GrantNotRevocable,
+    TermsMismatch,
 )
 from gateway.domain.payout_policy import (
     Outcome,
@@ -32,6 +36,7 @@ from gateway.domain.payout_policy import (
     Verdict,
     evaluate,
 )
+from gateway.domain.payout_terms import unbound_terms
 from gateway.domain.payout_timing import PayoutTimings
 from gateway.outbox.store import enqueue
 from gateway.payouts import history, records
@@ -54,6 +59,21 @@ class DecisionRequest:
     correlation_id: str
     stage: Stage | None = None  # None: "submit" for a Draft payout, else "reauthorize"
     acknowledgment: str | None = None
+    terms: Mapping[str, Any] | None = None  # /submit: the body's terms, which must be the record's
+    submitted_payout_id: str | None = None
+    approving: bool = False  # /approve: the actor must be a clerk who may approve this payout
+
+
+def _preconditions(record: dict[str, Any], request: DecisionRequest) -> None:
+    """What the request itself must satisfy, checked under the payout lock before anything is
+    written: a /submit binds the record's terms (409 ``payout.terms_mismatch``, no decision); an
+    /approve comes from a clerk who is not the requester and whose limit covers the amount (403)."""
+    if request.terms is not None and (unbound := unbound_terms(record, request.terms, request.submitted_payout_id)):
+        raise TermsMismatch(fields=unbound)
+    if request.approving and (refusal := approval_refusal(
+            approver_id=request.actor_id, approver_limit_minor=request.approval_limit_minor,
+            requester_id=record["requester_id"], amount_minor=record["amount_minor"])):
+        raise Forbidden(refusal)
 
 
 @dataclass(frozen=True)
@@ -73,6 +93,7 @@ async def decide(db: Database, clock: Clock, timings: PayoutTimings, request: De
     now = clock.now()
     async with db.transaction() as conn:
         record = await records.get_payout(conn, request.payout_id, request.tenant_id, lock=True)
+        _preconditions(record, request)
         stage: Stage = request.stage or ("submit" if record["state"] == "Draft" else "reauthorize")
         if stage == "reauthorize" and record["state"] in ("Executing", "Unknown"):
             raise AttemptUnresolved()

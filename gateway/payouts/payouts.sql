@@ -126,3 +126,10 @@ RETURNING acknowledgment_id, destination_version;
 -- name: history_of_payout
 SELECT event_id, kind, occurred_at, actor, attempt_id, decision_id, grant_id, correlation_id, detail
   FROM payout_history WHERE payout_id = %(payout_id)s ORDER BY event_id;
+
+-- name: certificate_attempt
+-- The payout's latest succeeded attempt; a recall is a separate operation with its own attempts.
+SELECT p.tenant_id, a.attempt_id
+  FROM payouts p LEFT JOIN payout_attempts a ON a.payout_id = p.payout_id AND a.state = 'Succeeded'
+ WHERE p.payout_id = %(payout_id)s
+ ORDER BY a.attempt_number DESC NULLS LAST LIMIT 1;

@@ -20,7 +20,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 import structlog
 
@@ -29,6 +29,7 @@ from gateway.domain.effect_manifest import Transport, recall_manifest
 from gateway.domain.payout_errors import AttemptUnresolved, NotRecallable
 from gateway.domain.payout_outcomes import RECALL_STATUS_TABLE
 from gateway.domain.payout_timing import PayoutTimings
+from gateway.domain.recall_policy import recall_outcome, recall_reason
 from gateway.outbox.store import enqueue
 from gateway.payouts import cardco, history, records
 from gateway.payouts.config import payout_account, payout_timings
@@ -59,9 +60,6 @@ OPERATION = "payout.recall"
 AUDIENCE = "payout-recall-executor"
 JOB_KIND = "payout-recall-job"
 RECALL_EXECUTOR = Presenter("svc-payout-recall-worker", frozenset({AUDIENCE}))
-
-Reason = Literal["recall.allowed", "recall.payout-not-paid", "recall.already-recalled", "context.unavailable"]
-
 
 def client_reference(payout_id: str, number: int) -> str:
     return f"{payout_id}-r{number}"
@@ -123,16 +121,10 @@ async def decide_recall(db: Database, clock: Clock, timings: PayoutTimings, requ
             raise AttemptUnresolved("a recall of this payout is still open")
         paid = await fetch_one(conn, _SQL["paid_attempt"], {"payout_id": payout["payout_id"]})
         policy = await fetch_one(conn, _SQL["recall_policy"], {})
-        reason: Reason
-        if await fetch_one(conn, _SQL["recalled"], {"payout_id": payout["payout_id"]}) is not None:
-            reason = "recall.already-recalled"
-        elif paid is not None and paid["provider_status"] == "returned":
-            reason = "recall.payout-not-paid"  # a return got there first
-        elif policy is None or paid is None or paid["provider_payout_id"] is None:
-            reason = "context.unavailable"
-        else:
-            reason = "recall.allowed"
-        outcome = {"recall.allowed": "Allowed", "context.unavailable": "Deferred"}.get(reason, "Denied")
+        reason = recall_reason(
+            already_recalled=await fetch_one(conn, _SQL["recalled"], {"payout_id": payout["payout_id"]}) is not None,
+            paid_attempt=paid, policy_version=policy["current_version"] if policy else None)
+        outcome = recall_outcome(reason)
         decision = await fetch_required(conn, _SQL["insert_decision"], {
             "decision_id": uuid.uuid4(), "payout_id": payout["payout_id"], "outcome": outcome, "reason": reason,
             "policy_version": policy["current_version"] if policy else None, "actor_id": request.actor_id,

@@ -24,14 +24,14 @@ from gateway.domain.payout_policy import (
     Stage,
     TenantFacts,
 )
-from gateway.domain.payout_terms import PayoutIntent
+from gateway.domain.payout_terms import PayoutIntent, differing_terms
+from gateway.effects.certify import certificate_of
 from gateway.payouts import history
 from gateway.store.db import Connection, Database, fetch_one
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.payouts", "payouts.sql")
 
-TERMS = ("beneficiary_id", "destination_id", "amount_minor", "currency", "purpose", "release_at")
 
 
 @dataclass(frozen=True)
@@ -61,9 +61,13 @@ async def create_payout(db: Database, now: datetime, *, tenant_id: str, requeste
     return existing, False
 
 
-def differing_terms(record: dict[str, Any], terms: dict[str, Any]) -> list[str]:
-    """The names of the given terms that differ from the record (absent terms are not compared)."""
-    return [name for name in TERMS if name in terms and terms[name] != record[name]]
+async def certificate(conn: Connection, payout_id: str) -> tuple[str, dict[str, Any] | None]:
+    """The payout's tenant and the certificate of its latest succeeded attempt's effect (None when
+    there is none); 404 ``payout.not_found`` for an unknown payout (seed 001; API.md "Shapes")."""
+    row = await fetch_one(conn, _SQL["certificate_attempt"], {"payout_id": payout_id})
+    if row is None:
+        raise PayoutNotFound()
+    return row["tenant_id"], None if row["attempt_id"] is None else await certificate_of(conn, row["attempt_id"])
 
 
 async def get_payout(conn: Connection, payout_id: str, tenant_id: str | None, *, lock: bool = False) -> dict[str, Any]:

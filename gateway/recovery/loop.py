@@ -35,10 +35,10 @@ from gateway.domain.recovery import (
     first_step,
 )
 from gateway.effects.gate import SendGate
-from gateway.effects.payments import PaymentSends
 from gateway.payments.attempts import Attempts, VersionConflict, stored_request
 from gateway.payments.client import NotBuildable, PaymentClient
 from gateway.payments.leases import Lease, Leases
+from gateway.payments.sends import PaymentSends
 from gateway.recovery.pauses import pause_scope
 from gateway.settings import ProviderAccount, Settings
 from gateway.store.db import Database

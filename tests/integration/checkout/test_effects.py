@@ -14,8 +14,8 @@ from typing import Any
 from gateway.clock import ManualClock
 from gateway.domain.certificates import verify
 from gateway.effects.certify import Certifier
-from gateway.effects.payments import payment_intent, persist_payment
 from gateway.payments.attempts import stored_request
+from gateway.payments.sends import payment_intent, persist_payment
 from gateway.recovery.loop import Recovery
 from tests.integration.checkout.conftest import Shop
 

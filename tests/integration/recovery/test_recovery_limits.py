@@ -11,9 +11,9 @@ import pytest
 
 from gateway.clock import ManualClock
 from gateway.domain.attempts import Evidence
-from gateway.effects.payments import PaymentSends
 from gateway.payments.attempts import Attempts
 from gateway.payments.leases import Lease
+from gateway.payments.sends import PaymentSends
 from tests.conftest import TEST_ACCOUNT
 from tests.integration.checkout.conftest import Shop
 from tests.integration.recovery.conftest import WorkerFactory

@@ -1,0 +1,18 @@
+-- What /metrics reads from the database, the fleet-wide truth (attempts by state, outbox backlog,
+-- open escalations, process liveness).
+
+-- name: database_gauges
+-- One statement, one round trip: every gauge the database knows, as (name, labels, value) rows.
+SELECT 'paygate_payment_attempts' AS name, 'state="' || state || '"' AS labels, count(*)::float8 AS value
+  FROM payment_attempts GROUP BY state
+UNION ALL
+SELECT 'paygate_outbox_messages', 'state="' || CASE
+           WHEN dispatched_at IS NOT NULL THEN 'dispatched'
+           WHEN dead_lettered_at IS NOT NULL THEN 'dead' ELSE 'pending' END || '"', count(*)
+  FROM outbox_messages GROUP BY 2
+UNION ALL
+SELECT 'paygate_open_escalations', '', count(*) FROM payment_escalations WHERE resolved_at IS NULL
+UNION ALL
+SELECT 'paygate_process_last_seen_age_seconds', 'kind="' || kind || '"',
+       min(extract(epoch FROM (%(now)s - seen_at)))::float8
+  FROM process_heartbeats GROUP BY kind;
