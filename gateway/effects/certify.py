@@ -21,15 +21,27 @@ from psycopg.types.json import Jsonb
 from gateway.domain.certificates import ALG, CERTIFICATE_VERSION, STATEMENT, sign
 from gateway.domain.timestamps import rfc3339
 from gateway.settings import CertificateKey, Settings
-from gateway.store.db import Connection, fetch_all, fetch_one
+from gateway.store.db import Connection, Statement, fetch_all, fetch_one
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.effects")
 log = structlog.get_logger("gateway.effects")
 
-_PROVIDER_FIELDS = {"payment": ("provider_payment_id", "order_id"), "payout": ("provider_payout_id", "payout_id"),
-                    "payout_recall": ("provider_recall_id", "payout_id"),
-                    "payment_refund": ("provider_refund_id", "order_id")}
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What the area whose attempt confirmed an effect tells its certificate: the row the attempt
+    acts for (``order_id`` or ``payout_id``, and its value), the provider's reference and status,
+    and the area's own query for the evidence its confirming transaction recorded
+    (``SELECT event_id ... WHERE attempt_id = %(attempt_id)s``). The effects core reads no area's
+    tables itself (docs/decisions/0018)."""
+
+    field: str
+    value: str
+    provider_reference: str | None
+    provider_status: str | None
+    evidence: Statement
 
 
 @dataclass(frozen=True)
@@ -56,7 +68,7 @@ class Certifier:
         return {"keys": [{"key_id": key.key_id, "alg": ALG, "active": key.active,
                           "public_key": base64.b64encode(key.public_bytes).decode("ascii")} for key in self.keys]}
 
-    async def issue(self, conn: Connection, record: dict[str, Any], attempt: dict[str, Any],
+    async def issue(self, conn: Connection, record: dict[str, Any], subject: Subject,
                     now: datetime) -> dict[str, Any] | None:
         """Sign and store the certificate of ``record``'s confirmed effect; None without an active
         key, or when one was already issued (then nothing is rewritten)."""
@@ -65,19 +77,18 @@ class Certifier:
             log.warning("effect_not_certified", attempt_id=str(record["attempt_id"]), why="no active certificate key")
             return None
         kind = record["attempt_kind"]
-        provider_field, subject_field = _PROVIDER_FIELDS[kind]
-        evidence = await fetch_all(conn, _SQL[f"{kind}_evidence"], {"attempt_id": record["attempt_id"]})
+        evidence = await fetch_all(conn, subject.evidence, {"attempt_id": record["attempt_id"]})
         manifest = record["manifest"]
         certificate = {
             "certificate_version": CERTIFICATE_VERSION, "attempt_kind": kind, "operation": manifest["operation"],
-            "attempt_id": str(record["attempt_id"]), subject_field: attempt[subject_field],
+            "attempt_id": str(record["attempt_id"]), subject.field: subject.value,
             "rail": record["rail"], "provider_account": record["provider_account"],
             "idempotency_key": record["idempotency_key"], "client_reference": manifest["client_reference"],
             "amount_minor": manifest["amount_minor"], "currency": manifest["currency"],
             "effect_digest": bytes(record["effect_digest"]).hex(),
             "policy_digest": _hex(record["policy_digest"]), "approval_set_digest": _hex(record["approval_set_digest"]),
-            "outcome": "EFFECT_CONFIRMED", "provider_reference": attempt[provider_field],
-            "provider_status": attempt["provider_status"],
+            "outcome": "EFFECT_CONFIRMED", "provider_reference": subject.provider_reference,
+            "provider_status": subject.provider_status,
             "evidence_event_ids": [int(row["event_id"]) for row in evidence],
             "issued_at": rfc3339(now), "statement": STATEMENT,
         }

@@ -28,7 +28,7 @@ from gateway.store.db import Connection, fetch_one
 from gateway.store.queries import load_queries
 
 if TYPE_CHECKING:
-    from gateway.effects.certify import Certifier
+    from gateway.effects.certify import Certifier, Subject
 
 _SQL = load_queries("gateway.effects")
 log = structlog.get_logger("gateway.effects")
@@ -104,10 +104,10 @@ async def persist(conn: Connection, intent: Intent, *, prelude: Sequence[Step], 
 
 
 async def advance(conn: Connection, attempt_id: uuid.UUID, attempt_state: str, *, actor: str, now: datetime,
-                  certifier: Certifier | None = None, attempt: dict[str, Any] | None = None) -> str | None:
+                  certifier: Certifier | None = None, subject: Subject | None = None) -> str | None:
     """Append what ``attempt_state`` implies for the effect (nothing for an attempt without a record,
-    e.g. one created before effect records existed); with ``certifier`` and the attempt row, a newly
-    confirmed effect is certified in the same transaction. The protocol state after, or None."""
+    e.g. one created before effect records existed); with ``certifier`` and the area's ``subject``,
+    a newly confirmed effect is certified in the same transaction. The protocol state after, or None."""
     record = await fetch_one(conn, _SQL["lock_record"], {"attempt_id": attempt_id})
     if record is None:
         return None
@@ -120,8 +120,8 @@ async def advance(conn: Connection, attempt_id: uuid.UUID, attempt_state: str, *
         return current.value
     record = await _append(conn, record, [(state, {"attempt_state": attempt_state}) for state in states], actor, now)
     confirmed = record["protocol_state"] == ProtocolState.EFFECT_CONFIRMED
-    if confirmed and certifier is not None and attempt is not None \
-            and await certifier.issue(conn, record, attempt, now) is not None:
+    if confirmed and certifier is not None and subject is not None \
+            and await certifier.issue(conn, record, subject, now) is not None:
         record = await _append(conn, record, [(ProtocolState.CERTIFIED, {"key_id": certifier.key_id})], actor, now)
     return str(record["protocol_state"])
 

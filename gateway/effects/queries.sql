@@ -48,33 +48,6 @@ SELECT r.attempt_id, r.effect_digest, r.idempotency_key, l.to_state AS protocol_
 SELECT sequence, from_state, to_state, occurred_at, actor, detail
   FROM effect_ledger WHERE attempt_id = %(attempt_id)s ORDER BY sequence;
 
--- name: payment_evidence
--- A checkout effect's evidence: the send results, notifications and lookups recorded for it,
--- including those its confirming transaction has just appended.
-SELECT event_id FROM payment_attempt_events
- WHERE attempt_id = %(attempt_id)s AND kind IN ('send_result', 'notification', 'lookup')
- ORDER BY event_id;
-
--- name: payout_evidence
-SELECT event_id FROM payout_history
- WHERE attempt_id = %(attempt_id)s AND kind IN ('provider_observation', 'reconciliation')
- ORDER BY event_id;
-
--- name: payout_recall_evidence
--- A recall attempt's evidence: the payout's ``recall`` events naming it (the history's id columns
--- reference the payout's own tables, so the recall attempt is named in detail).
-SELECT event_id FROM payout_history
- WHERE payout_id = (SELECT payout_id FROM payout_recall_attempts WHERE attempt_id = %(attempt_id)s)
-   AND kind = 'recall' AND detail->>'recall_attempt_id' = %(attempt_id)s::text
-   AND detail->>'event' IN ('provider_observation', 'reconciliation')
- ORDER BY event_id;
-
--- name: payment_refund_evidence
--- A refund attempt's evidence: its provider observations and reconciliations (docs/decisions/0019).
-SELECT event_id FROM payment_refund_history
- WHERE attempt_id = %(attempt_id)s AND kind IN ('provider_observation', 'reconciliation')
- ORDER BY event_id;
-
 -- name: insert_certificate
 INSERT INTO effect_certificates (attempt_id, certificate, key_id, signature, issued_at)
 VALUES (%(attempt_id)s, %(certificate)s, %(key_id)s, %(signature)s, %(now)s)

@@ -20,7 +20,7 @@ from gateway.clock import Clock
 from gateway.domain.attempts import ORDER_CONFIRMATION, AttemptFacts, Decision, Escalation, Evidence, decide
 from gateway.domain.errors import OrderCancelled, OrderNotFound, OrderPaid, OrderRefunded, ProviderAccountUnavailable
 from gateway.domain.refunds import after_payment
-from gateway.effects.certify import Certifier
+from gateway.effects.certify import Certifier, Subject
 from gateway.effects.ledger import advance
 from gateway.escalations.store import raise_escalation, resolve_for_attempt
 from gateway.outbox.store import attempt_ordering_key, enqueue
@@ -266,7 +266,9 @@ class Attempts:
         if state != attempt["state"] or state == "Unknown":
             # Seed 001 (issue 8): the protocol follows the attempt (an Unknown kept after a
             # reconciling resend is a step too); a confirmed effect is certified here.
-            await advance(conn, attempt_id, state, actor=actor, now=now, certifier=self._certifier, attempt=updated)
+            await advance(conn, attempt_id, state, actor=actor, now=now, certifier=self._certifier,
+                          subject=Subject("order_id", updated["order_id"], updated["provider_payment_id"],
+                                          updated["provider_status"], _SQL["effect_evidence"]))
         return updated
 
     def _next_check(self, attempt: Attempt, state: str, evidence: Evidence, now: datetime) -> datetime:

@@ -133,3 +133,10 @@ UPDATE orders SET state = %(state)s, updated_at = %(now)s, version = version + 1
 -- A cancellation requested while an attempt was live completes when that attempt ends unpaid.
 UPDATE orders SET state = 'Cancelled', updated_at = %(now)s, version = version + 1
  WHERE order_id = %(order_id)s AND state = 'CancelRequested';
+
+-- name: effect_evidence
+-- A checkout effect's evidence: the send results, notifications and lookups recorded for it,
+-- including those its confirming transaction has just appended.
+SELECT event_id FROM payment_attempt_events
+ WHERE attempt_id = %(attempt_id)s AND kind IN ('send_result', 'notification', 'lookup')
+ ORDER BY event_id;

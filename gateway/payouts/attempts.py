@@ -154,6 +154,7 @@ PAYOUT = AttemptKind(
     attempt_fields=("attempt_id", "attempt_number", "state", "grant_id", "decision_id", "client_reference",
                     "idempotency_key", "amount_minor", "currency", "claimed_at", "started_at", "send_deadline",
                     "sends", "provider_payout_id", "provider_status", "outcome_reason", "resolved_at"),
+    evidence=_SQL["effect_evidence"],
 )
 
 

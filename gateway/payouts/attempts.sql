@@ -53,3 +53,9 @@ UPDATE payout_attempts
    SET provider_status = 'returned'
  WHERE attempt_id = %(attempt_id)s AND state = 'Succeeded' AND provider_status IS DISTINCT FROM 'returned'
 RETURNING provider_payout_id;
+
+-- name: effect_evidence
+-- A payout effect's evidence: the provider observations and reconciliations recorded for its attempt.
+SELECT event_id FROM payout_history
+ WHERE attempt_id = %(attempt_id)s AND kind IN ('provider_observation', 'reconciliation')
+ ORDER BY event_id;

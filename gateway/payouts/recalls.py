@@ -229,6 +229,7 @@ RECALL = AttemptKind(
     attempt_fields=("attempt_id", "recall_number", "state", "grant_id", "decision_id", "client_reference",
                     "idempotency_key", "provider_payout_id", "provider_recall_id", "provider_status",
                     "outcome_reason", "claimed_at", "started_at", "send_deadline", "sends", "resolved_at"),
+    evidence=_SQL["effect_evidence"],
 )
 
 

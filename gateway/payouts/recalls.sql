@@ -72,3 +72,12 @@ SELECT * FROM payout_recall_grants WHERE payout_id = %(payout_id)s ORDER BY reca
 
 -- name: attempts_of_payout
 SELECT * FROM payout_recall_attempts WHERE payout_id = %(payout_id)s ORDER BY recall_number;
+
+-- name: effect_evidence
+-- A recall attempt's evidence: the payout's ``recall`` events naming it (the history's id columns
+-- reference the payout's own tables, so the recall attempt is named in detail).
+SELECT event_id FROM payout_history
+ WHERE payout_id = (SELECT payout_id FROM payout_recall_attempts WHERE attempt_id = %(attempt_id)s)
+   AND kind = 'recall' AND detail->>'recall_attempt_id' = %(attempt_id)s::text
+   AND detail->>'event' IN ('provider_observation', 'reconciliation')
+ ORDER BY event_id;

@@ -33,7 +33,6 @@ from gateway.store.queries import load_queries
 _SQL = load_queries("gateway.payouts", "payouts.sql")
 
 
-
 @dataclass(frozen=True)
 class LoadedContext:
     """A policy context plus what the decision transaction needs beside it."""

@@ -15,7 +15,8 @@ payout recalls (``gateway.payouts.recalls.RECALL``) are two values of it. A kind
 - its provider contract: ``request`` (the exact bytes every send carries), ``manifest`` (what the
   effect digest commits to), ``lookup`` (the reconciler's read), ``table`` (the versioned
   classification), ``identity`` (what a record must also match to be the attempt's);
-- its effect on the parent row: ``follow`` (in the resolving transaction) and ``record_return``.
+- its effect on the parent row: ``follow`` (in the resolving transaction) and ``record_return``;
+- its ``evidence`` query, which a confirmed effect's certificate cites (seed 001).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from gateway.domain.payout_timing import PayoutTimings
 from gateway.pipeline.cardco import ProviderCalls
 from gateway.pipeline.rows import Rows
 from gateway.settings import ProviderAccount, Settings
-from gateway.store.db import Connection, Database
+from gateway.store.db import Connection, Database, Statement
 
 Event = Literal["transition", "delivery", "provider_observation", "reconciliation"]
 Row = dict[str, Any]
@@ -127,6 +128,7 @@ class AttemptKind:
     lookup: Lookup
     timings: Callable[[Settings, ProviderAccount | None], PayoutTimings]  # None: the kind's configured account
     attempt_fields: tuple[str, ...]  # what GET shows of an attempt, besides its ``effect``
+    evidence: Statement  # the area's query of an attempt's evidence event ids, cited by its certificate
     identity: Callable[[Row, Row], bool] = field(default=lambda attempt, record: True)
     secret_matches: Callable[[str, Row, str | None], bool] = field(default=lambda pepper, attempt, secret: True)
     follow: Follow = _parent_unchanged

@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 
 from gateway.domain.payout_outcomes import AttemptState
-from gateway.effects.certify import Certifier
+from gateway.effects.certify import Certifier, Subject
 from gateway.effects.ledger import advance, escalation_key
 from gateway.escalations.store import raise_escalation, resolve_by_key_prefix
 from gateway.pipeline.kind import AttemptKind, Row
@@ -84,7 +84,9 @@ async def resolve(kind: AttemptKind, conn: Connection, now: datetime, attempt: R
                        detail={"attempt_state": state.value, "reason": reason,
                                kind.rows.provider_id: row[kind.rows.provider_id], **followed})
     # Seed 001 (issue 8): the protocol follows the attempt; a confirmed effect is certified with ``certifier``.
-    await advance(conn, attempt["attempt_id"], state.value, actor=actor, now=now, certifier=certifier, attempt=row)
+    await advance(conn, attempt["attempt_id"], state.value, actor=actor, now=now, certifier=certifier,
+                  subject=Subject(kind.parent, row[kind.parent], row[kind.rows.provider_id], row["provider_status"],
+                                  kind.evidence))
     if provider_status == "returned" and kind.record_return is not None:
         await kind.record_return(conn, now, row, actor, True)  # completed, then returned: a later lifecycle event
     log.info(f"{kind.name}_attempt_resolved", parent_id=row[kind.parent], attempt_id=str(row["attempt_id"]),

@@ -179,4 +179,5 @@ REFUND = AttemptKind(
                     "idempotency_key", "provider_payment_id", "provider_refund_id", "provider_status",
                     "outcome_reason", "amount_minor", "currency", "claimed_at", "started_at", "send_deadline",
                     "sends", "resolved_at"),
+    evidence=SQL["effect_evidence"],
 )

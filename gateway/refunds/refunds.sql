@@ -127,3 +127,10 @@ RETURNING *;
 -- name: refund_governance
 -- What a refund attempt's effect record commits to besides its request: its own Allowed decision.
 SELECT * FROM payment_refund_decisions WHERE decision_id = %(decision_id)s;
+
+-- name: effect_evidence
+-- A refund attempt's evidence: its provider observations and reconciliations (docs/decisions/0019),
+-- which its certificate cites.
+SELECT event_id FROM payment_refund_history
+ WHERE attempt_id = %(attempt_id)s AND kind IN ('provider_observation', 'reconciliation')
+ ORDER BY event_id;
