@@ -19,6 +19,8 @@ HTTP_SECONDS = Histogram(
 _HELP = {
     "paygate_payment_attempts": "Payment attempts by state",
     "paygate_outbox_messages": "Outbox messages by delivery state",
+    "paygate_payment_refund_attempts": "Refund attempts by state (docs/decisions/0019)",
+    "paygate_orders_paid_after_cancel": "Orders whose payment succeeded after their cancellation, not yet refunded",
     "paygate_open_escalations": "Escalation episodes not yet resolved",
     "paygate_process_last_seen_age_seconds": "Seconds since the freshest heartbeat of each process kind",
 }

@@ -1,5 +1,5 @@
--- What /metrics reads from the database, the fleet-wide truth (attempts by state, outbox backlog,
--- open escalations, process liveness).
+-- What /metrics reads from the database, the fleet-wide truth (attempts and refund attempts by
+-- state, orders paid after their cancellation, outbox backlog, open escalations, process liveness).
 
 -- name: database_gauges
 -- One statement, one round trip: every gauge the database knows, as (name, labels, value) rows.
@@ -10,6 +10,11 @@ SELECT 'paygate_outbox_messages', 'state="' || CASE
            WHEN dispatched_at IS NOT NULL THEN 'dispatched'
            WHEN dead_lettered_at IS NOT NULL THEN 'dead' ELSE 'pending' END || '"', count(*)
   FROM outbox_messages GROUP BY 2
+UNION ALL
+SELECT 'paygate_payment_refund_attempts', 'state="' || state || '"', count(*)
+  FROM payment_refund_attempts GROUP BY state
+UNION ALL
+SELECT 'paygate_orders_paid_after_cancel', '', count(*) FROM orders WHERE state = 'PaidAfterCancel'
 UNION ALL
 SELECT 'paygate_open_escalations', '', count(*) FROM payment_escalations WHERE resolved_at IS NULL
 UNION ALL

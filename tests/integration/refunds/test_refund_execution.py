@@ -94,8 +94,10 @@ async def test_a_payment_after_cancel_is_refunded_automatically_and_the_merchant
     """Seed 004 "Cancellation" end to end: PaidAfterCancel, its own refund sent once, Refunded; the
     merchant receives ``order-paid-after-cancel`` then ``order-refunded``, never a confirmation."""
     await paid_after_cancel(shop)
+    assert "paygate_orders_paid_after_cancel 1.0" in (await shop.http.get("/metrics")).text
     assert await run_refund(shop, await refund_job(shop)) == "Succeeded"
     assert (await order(shop))["state"] == "Refunded"
+    assert "paygate_orders_paid_after_cancel 0.0" in (await shop.http.get("/metrics")).text
     kinds = [row["kind"] for row in await shop.services.db.fetch_all(
         "SELECT kind FROM outbox_messages WHERE ordering_key IS NOT NULL ORDER BY message_id")]
     assert kinds == ["order-paid-after-cancel", "order-refunded"]
@@ -114,6 +116,7 @@ async def test_a_refund_whose_response_is_lost_is_unknown_then_found_by_lookup_n
     assert (await order(shop))["refund"]["state"] == "Unknown"
     refused = await shop.http.post("/v1/orders/ORD-5521/refund", headers=shop.merchant, json={})
     assert (refused.status_code, refused.json()["code"]) == (409, "order.refund_unresolved")
+    assert 'paygate_payment_refund_attempts{state="Unknown"} 1.0' in (await shop.http.get("/metrics")).text
     clock.advance(60)
     assert await reconcile_refunds(shop) == 1
     [attempt] = await refund_rows(shop, "payment_refund_attempts")
