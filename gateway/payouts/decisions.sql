@@ -62,3 +62,10 @@ SELECT * FROM payout_decisions WHERE payout_id = %(payout_id)s ORDER BY position
 
 -- name: grants_of_payout
 SELECT * FROM payout_grants WHERE payout_id = %(payout_id)s ORDER BY attempt_number;
+
+-- name: one_snapshot
+-- Worker validation reads the grant, its decision and the payout's context in one snapshot: a
+-- claim that commits while a racing worker validates is either wholly seen (grant.consumed) or not
+-- at all (that worker's own claim is then lost), never half (a consumed-looking payout beside an
+-- Issued grant). The first statement of the transaction.
+SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;

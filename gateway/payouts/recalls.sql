@@ -1,6 +1,6 @@
 -- Payout recall (docs/decisions/0015; seed 000 section 17): its own decisions, grants and
 -- attempts. Every attempt write is conditional on the state it expects and the owner's lease
--- epoch, exactly as a payout attempt's: the shared statements are in attempt_rows.sql.
+-- epoch, exactly as a payout attempt's: the shared statements are in gateway/pipeline/rows.sql.
 
 -- name: ensure_recall_row
 INSERT INTO payout_recalls (payout_id, created_at, updated_at) VALUES (%(payout_id)s, %(now)s, %(now)s)

@@ -5,7 +5,7 @@
 payout's) -> ``grant.expired`` -> ``context.unavailable`` (postpones: the grant is untouched) ->
 ``payout.not-executable`` -> ``binding.mismatch`` (terms fingerprint) -> ``policy.no-longer-allows``.
 
-Validation is a read. What it returns on success is the set of versions it relied on; the claim
+Validation is a read, of one snapshot. What it returns on success is the set of versions it relied on; the claim
 fences on exactly those. Requester facts are the ones the decision captured, deliberately not
 re-read: the clerk acted at decision time and is not acting now (docs/decisions/0007-...).
 A delivery that arrives before the grant's ``not_before`` is postponed, not refused.
@@ -55,6 +55,7 @@ Validation = Valid | Refused | Postponed
 
 async def validate(kind: AttemptKind, db: Database, now: datetime, job: PayoutJob, presenter: Presenter) -> Validation:
     async with db.transaction() as conn:
+        await conn.execute(_SQL["one_snapshot"])
         grant = await presented_grant(kind, conn, job.grant_id, subject_id=job.payout_id, presenter=presenter, now=now)
         if isinstance(grant, (Refused, Postponed)):
             return grant

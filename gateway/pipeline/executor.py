@@ -24,7 +24,7 @@ from gateway.domain.payout_outcomes import AttemptState, Classification, classif
 from gateway.effects.certify import Certifier
 from gateway.effects.gate import SendGate
 from gateway.pipeline import transitions
-from gateway.pipeline.accounts import NOT_CONFIGURED, stored_account
+from gateway.pipeline.accounts import stored_account
 from gateway.pipeline.cardco import CredentialUnavailable, ProviderCalls
 from gateway.pipeline.effects import open_send
 from gateway.pipeline.kind import AttemptKind, Claimed, Job, Postponed, Presenter, Refused, Row
@@ -102,9 +102,8 @@ class Executor:
     async def _start_and_send(self, claimed: Claimed, ids: dict[str, str]) -> str:
         attempt, epoch = claimed.attempt, claimed.attempt["lease_epoch"]
         account = stored_account(self.settings, attempt)
-        if account is None:  # unconfigured between the claim and now: nothing was sent
-            await self._resolve(attempt, epoch, AttemptState.NOT_STARTED, NOT_CONFIGURED, AttemptState.CLAIMED)
-            return NOT_CONFIGURED
+        if account is None:  # a claim stores a configured account (or refuses): a broken invariant
+            raise RuntimeError(f"{self.kind.label} attempt {attempt['attempt_id']} claimed on an unconfigured account")
         calls = ProviderCalls(account, self.clock, self.http, self.settings.token_pepper.get_secret_value())
         try:
             key = calls.credential()
