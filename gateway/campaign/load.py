@@ -1,0 +1,217 @@
+"""The campaign's customers, merchants and clerks (issue 12: "Drives load through HTTP only, like
+real clients").
+
+Checkouts: cards that succeed, decline, need 3-D Secure that is completed, abandoned or left to
+expire; customers who double-click and poll the status; cancellations racing the payment; a
+customer who tries again after a failed attempt; merchants refunding paid orders (when the gateway
+offers ``POST /v1/orders/{id}/refund``). Payouts: decision, acknowledgement or approval where the
+policy asks for one, execution by the workers, and a few recalls of paid payouts. A client only
+waits as long as a person would (``PATIENCE_S``); whatever is still open then is left to the
+system, and the settle and the invariants judge the outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+
+from gateway.campaign.client import Gateway
+
+PATIENCE_S = 8.0
+POLL_S = 0.5
+FINAL = frozenset({"Succeeded", "Failed", "NotApplied"})
+PAYOUT_FINAL = frozenset({"Paid", "Failed", "Cancelled"})
+# How often each kind of checkout is chosen (refunds only where the gateway offers them).
+CHECKOUT_KINDS: dict[str, int] = {
+    "succeed": 30, "decline": 10, "3ds-completed": 8, "3ds-abandoned": 5, "3ds-expired": 5,
+    "double-click": 12, "cancel-race": 10, "refund": 10,
+}
+METHODS = {"decline": "pm_card_declined", "3ds-completed": "pm_card_3ds", "3ds-abandoned": "pm_card_3ds",
+           "3ds-expired": "pm_card_3ds"}
+# "scheduled" payouts are released a few seconds ahead, so their jobs wait in the broker as delayed
+# messages (and in the worker that prefetched them) when a worker is killed or the broker restarts.
+PAYOUT_KINDS: dict[str, int] = {"plain": 45, "scheduled": 20, "above-limit": 12, "new-destination": 13, "recall": 10}
+SCHEDULED_AHEAD_S = (6.0, 15.0)
+ABOVE_LIMIT_MINOR = 600_000  # the demo clerk may request up to 500,000 without an approver
+NEW_DESTINATION = "DST-CAMPAIGN-NEW"
+
+
+@dataclass(frozen=True)
+class Checkout:
+    order_id: str
+    kind: str
+    account: str
+    amount_minor: int
+
+    @property
+    def reference(self) -> str:
+        return f"{self.order_id}-a1"
+
+
+@dataclass(frozen=True)
+class Payout:
+    payout_id: str
+    kind: str
+    amount_minor: int
+    release_in_s: float = 0.0
+
+    @property
+    def reference(self) -> str:
+        return f"{self.payout_id}-a1"
+
+
+def checkouts(rng: random.Random, tag: str, count: int, accounts: list[str], refunds: bool) -> list[Checkout]:
+    kinds = {k: w for k, w in CHECKOUT_KINDS.items() if refunds or k != "refund"}
+    names, weights = list(kinds), list(kinds.values())
+    return [Checkout(f"C{tag}-{n:05d}", rng.choices(names, weights)[0], rng.choice(accounts),
+                     rng.randrange(100, 20_000)) for n in range(1, count + 1)]
+
+
+def payouts(rng: random.Random, tag: str, count: int) -> list[Payout]:
+    names, weights = list(PAYOUT_KINDS), list(PAYOUT_KINDS.values())
+    chosen = []
+    for n in range(1, count + 1):
+        kind = rng.choices(names, weights)[0]
+        amount = ABOVE_LIMIT_MINOR + rng.randrange(1, 100_000) if kind == "above-limit" else rng.randrange(500, 50_000)
+        ahead = round(rng.uniform(*SCHEDULED_AHEAD_S), 1) if kind == "scheduled" else 0.0
+        chosen.append(Payout(f"P{tag}-{n:04d}", kind, amount, ahead))
+    return chosen
+
+
+class Load:
+    def __init__(self, gateway: Gateway, cardco: httpx.AsyncClient, document: dict[str, Any]) -> None:
+        self.gateway = gateway
+        self._cardco = cardco
+        self._doc = document
+        self.operations: Counter[str] = Counter()
+
+    async def setup(self) -> bool:
+        """Reference data through the admin API: a daily limit the run cannot exhaust and a newly
+        registered destination (whose payouts need an acknowledgement). True if refunds exist."""
+        tenant = {"daily_limit_minor": 10**11, "currency": "EUR", "payouts_suspended": False,
+                  "settlement_time_zone": "Europe/Berlin"}
+        await self._ok("PUT", f"/v1/tenants/{self._doc['tenant_id']}", "admin", tenant)
+        await self._ok("PUT", f"/v1/destinations/{NEW_DESTINATION}", "admin",
+                       {"beneficiary_id": self._doc["beneficiary_id"], "provider_token": "dst_tok_campaign_new"})
+        described = await self._ok("GET", "/openapi.json", "admin")
+        return "/v1/orders/{order_id}/refund" in described.json()["paths"]
+
+    async def _ok(self, method: str, path: str, role: str, body: dict[str, Any] | None = None) -> httpx.Response:
+        response = await self.gateway.call(method, path, role, body)
+        if response is None or response.status_code >= 400:
+            raise RuntimeError(f"{method} {path}: {response.status_code if response else 'no answer'}")
+        return response
+
+    # -- checkouts ---------------------------------------------------------------------------
+
+    async def checkout(self, c: Checkout) -> None:
+        self.operations[f"checkout:{c.kind}"] += 1
+        order = {"order_id": c.order_id, "customer_id": self._doc["customer_id"], "amount_minor": c.amount_minor,
+                 "currency": "EUR", "payment_method": METHODS.get(c.kind, "pm_card_visa"),
+                 "provider_account": c.account}
+        if await self.gateway.call("POST", "/v1/orders", "merchant", order) is None:
+            return
+        if c.kind == "double-click":
+            await asyncio.gather(self._pay(c), self._pay(c))
+        elif c.kind == "cancel-race":
+            await asyncio.gather(self._pay(c), self.gateway.call("POST", f"/v1/orders/{c.order_id}/cancel", "merchant"))
+            self.operations["order-cancel"] += 1
+        else:
+            await self._pay(c)
+        state = await self._follow(c)
+        if state in ("Failed", "NotApplied") and c.kind in ("succeed", "refund", "double-click"):
+            self.operations["checkout-retry-after-failure"] += 1
+            await self._pay(c)
+            state = await self._follow(c)
+        if c.kind == "refund" and state == "Succeeded":
+            self.operations["order-refund"] += 1
+            await self.gateway.call("POST", f"/v1/orders/{c.order_id}/refund", "merchant", {})
+
+    async def _pay(self, c: Checkout) -> httpx.Response | None:
+        self.operations["payment-post"] += 1
+        return await self.gateway.call("POST", f"/v1/orders/{c.order_id}/payment", "customer")
+
+    async def _follow(self, c: Checkout) -> str | None:
+        """Poll the status URL like the checkout page, acting on a 3-D Secure challenge as this
+        customer does; the last state seen when the customer stops waiting."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + PATIENCE_S
+        acted = False
+        state = None
+        while loop.time() < deadline:
+            self.operations["status-poll"] += 1
+            response = await self.gateway.call("GET", f"/v1/orders/{c.order_id}/payment/status", "customer",
+                                               patience_s=PATIENCE_S)
+            if response is not None and response.status_code in (200, 202):
+                status = response.json()
+                state = status["state"]
+                if state in FINAL:
+                    return state
+                action = status.get("next_action")
+                if action and not acted and c.kind in ("3ds-completed", "3ds-abandoned"):
+                    acted = True
+                    result = "succeeded" if c.kind == "3ds-completed" else "failed"
+                    self.operations[f"3ds-{result}"] += 1
+                    await self._cardco.post(action["url"], json={"result": result})
+            elif response is not None and response.status_code == 404:
+                return None  # the cancellation won: no attempt was made
+            await asyncio.sleep(POLL_S)
+        return state
+
+    # -- payouts -----------------------------------------------------------------------------
+
+    async def payout(self, p: Payout) -> None:
+        self.operations[f"payout:{p.kind}"] += 1
+        destination = NEW_DESTINATION if p.kind == "new-destination" else self._doc["destination_id"]
+        release_at = datetime.now(UTC) + timedelta(seconds=p.release_in_s)
+        terms = {"beneficiary_id": self._doc["beneficiary_id"], "destination_id": destination,
+                 "amount_minor": p.amount_minor, "currency": "EUR", "purpose": "campaign payout",
+                 "release_at": release_at.isoformat().replace("+00:00", "Z")}
+        if await self.gateway.call("POST", "/v1/payouts", "clerk", {"payout_id": p.payout_id, **terms}) is None:
+            return
+        decision = await self.gateway.call("POST", f"/v1/payouts/{p.payout_id}/submit", "clerk", terms)
+        outcome = decision.json().get("outcome") if decision is not None and decision.status_code == 200 else None
+        self.operations[f"payout-decision:{outcome}"] += 1
+        if outcome == "AcknowledgmentRequired":
+            await self.gateway.call("POST", f"/v1/payouts/{p.payout_id}/acknowledge", "clerk",
+                                    {"reason_code": "destination.recently-changed"})
+        elif outcome == "EscalationRecommended":
+            self.operations["payout-approve"] += 1
+            await self.gateway.call("POST", f"/v1/payouts/{p.payout_id}/approve", "approver", {})
+        if p.kind == "scheduled":
+            return  # released later: the clerk does not wait; the settle and the invariants judge it
+        state = await self._follow_payout(p.payout_id)
+        if state == "Approved:retry":
+            # Proven never applied: a materially new attempt needs a fresh decision (seed 000).
+            self.operations["payout-reauthorize"] += 1
+            await self.gateway.call("POST", f"/v1/payouts/{p.payout_id}/reauthorize", "clerk", {})
+            state = await self._follow_payout(p.payout_id)
+        if p.kind == "recall" and state == "Paid":
+            self.operations["payout-recall"] += 1
+            await self.gateway.call("POST", f"/v1/payouts/{p.payout_id}/recall", "clerk", {})
+
+    async def _follow_payout(self, payout_id: str) -> str | None:
+        """The payout's state once final, ``Approved:retry`` once its attempt was proven never
+        applied, else the last state seen when the clerk stops waiting."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + PATIENCE_S * 2
+        state = None
+        while loop.time() < deadline:
+            self.operations["payout-poll"] += 1
+            response = await self.gateway.call("GET", f"/v1/payouts/{payout_id}", "clerk")
+            if response is not None and response.status_code == 200:
+                payout = response.json()
+                state = payout["state"]
+                if state in PAYOUT_FINAL:
+                    return state
+                if state == "Approved" and payout["attempts"] and \
+                        payout["attempts"][-1]["state"] in ("NotApplied", "NotStarted"):
+                    return "Approved:retry"
+            await asyncio.sleep(POLL_S * 2)
+        return state

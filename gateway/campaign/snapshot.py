@@ -1,0 +1,92 @@
+"""What the invariants are checked against, read once after the settle: CardCo's ledger, request
+log and webhook deliveries (its control API), the merchant sink's messages, and the gateway's
+rows (read-only SQL on its database), into one :class:`gateway.campaign.invariants.Snapshot`.
+Also the settle's own question: is anything still moving?
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import psycopg
+from psycopg.rows import dict_row
+
+from gateway.campaign.invariants import Snapshot
+
+QUERIES = {
+    "orders": "SELECT order_id, state FROM orders",
+    "payment_attempts": """
+        SELECT attempt_id, order_id, provider_account, client_reference, state, escalation_deadline,
+               lease_expires_at
+          FROM payment_attempts""",
+    "payouts": "SELECT payout_id, state FROM payouts",
+    "payout_attempts": """
+        SELECT attempt_id, payout_id, provider_account, client_reference, state, escalation_deadline,
+               CASE WHEN state IN ('Claimed', 'Started') THEN lease_expires_at END AS lease_expires_at
+          FROM payout_attempts""",
+    "recall_attempts": """
+        SELECT attempt_id, payout_id, provider_account, client_reference, state, escalation_deadline,
+               CASE WHEN state IN ('Claimed', 'Started') THEN lease_expires_at END AS lease_expires_at
+          FROM payout_recall_attempts""",
+    "grants": "SELECT payout_id, state, expires_at FROM payout_grants",
+    "escalations": "SELECT escalation_key, attempt_id, reason, details, resolved_at FROM payment_escalations",
+    "notifications": """
+        SELECT e.event_id, e.provider_account, e.notification_key, e.attempt_id, e.detail,
+               (a.notification_event_id IS NOT NULL) AS applied_later
+          FROM payment_attempt_events e
+          LEFT JOIN notification_applications a ON a.notification_event_id = e.event_id
+         WHERE e.kind = 'notification'""",
+    "outbox": """
+        SELECT message_id, dedup_key, ordering_key, kind, dispatched_at, dead_lettered_at, next_attempt_at
+          FROM outbox_messages""",
+}
+
+# Still moving: work that is due or in flight, which the settle waits for (bounded by its deadline).
+# Fresh operator alerts do not count: reminders for open escalations keep adding them.
+MOVING = """
+SELECT (SELECT count(*) FROM payment_attempts
+         WHERE state IN ('NotStarted', 'Started')
+            OR (state = 'Unknown' AND (escalation_deadline > %(now)s OR NOT EXISTS (
+                  SELECT 1 FROM payment_escalations e
+                   WHERE e.attempt_id = payment_attempts.attempt_id AND e.resolved_at IS NULL))))
+     + (SELECT count(*) FROM payout_attempts WHERE state IN ('Claimed', 'Started')
+            OR (state = 'Unknown' AND escalation_deadline > %(now)s))
+     + (SELECT count(*) FROM payout_recall_attempts WHERE state IN ('Claimed', 'Started')
+            OR (state = 'Unknown' AND escalation_deadline > %(now)s))
+     + (SELECT count(*) FROM payouts p WHERE state = 'Approved' AND EXISTS (
+            SELECT 1 FROM payout_grants g WHERE g.payout_id = p.payout_id AND g.state = 'Issued'
+               AND g.expires_at > %(now)s))
+     + (SELECT count(*) FROM outbox_messages WHERE dispatched_at IS NULL AND dead_lettered_at IS NULL
+           AND (ordering_key IS NOT NULL OR created_at < %(now)s - interval '5 seconds'))
+       AS moving
+"""
+
+
+def moving(database_url: str) -> int:
+    """How many attempts, payouts and outbox rows are still on their way somewhere."""
+    with psycopg.connect(database_url, connect_timeout=5) as conn:
+        row = conn.execute(MOVING, {"now": datetime.now(UTC)}).fetchone()
+    return int(row[0]) if row else 0
+
+
+async def pending_webhooks(http: httpx.AsyncClient, control_url: str) -> int:
+    """Deliveries CardCo still means to make, apart from reordered ones held for the account's next
+    event (up to a minute): the invariants judge only what was delivered."""
+    deliveries = (await http.get(f"{control_url}/webhooks")).json()["deliveries"]
+    return sum(1 for d in deliveries if d["state"] == "pending" and not d["held_for_reorder"])
+
+
+async def read(http: httpx.AsyncClient, control_url: str, sink_url: str, database_url: str) -> Snapshot:
+    ledger = (await http.get(f"{control_url}/ledger")).json()
+    requests = (await http.get(f"{control_url}/requests")).json()["requests"]
+    deliveries = (await http.get(f"{control_url}/webhooks")).json()["deliveries"]
+    sink = (await http.get(sink_url)).json()["messages"]
+    rows: dict[str, list[dict[str, Any]]] = {}
+    with psycopg.connect(database_url, row_factory=dict_row, connect_timeout=5) as conn:
+        now = datetime.now(UTC)
+        for name, sql in QUERIES.items():
+            rows[name] = conn.execute(sql).fetchall()  # type: ignore[arg-type]
+    return Snapshot(now=now, ledger_payments=ledger["payments"], ledger_payouts=ledger["payouts"],
+                    requests=requests, deliveries=deliveries, sink=sink, **rows)
