@@ -39,6 +39,10 @@ PAYOUT_OUTCOMES: tuple[Rule, ...] = (
     {"action": "processing", "complete_after_s": 2, "final_status": "failed"},
     {"action": "processing", "complete_after_s": 3, "final_status": "paid"},
 )
+REFUND_OUTCOMES: tuple[Rule, ...] = (
+    {"action": "decline", "code": "payment_not_refundable"},
+    {"action": "processing", "complete_after_s": 2, "final_status": "succeeded"},
+)
 RECALL_OUTCOMES: tuple[Rule, ...] = (
     {"action": "processing", "complete_after_s": 2, "final_status": "failed", "code": "recall_rejected"},
 )
@@ -62,8 +66,10 @@ OPERATIONS = {
     "payment": ("create_payment", ("get_payment", "list_payments")),
     "payout": ("create_payout", ("list_payouts",)),
     "recall": ("create_recall", ("list_recalls",)),
+    "refund": ("refund_payment", ("get_refund", "list_refunds")),
 }
-OUTCOMES = {"payment": PAYMENT_OUTCOMES, "payout": PAYOUT_OUTCOMES, "recall": RECALL_OUTCOMES}
+OUTCOMES = {"payment": PAYMENT_OUTCOMES, "payout": PAYOUT_OUTCOMES, "recall": RECALL_OUTCOMES,
+            "refund": REFUND_OUTCOMES}
 
 # How often each kind of fault is chosen for one object.
 P_CREATE_FAULT = 0.45
@@ -73,7 +79,7 @@ P_WEBHOOK_FAULT = 0.35
 
 
 def choose(rng: random.Random, subject: str, reference: str) -> list[Rule]:
-    """The rules for one ``subject`` (``payment``, ``payout`` or ``recall``) with this reference:
+    """The rules for one ``subject`` (``payment``, ``payout``, ``recall``, ``refund``) with this reference:
     at most one create fault or scripted outcome, one lookup fault and one webhook fault."""
     create, lookups = OPERATIONS[subject]
     rules: list[Rule] = []

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ Row = dict[str, Any]
 
 PAID_PAYMENT = frozenset({"succeeded", "refunded"})
 PAID_PAYOUT = frozenset({"paid", "returned"})
+PAID_ORDER = frozenset({"Paid", "PaidAfterCancel", "Refunded"})
 UNRESOLVED = frozenset({"NotStarted", "Claimed", "Started", "Unknown"})
 NEGATIVE = frozenset({"Failed", "NotApplied"})
 CREATES = ("/v1/payments", "/v1/payouts")
@@ -33,6 +35,7 @@ class Snapshot:
     # CardCo (GET /_control/ledger, /_control/requests, /_control/webhooks)
     ledger_payments: list[Row] = field(default_factory=list)
     ledger_payouts: list[Row] = field(default_factory=list)
+    ledger_refunds: list[Row] = field(default_factory=list)
     requests: list[Row] = field(default_factory=list)
     deliveries: list[Row] = field(default_factory=list)
     # the gateway's database
@@ -41,12 +44,16 @@ class Snapshot:
     payouts: list[Row] = field(default_factory=list)
     payout_attempts: list[Row] = field(default_factory=list)
     recall_attempts: list[Row] = field(default_factory=list)
-    grants: list[Row] = field(default_factory=list)
+    refund_attempts: list[Row] = field(default_factory=list)
+    grants: list[Row] = field(default_factory=list)  # payout grants, "owner" = payout id
+    refund_grants: list[Row] = field(default_factory=list)  # "owner" = order id
     escalations: list[Row] = field(default_factory=list)
     notifications: list[Row] = field(default_factory=list)
     outbox: list[Row] = field(default_factory=list)
     # the merchant sink (GET {merchant_sink_url}), oldest first
     sink: list[Row] = field(default_factory=list)
+    # the gateway's API, as the campaign's merchants saw it: orders whose cancellation it accepted
+    cancelled_orders: frozenset[str] = frozenset()
     # how far past a due time a row may be and still count as "about to be handled"
     grace: timedelta = timedelta(seconds=10)
 
@@ -58,13 +65,20 @@ class Snapshot:
 
 
 def _order_of(reference: str) -> str:
-    return reference.rsplit("-a", 1)[0]
+    """``<order_id>-a<N>`` (a payment) or ``<order_id>-r<N>`` (a refund) -> ``<order_id>``."""
+    return reference.rsplit("-a", 1)[0] if re.search(r"-a\d+$", reference) else reference.rsplit("-r", 1)[0]
 
 
 def one_payment_per_order(s: Snapshot) -> list[str]:
     """0 orders with more than one effective payment."""
     paid = Counter(_order_of(p["client_reference"]) for p in s.ledger_payments if p["status"] in PAID_PAYMENT)
     return [f"order {order}: {n} payments took effect" for order, n in sorted(paid.items()) if n > 1]
+
+
+def one_refund_per_order(s: Snapshot) -> list[str]:
+    """0 orders refunded more than once (refunds are full, docs/decisions/0019)."""
+    refunded = Counter(_order_of(r["client_reference"]) for r in s.ledger_refunds if r["status"] == "succeeded")
+    return [f"order {order}: refunded {n} times" for order, n in sorted(refunded.items()) if n > 1]
 
 
 def one_payout_per_payout(s: Snapshot) -> list[str]:
@@ -105,32 +119,35 @@ def attempts_resolved(s: Snapshot) -> list[str]:
     """Every attempt resolved, or Unknown with an open escalation past its deadline."""
     return (_resolved_or_escalated(s, s.payment_attempts, "payment attempt")
             + _resolved_or_escalated(s, s.payout_attempts, "payout attempt")
-            + _resolved_or_escalated(s, s.recall_attempts, "recall attempt"))
+            + _resolved_or_escalated(s, s.recall_attempts, "recall attempt")
+            + _resolved_or_escalated(s, s.refund_attempts, "refund attempt"))
 
 
-def payouts_resolved(s: Snapshot) -> list[str]:
-    """A payout released by an Allowed decision is executed, or its grant is still usable, or a
-    person is told: a grant that lapsed unconsumed needs an open escalation (seed 000: "grants
-    issued but never consumed"). An Approved payout whose attempt was proven NotApplied or
-    NotStarted consumed its grant and awaits a fresh decision (seed 000, "Materially New Attempt")."""
-    latest: dict[str, Row] = {}
-    for grant in sorted(s.grants, key=lambda g: g["expires_at"]):
-        latest[grant["payout_id"]] = grant
+def grants_used_or_escalated(s: Snapshot) -> list[str]:
+    """Every single-use grant is used, still usable, or a person is told: a grant that lapsed
+    unconsumed needs an open escalation naming its payout or order (seed 000: "grants issued but
+    never consumed"; the refund-owed check of docs/decisions/0019). An Approved payout whose
+    attempt was proven NotApplied or NotStarted consumed its grant and awaits a fresh decision
+    (seed 000, "Materially New Attempt"); a paid payout's or a refunded order's old grants are moot."""
+    approved = {p["payout_id"] for p in s.payouts if p["state"] == "Approved"}
+    refundable = {o["order_id"] for o in s.orders if o["state"] in ("Paid", "PaidAfterCancel")}
     found = []
-    for payout in s.payouts:
-        grant = latest.get(payout["payout_id"])
-        if payout["state"] != "Approved" or grant is None:
-            continue
-        lapsed = grant["state"] == "Expired" or grant["state"] == "Issued" and grant["expires_at"] <= s.now
-        if lapsed and not s.open_escalation_naming(payout["payout_id"]):
-            found.append(f"payout {payout['payout_id']}: its grant lapsed unused and nobody was told")
+    for what, grants, live in (("payout", s.grants, approved), ("refund of order", s.refund_grants, refundable)):
+        latest: dict[str, Row] = {}
+        for grant in sorted(grants, key=lambda g: g["expires_at"]):
+            latest[grant["owner"]] = grant
+        for owner, grant in sorted(latest.items()):
+            lapsed = grant["state"] == "Expired" or grant["state"] == "Issued" and grant["expires_at"] <= s.now
+            if owner in live and lapsed and not s.open_escalation_naming(owner):
+                found.append(f"{what} {owner}: its grant lapsed unused and nobody was told")
     return found
 
 
 def no_false_negative(s: Snapshot) -> list[str]:
     """No attempt rounded off to Failed/NotApplied while CardCo holds its payment or payout."""
     found = []
-    for ledger, attempts in ((s.ledger_payments, s.payment_attempts), (s.ledger_payouts, s.payout_attempts)):
+    for ledger, attempts in ((s.ledger_payments, s.payment_attempts), (s.ledger_payouts, s.payout_attempts),
+                             (s.ledger_refunds, s.refund_attempts)):
         by_reference = {(a["provider_account"], a["client_reference"]): a for a in attempts}
         for entry in ledger:
             if entry["status"] not in PAID_PAYMENT | PAID_PAYOUT:
@@ -145,23 +162,40 @@ def no_false_negative(s: Snapshot) -> list[str]:
 
 
 def orders_match_ledger(s: Snapshot) -> list[str]:
-    """Every succeeded payment's order is Paid (or refunded, with CardCo's refund), and every Paid
-    order has its payment at CardCo."""
+    """Every succeeded payment's order is Paid (PaidAfterCancel while its refund is owed and
+    escalated), every refunded one's is Refunded, and every order the gateway calls paid or
+    refunded has its payment at CardCo (docs/decisions/0020 for the order states)."""
     found = []
     orders = {o["order_id"]: o["state"] for o in s.orders}
-    paid_at_cardco: dict[str, str] = {}
+    at_cardco: dict[str, str] = {}
     for payment in s.ledger_payments:
         if payment["status"] in PAID_PAYMENT:
-            paid_at_cardco[_order_of(payment["client_reference"])] = payment["status"]
-    for order, status in sorted(paid_at_cardco.items()):
+            at_cardco[_order_of(payment["client_reference"])] = payment["status"]
+    for order, status in sorted(at_cardco.items()):
         state = orders.get(order)
-        refunded = status == "refunded"
-        if state == "Paid" and not refunded or state in ("Refunded", "PaidAfterCancel") and refunded:
+        if (status, state) in (("succeeded", "Paid"), ("refunded", "Refunded")) or \
+                state == "PaidAfterCancel" and s.open_escalation_naming(order):
             continue
         found.append(f"order {order} is {state} while CardCo's payment is {status}")
     for order, state in sorted(orders.items()):
-        if state in ("Paid", "Refunded", "PaidAfterCancel") and order not in paid_at_cardco:
+        if state in PAID_ORDER and order not in at_cardco:
             found.append(f"order {order} is {state} but CardCo holds no payment for it")
+    return found
+
+
+def cancellations_respected(s: Snapshot) -> list[str]:
+    """An order whose cancellation the gateway accepted (``Cancelled`` or ``CancelRequested``) is
+    never left charged: a payment that succeeded anyway is refunded as its own operation, or a
+    person is told (seed 004, "Cancellation": "if it turns out to have succeeded, the refund is its
+    own operation"; issue 11 item 3)."""
+    orders = {o["order_id"]: o["state"] for o in s.orders}
+    found = []
+    for payment in s.ledger_payments:
+        order = _order_of(payment["client_reference"])
+        if order in s.cancelled_orders and payment["status"] == "succeeded" \
+                and not s.open_escalation_naming(order):
+            found.append(f"order {order}: cancellation accepted, CardCo's {payment['id']} stays succeeded, "
+                         f"the order is {orders.get(order)}")
     return found
 
 
@@ -254,6 +288,7 @@ def webhooks_accounted(s: Snapshot) -> list[str]:
 def _applied_or_escalated(notification: Row, escalated: set[str]) -> bool:
     detail = notification["detail"]
     return notification["attempt_id"] is not None or detail.get("payout_attempt_id") is not None \
+        or detail.get("refund_attempt_id") is not None \
         or detail.get("escalation_key") in escalated or notification.get("applied_later", False)
 
 
@@ -269,7 +304,7 @@ def no_lease_past_expiry(s: Snapshot) -> list[str]:
     """No unresolved attempt still held by a lease that expired long ago (a dead worker's)."""
     found = []
     for what, rows in (("payment attempt", s.payment_attempts), ("payout attempt", s.payout_attempts),
-                       ("recall attempt", s.recall_attempts)):
+                       ("recall attempt", s.recall_attempts), ("refund attempt", s.refund_attempts)):
         for row in rows:
             expires = row.get("lease_expires_at")
             if row["state"] in UNRESOLVED and expires is not None and expires < s.now - s.grace:
@@ -279,12 +314,14 @@ def no_lease_past_expiry(s: Snapshot) -> list[str]:
 
 CHECKS: dict[str, Callable[[Snapshot], list[str]]] = {
     "one-payment-per-order": one_payment_per_order,
+    "one-refund-per-order": one_refund_per_order,
     "one-payout-per-payout": one_payout_per_payout,
     "resends-byte-identical": resends_byte_identical,
     "attempts-resolved-or-escalated": attempts_resolved,
-    "payouts-resolved-or-escalated": payouts_resolved,
+    "grants-used-or-escalated": grants_used_or_escalated,
     "no-negative-while-provider-holds-it": no_false_negative,
     "succeeded-payment-means-paid-order": orders_match_ledger,
+    "cancellation-respected": cancellations_respected,
     "sink-once-per-dedup-key": sink_once_per_dedup_key,
     "sink-in-order-per-ordering-key": sink_in_order,
     "webhooks-applied-or-escalated": webhooks_accounted,

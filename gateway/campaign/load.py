@@ -90,6 +90,7 @@ class Load:
         self._cardco = cardco
         self._doc = document
         self.operations: Counter[str] = Counter()
+        self.cancelled: set[str] = set()  # orders whose cancellation the gateway accepted
 
     async def setup(self) -> bool:
         """Reference data through the admin API: a daily limit the run cannot exhaust and a newly
@@ -120,8 +121,7 @@ class Load:
         if c.kind == "double-click":
             await asyncio.gather(self._pay(c), self._pay(c))
         elif c.kind == "cancel-race":
-            await asyncio.gather(self._pay(c), self.gateway.call("POST", f"/v1/orders/{c.order_id}/cancel", "merchant"))
-            self.operations["order-cancel"] += 1
+            await asyncio.gather(self._pay(c), self._cancel(c))
         else:
             await self._pay(c)
         state = await self._follow(c)
@@ -132,6 +132,13 @@ class Load:
         if c.kind == "refund" and state == "Succeeded":
             self.operations["order-refund"] += 1
             await self.gateway.call("POST", f"/v1/orders/{c.order_id}/refund", "merchant", {})
+
+    async def _cancel(self, c: Checkout) -> None:
+        self.operations["order-cancel"] += 1
+        response = await self.gateway.call("POST", f"/v1/orders/{c.order_id}/cancel", "merchant")
+        if response is not None and response.status_code == 200 and \
+                response.json()["state"] in ("Cancelled", "CancelRequested"):
+            self.cancelled.add(c.order_id)
 
     async def _pay(self, c: Checkout) -> httpx.Response | None:
         self.operations["payment-post"] += 1

@@ -37,6 +37,8 @@ WAVE_CHECKOUTS = 25
 # wave, plus the time a lapsed attempt needs to be found and escalated.
 SETTLE_S = 90.0
 QUIET_CHECKS = 2
+REDELIVERIES_PER_WAVE = 2
+P_PAYOUT_RETURN = 0.3
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,9 @@ async def _campaign(options: Options, fleet: Fleet, progress: Progress) -> Resul
         load = Load(gateway, cardco, doc)
         refunds = await load.setup()
         rng = random.Random(options.seed)
+        # What CardCo does on its own depends on what it delivered so far: its own stream, so the
+        # timing of one run never shifts the next wave's choices.
+        provider_rng = random.Random(f"provider:{options.seed}")
         tag = f"{options.seed}x{int(time.time()) % 100_000}"
         accounts = [a["id"] for a in doc["provider_accounts"]]
         all_checkouts = checkouts(rng, tag, options.checkouts, accounts, refunds)
@@ -114,10 +119,12 @@ async def _campaign(options: Options, fleet: Fleet, progress: Progress) -> Resul
                 if isinstance(outcome, BaseException):
                     load.operations["client-error"] += 1
                     progress(f"client error: {type(outcome).__name__}: {outcome}")
+            fault_counts.update(await _provider_events(cardco, doc["control_url"], provider_rng))
             progress(f"wave {wave + 1}/{waves} done: kills {dict(fleet.kills)}, restarts {dict(fleet.restarts)}")
         await cardco.post(f"{doc['control_url']}/faults", json={"rules": []})
         await _settle(fleet, cardco, progress)
-        observed = await snapshot.read(cardco, doc["control_url"], doc["merchant_sink_url"], fleet.database_url)
+        observed = await snapshot.read(cardco, doc["control_url"], doc["merchant_sink_url"], fleet.database_url,
+                                       frozenset(load.cancelled))
     notes = {**gateway.counts, "sink-redeliveries": invariants.sink_redeliveries(observed)}
     return Result(seed=options.seed, checkouts=options.checkouts, payouts=options.payouts,
                   operations=load.operations, faults=fault_counts, kills=fleet.kills, restarts=fleet.restarts,
@@ -129,12 +136,33 @@ def _share(items: list[Any], wave: int, waves: int) -> list[Any]:
 
 
 def _rules(rng: random.Random, wave_checkouts: list[Checkout], wave_payouts: list[Payout]) -> list[faults.Rule]:
-    rules = [rule for c in wave_checkouts for rule in faults.choose(rng, "payment", c.reference)]
+    rules = []
+    for c in wave_checkouts:
+        rules += faults.choose(rng, "payment", c.reference)
+        if c.kind in ("refund", "cancel-race"):  # a merchant's refund, or one a late payment is owed
+            rules += faults.choose(rng, "refund", f"{c.order_id}-r1")
     for p in wave_payouts:
         rules += faults.choose(rng, "payout", p.reference)
         if p.kind == "recall":
             rules += faults.choose(rng, "recall", f"{p.payout_id}-r1")
     return rules
+
+
+async def _provider_events(cardco: httpx.AsyncClient, control_url: str, rng: random.Random) -> Counter[str]:
+    """What a provider does on its own between requests: send an old event again (same event id,
+    new delivery) and, now and then, report a paid payout returned by the bank."""
+    done: Counter[str] = Counter()
+    delivered = sorted({d["event_id"] for d in (await cardco.get(f"{control_url}/webhooks")).json()["deliveries"]
+                        if d["state"] == "delivered"})
+    for event_id in rng.sample(delivered, min(REDELIVERIES_PER_WAVE, len(delivered))):
+        await cardco.post(f"{control_url}/webhooks/redeliver/{event_id}")
+        done["webhook:redeliver"] += 1
+    paid = sorted(p["id"] for p in (await cardco.get(f"{control_url}/ledger")).json()["payouts"]
+                  if p["status"] == "paid")
+    if paid and rng.random() < P_PAYOUT_RETURN:
+        await cardco.post(f"{control_url}/payouts/{rng.choice(paid)}/return")
+        done["payout:return"] += 1
+    return done
 
 
 async def _disrupt(d: schedule.Disruption, fleet: Fleet, gateway: Gateway, progress: Progress) -> None:

@@ -30,7 +30,12 @@ QUERIES = {
         SELECT attempt_id, payout_id, provider_account, client_reference, state, escalation_deadline,
                CASE WHEN state IN ('Claimed', 'Started') THEN lease_expires_at END AS lease_expires_at
           FROM payout_recall_attempts""",
-    "grants": "SELECT payout_id, state, expires_at FROM payout_grants",
+    "refund_attempts": """
+        SELECT attempt_id, order_id, provider_account, client_reference, state, escalation_deadline,
+               CASE WHEN state IN ('Claimed', 'Started') THEN lease_expires_at END AS lease_expires_at
+          FROM payment_refund_attempts""",
+    "grants": "SELECT payout_id AS owner, state, expires_at FROM payout_grants",
+    "refund_grants": "SELECT order_id AS owner, state, expires_at FROM payment_refund_grants",
     "escalations": "SELECT escalation_key, attempt_id, reason, details, resolved_at FROM payment_escalations",
     "notifications": """
         SELECT e.event_id, e.provider_account, e.notification_key, e.attempt_id, e.detail,
@@ -55,6 +60,8 @@ SELECT (SELECT count(*) FROM payment_attempts
             OR (state = 'Unknown' AND escalation_deadline > %(now)s))
      + (SELECT count(*) FROM payout_recall_attempts WHERE state IN ('Claimed', 'Started')
             OR (state = 'Unknown' AND escalation_deadline > %(now)s))
+     + (SELECT count(*) FROM payment_refund_attempts WHERE state IN ('Claimed', 'Started')
+            OR (state = 'Unknown' AND escalation_deadline > %(now)s))
      + (SELECT count(*) FROM payouts p WHERE state = 'Approved' AND EXISTS (
             SELECT 1 FROM payout_grants g WHERE g.payout_id = p.payout_id AND g.state = 'Issued'
                AND g.expires_at > %(now)s))
@@ -78,7 +85,8 @@ async def pending_webhooks(http: httpx.AsyncClient, control_url: str) -> int:
     return sum(1 for d in deliveries if d["state"] == "pending" and not d["held_for_reorder"])
 
 
-async def read(http: httpx.AsyncClient, control_url: str, sink_url: str, database_url: str) -> Snapshot:
+async def read(http: httpx.AsyncClient, control_url: str, sink_url: str, database_url: str,
+               cancelled_orders: frozenset[str]) -> Snapshot:
     ledger = (await http.get(f"{control_url}/ledger")).json()
     requests = (await http.get(f"{control_url}/requests")).json()["requests"]
     deliveries = (await http.get(f"{control_url}/webhooks")).json()["deliveries"]
@@ -89,4 +97,5 @@ async def read(http: httpx.AsyncClient, control_url: str, sink_url: str, databas
         for name, sql in QUERIES.items():
             rows[name] = conn.execute(sql).fetchall()  # type: ignore[arg-type]
     return Snapshot(now=now, ledger_payments=ledger["payments"], ledger_payouts=ledger["payouts"],
-                    requests=requests, deliveries=deliveries, sink=sink, **rows)
+                    ledger_refunds=ledger["refunds"],
+                    requests=requests, deliveries=deliveries, sink=sink, cancelled_orders=cancelled_orders, **rows)

@@ -63,6 +63,13 @@ def test_two_effective_payments_for_one_order_are_a_violation_a_decline_beside_o
     assert invariants.one_payment_per_order(broken) == ["order ORD-1: 2 payments took effect"]
 
 
+def test_an_order_refunded_twice_is_a_violation() -> None:
+    refunds = [{**_payment("ORD-1-r1", "succeeded", "re_1")}, {**_payment("ORD-1-r2", "failed", "re_2")}]
+    assert invariants.one_refund_per_order(Snapshot(NOW, ledger_refunds=refunds)) == []
+    refunds[1]["status"] = "succeeded"
+    assert invariants.one_refund_per_order(Snapshot(NOW, ledger_refunds=refunds)) == ["order ORD-1: refunded 2 times"]
+
+
 def test_a_payout_paid_twice_is_a_violation() -> None:
     paid = [{**_payment("PAY-1-a1", "paid"), "id": "po_1"}, {**_payment("PAY-1-a2", "returned"), "id": "po_2"}]
     assert invariants.one_payout_per_payout(Snapshot(NOW, ledger_payouts=paid[:1])) == []
@@ -84,22 +91,32 @@ def test_an_unresolved_attempt_is_a_violation_unless_unknown_past_its_deadline_w
                  escalations=[_escalation("attempt:att-ORD-1-a1:deadline"), _escalation("attempt:att-ORD-2-a1:x")])
     assert invariants.attempts_resolved(s) == ["payment attempt ORD-2-a1 (att-ORD-2-a1) is Unknown",
                                                "payment attempt ORD-3-a1 (att-ORD-3-a1) is Started"]
-    resolved = Snapshot(NOW, payout_attempts=[escalated], escalations=[_escalation("x", resolved=True,
-                                                                                   attempt_id="att-ORD-1-a1")])
-    assert invariants.attempts_resolved(resolved) == ["payout attempt ORD-1-a1 (att-ORD-1-a1) is Unknown"]
+    resolved = Snapshot(NOW, payout_attempts=[escalated], refund_attempts=[_attempt("ORD-5-r1", "Claimed")],
+                        escalations=[_escalation("x", resolved=True, attempt_id="att-ORD-1-a1")])
+    assert invariants.attempts_resolved(resolved) == ["payout attempt ORD-1-a1 (att-ORD-1-a1) is Unknown",
+                                                      "refund attempt ORD-5-r1 (att-ORD-5-r1) is Claimed"]
 
 
-def test_an_approved_payout_whose_grant_lapsed_unused_needs_an_escalation() -> None:
-    payouts = [{"payout_id": f"PAY-{n}", "state": "Approved"} for n in range(1, 5)]
-    grants = [{"payout_id": "PAY-1", "state": "Issued", "expires_at": NOW + timedelta(seconds=9)},
-              {"payout_id": "PAY-2", "state": "Issued", "expires_at": NOW - timedelta(seconds=1)},
-              {"payout_id": "PAY-3", "state": "Expired", "expires_at": NOW - timedelta(seconds=1)},
-              {"payout_id": "PAY-4", "state": "Consumed", "expires_at": NOW - timedelta(seconds=1)}]
-    assert invariants.payouts_resolved(Snapshot(NOW, payouts=payouts, grants=grants)) == [
+def test_a_grant_that_lapsed_unused_needs_an_escalation_naming_its_payout_or_order() -> None:
+    payouts = [{"payout_id": f"PAY-{n}", "state": "Approved"} for n in range(1, 5)] + [
+        {"payout_id": "PAY-5", "state": "Paid"}]
+    lapsed = NOW - timedelta(seconds=1)
+    grants = [{"owner": "PAY-1", "state": "Issued", "expires_at": NOW + timedelta(seconds=9)},
+              {"owner": "PAY-2", "state": "Issued", "expires_at": lapsed},
+              {"owner": "PAY-3", "state": "Expired", "expires_at": lapsed},
+              {"owner": "PAY-4", "state": "Consumed", "expires_at": lapsed},
+              {"owner": "PAY-5", "state": "Expired", "expires_at": lapsed}]
+    orders = [{"order_id": "ORD-1", "state": "Paid"}, {"order_id": "ORD-2", "state": "Refunded"}]
+    refund_grants = [{"owner": "ORD-1", "state": "Expired", "expires_at": lapsed},
+                     {"owner": "ORD-2", "state": "Expired", "expires_at": lapsed}]
+    s = Snapshot(NOW, payouts=payouts, grants=grants, orders=orders, refund_grants=refund_grants)
+    assert invariants.grants_used_or_escalated(s) == [
         "payout PAY-2: its grant lapsed unused and nobody was told",
-        "payout PAY-3: its grant lapsed unused and nobody was told"]
-    told = [_escalation("grant:g2:expired", payout_id="PAY-2"), _escalation("grant:g3:expired", payout_id="PAY-3")]
-    assert invariants.payouts_resolved(Snapshot(NOW, payouts=payouts, grants=grants, escalations=told)) == []
+        "payout PAY-3: its grant lapsed unused and nobody was told",
+        "refund of order ORD-1: its grant lapsed unused and nobody was told"]
+    told = [_escalation(f"grant:{n}:expired", owner=n) for n in ("PAY-2", "PAY-3", "ORD-1")]
+    s = Snapshot(NOW, payouts=payouts, grants=grants, orders=orders, refund_grants=refund_grants, escalations=told)
+    assert invariants.grants_used_or_escalated(s) == []
 
 
 def test_failed_or_not_applied_while_cardco_holds_the_money_is_a_violation() -> None:
@@ -111,12 +128,29 @@ def test_failed_or_not_applied_while_cardco_holds_the_money_is_a_violation() -> 
 
 
 def test_a_succeeded_payment_needs_a_paid_order_and_a_paid_order_needs_its_payment() -> None:
-    ledger = [_payment("ORD-1-a2"), _payment("ORD-2-a1", "refunded", "pay_2"), _payment("ORD-3-a1", pid="pay_3")]
+    ledger = [_payment("ORD-1-a2"), _payment("ORD-2-a1", "refunded", "pay_2"), _payment("ORD-3-a1", pid="pay_3"),
+              _payment("ORD-5-a1", pid="pay_5"), _payment("ORD-6-a1", pid="pay_6"), _payment("ORD-7-a1", "refunded")]
     orders = [{"order_id": "ORD-1", "state": "Paid"}, {"order_id": "ORD-2", "state": "Refunded"},
-              {"order_id": "ORD-3", "state": "Cancelled"}, {"order_id": "ORD-4", "state": "Paid"}]
-    assert invariants.orders_match_ledger(Snapshot(NOW, ledger_payments=ledger, orders=orders)) == [
+              {"order_id": "ORD-3", "state": "Cancelled"}, {"order_id": "ORD-4", "state": "Paid"},
+              {"order_id": "ORD-5", "state": "PaidAfterCancel"}, {"order_id": "ORD-6", "state": "PaidAfterCancel"},
+              {"order_id": "ORD-7", "state": "Paid"}]
+    owed = [_escalation("order:ORD-5:refund-owed", order_id="ORD-5")]
+    assert invariants.orders_match_ledger(Snapshot(NOW, ledger_payments=ledger, orders=orders, escalations=owed)) == [
         "order ORD-3 is Cancelled while CardCo's payment is succeeded",
+        "order ORD-6 is PaidAfterCancel while CardCo's payment is succeeded",
+        "order ORD-7 is Paid while CardCo's payment is refunded",
         "order ORD-4 is Paid but CardCo holds no payment for it"]
+
+
+def test_a_payment_that_succeeded_after_an_accepted_cancellation_is_refunded_or_escalated() -> None:
+    ledger = [_payment("ORD-1-a1"), _payment("ORD-2-a1", "refunded", "pay_2"), _payment("ORD-3-a1", pid="pay_3"),
+              _payment("ORD-4-a1", pid="pay_4")]
+    orders = [{"order_id": "ORD-1", "state": "Paid"}, {"order_id": "ORD-2", "state": "Refunded"},
+              {"order_id": "ORD-3", "state": "PaidAfterCancel"}, {"order_id": "ORD-4", "state": "Paid"}]
+    s = Snapshot(NOW, ledger_payments=ledger, orders=orders, cancelled_orders=frozenset({"ORD-1", "ORD-2", "ORD-3"}),
+                 escalations=[_escalation("order:ORD-3:refund-owed", order_id="ORD-3")])
+    assert invariants.cancellations_respected(s) == [
+        "order ORD-1: cancellation accepted, CardCo's pay_1 stays succeeded, the order is Paid"]
 
 
 def test_every_dispatched_effect_reaches_the_sink_and_a_key_never_carries_two_payloads() -> None:
@@ -140,7 +174,8 @@ def test_effects_of_one_ordering_key_arrive_in_the_order_they_were_written() -> 
 def test_an_acknowledged_webhook_is_stored_and_applied_or_escalated() -> None:
     deliveries = [_delivery("evt_1"), _delivery("evt_2"), _delivery("evt_3"), _delivery("evt_4", state="failed"),
                   _delivery(None, n=5), _delivery(None, n=6)]
-    notifications = [_notification("evt_1"), _notification("evt_2", attempt_id=None, escalation_key="unmatched:1"),
+    notifications = [_notification("evt_1", attempt_id=None, refund_attempt_id="r-1"),
+                     _notification("evt_2", attempt_id=None, escalation_key="unmatched:1"),
                      _notification(None, attempt_id=None)]
     s = Snapshot(NOW, deliveries=deliveries, notifications=notifications, escalations=[_escalation("unmatched:1")])
     assert invariants.webhooks_accounted(s) == [

@@ -37,7 +37,7 @@ def test_fault_rules_are_valid_cardco_rules_bound_to_their_reference_and_cover_t
     rng = random.Random(3)
     seen: Counter[str] = Counter()
     for n in range(3000):
-        subject = ("payment", "payout", "recall")[n % 3]
+        subject = ("payment", "payout", "recall", "refund")[n % 4]
         for rule in faults.choose(rng, subject, f"REF-{n}-a1"):
             FaultRule.model_validate(rule)  # CardCo refuses an action that does not fit its operation
             assert rule["client_reference"] == f"REF-{n}-a1" and "times" not in rule
