@@ -24,7 +24,10 @@ Row = dict[str, Any]
 PAID_PAYMENT = frozenset({"succeeded", "refunded"})
 PAID_PAYOUT = frozenset({"paid", "returned"})
 PAID_ORDER = frozenset({"Paid", "PaidAfterCancel", "Refunded"})
-UNRESOLVED = frozenset({"NotStarted", "Claimed", "Started", "Unknown"})
+# A checkout attempt's NotStarted may still be sent; a payout, recall or refund attempt's NotStarted
+# is a resolution (seed 000: a lapsed claim that never reached Started).
+UNRESOLVED = frozenset({"NotStarted", "Started", "Unknown"})
+PIPELINE_UNRESOLVED = frozenset({"Claimed", "Started", "Unknown"})
 NEGATIVE = frozenset({"Failed", "NotApplied"})
 CREATES = ("/v1/payments", "/v1/payouts")
 
@@ -101,10 +104,11 @@ def resends_byte_identical(s: Snapshot) -> list[str]:
             for (account, path, key), found in sorted(bodies.items()) if len(found) > 1]
 
 
-def _resolved_or_escalated(s: Snapshot, rows: Iterable[Row], what: str) -> list[str]:
+def _resolved_or_escalated(s: Snapshot, rows: Iterable[Row], what: str,
+                           unresolved: frozenset[str] = PIPELINE_UNRESOLVED) -> list[str]:
     found = []
     for row in rows:
-        if row["state"] not in UNRESOLVED:
+        if row["state"] not in unresolved:
             continue
         attempt = str(row["attempt_id"])
         deadline = row["escalation_deadline"]
@@ -117,7 +121,7 @@ def _resolved_or_escalated(s: Snapshot, rows: Iterable[Row], what: str) -> list[
 
 def attempts_resolved(s: Snapshot) -> list[str]:
     """Every attempt resolved, or Unknown with an open escalation past its deadline."""
-    return (_resolved_or_escalated(s, s.payment_attempts, "payment attempt")
+    return (_resolved_or_escalated(s, s.payment_attempts, "payment attempt", UNRESOLVED)
             + _resolved_or_escalated(s, s.payout_attempts, "payout attempt")
             + _resolved_or_escalated(s, s.recall_attempts, "recall attempt")
             + _resolved_or_escalated(s, s.refund_attempts, "refund attempt"))
@@ -307,7 +311,7 @@ def no_lease_past_expiry(s: Snapshot) -> list[str]:
                        ("recall attempt", s.recall_attempts), ("refund attempt", s.refund_attempts)):
         for row in rows:
             expires = row.get("lease_expires_at")
-            if row["state"] in UNRESOLVED and expires is not None and expires < s.now - s.grace:
+            if row["state"] in UNRESOLVED | PIPELINE_UNRESOLVED and expires is not None and expires < s.now - s.grace:
                 found.append(f"{what} {row['client_reference']}: lease expired {expires:%H:%M:%S}, still held")
     return found
 

@@ -91,7 +91,8 @@ def test_an_unresolved_attempt_is_a_violation_unless_unknown_past_its_deadline_w
                  escalations=[_escalation("attempt:att-ORD-1-a1:deadline"), _escalation("attempt:att-ORD-2-a1:x")])
     assert invariants.attempts_resolved(s) == ["payment attempt ORD-2-a1 (att-ORD-2-a1) is Unknown",
                                                "payment attempt ORD-3-a1 (att-ORD-3-a1) is Started"]
-    resolved = Snapshot(NOW, payout_attempts=[escalated], refund_attempts=[_attempt("ORD-5-r1", "Claimed")],
+    resolved = Snapshot(NOW, payout_attempts=[escalated, _attempt("PAY-1-a1", "NotStarted")],
+                        refund_attempts=[_attempt("ORD-5-r1", "Claimed")],
                         escalations=[_escalation("x", resolved=True, attempt_id="att-ORD-1-a1")])
     assert invariants.attempts_resolved(resolved) == ["payout attempt ORD-1-a1 (att-ORD-1-a1) is Unknown",
                                                       "refund attempt ORD-5-r1 (att-ORD-5-r1) is Claimed"]
