@@ -12,7 +12,11 @@ import base64
 import json
 from typing import Any
 
+import pytest
+
 from gateway.clock import ManualClock
+from gateway.pipeline import transitions
+from gateway.refunds import attempts as refund_kind
 from tests.conftest import TEST_ACCOUNT
 from tests.integration.refunds.conftest import (
     Shop,
@@ -180,3 +184,27 @@ async def test_an_unconfirmed_refund_past_its_deadline_is_escalated_like_any_unk
     assert escalation["details"]["order_id"] == "ORD-5521"
     [attempt] = await refund_rows(shop, "payment_refund_attempts")
     assert attempt["state"] == "Unknown"  # never rounded off
+
+
+async def test_a_refund_request_that_drifted_from_its_effect_record_is_never_sent(
+        shop: Shop, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seed 001, "Stable identity and exact bytes": "A second worker may resume the intent. It may
+    not improvise a second payment." The refund's effect record commits with its claim; a request
+    that no longer derives the same digest (here: another reference and expiry) is refused by the
+    send gate before any call, left Unknown and escalated."""
+    await _refund_requested(shop)
+    started = transitions.mark_started
+
+    async def started_then_drifted(*args: Any, **kwargs: Any) -> bool:
+        confirmed = await started(*args, **kwargs)
+        monkeypatch.setattr(refund_kind, "refund_body", lambda attempt: json.dumps(
+            {"client_reference": "ORD-5521-r9", "expires_at": "2030-01-01T00:00:00Z"}).encode())
+        return confirmed
+
+    monkeypatch.setattr(transitions, "mark_started", started_then_drifted)
+    assert await run_refund(shop, await refund_job(shop)) == "request.not-buildable.effect-digest-mismatch"
+    assert refund_calls(shop) == []
+    [attempt] = await refund_rows(shop, "payment_refund_attempts")
+    assert attempt["state"] == "Unknown"
+    keys = [e["escalation_key"] for e in await shop.services.db.fetch_all("SELECT * FROM payment_escalations")]
+    assert keys == [f"payment-refund-attempt:{attempt['attempt_id']}:effect-digest-mismatch"]
