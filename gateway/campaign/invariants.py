@@ -112,7 +112,8 @@ def _resolved_or_escalated(s: Snapshot, rows: Iterable[Row], what: str,
             continue
         attempt = str(row["attempt_id"])
         deadline = row["escalation_deadline"]
-        if row["state"] == "Unknown" and deadline is not None and deadline <= s.now and \
+        # Seed 004: a stalled Started attempt is treated as Unknown; escalating never changes the row.
+        if row["state"] in ("Started", "Unknown") and deadline is not None and deadline <= s.now and \
                 s.open_escalation_naming(attempt):
             continue
         found.append(f"{what} {row['client_reference']} ({attempt}) is {row['state']}")
@@ -120,7 +121,8 @@ def _resolved_or_escalated(s: Snapshot, rows: Iterable[Row], what: str,
 
 
 def attempts_resolved(s: Snapshot) -> list[str]:
-    """Every attempt resolved, or Unknown with an open escalation past its deadline."""
+    """Every attempt resolved, or Unknown (or a stalled Started, which recovery treats as Unknown)
+    with an open escalation past its deadline."""
     return (_resolved_or_escalated(s, s.payment_attempts, "payment attempt", UNRESOLVED)
             + _resolved_or_escalated(s, s.payout_attempts, "payout attempt")
             + _resolved_or_escalated(s, s.recall_attempts, "recall attempt")

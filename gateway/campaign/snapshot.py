@@ -52,8 +52,8 @@ QUERIES = {
 # Fresh operator alerts do not count: reminders for open escalations keep adding them.
 MOVING = """
 SELECT (SELECT count(*) FROM payment_attempts
-         WHERE state IN ('NotStarted', 'Started')
-            OR (state = 'Unknown' AND (escalation_deadline > %(now)s OR NOT EXISTS (
+         WHERE state = 'NotStarted'
+            OR (state IN ('Started', 'Unknown') AND (escalation_deadline > %(now)s OR NOT EXISTS (
                   SELECT 1 FROM payment_escalations e
                    WHERE e.attempt_id = payment_attempts.attempt_id AND e.resolved_at IS NULL))))
      + (SELECT count(*) FROM payout_attempts WHERE state IN ('Claimed', 'Started')

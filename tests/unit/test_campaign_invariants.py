@@ -87,8 +87,10 @@ def test_an_unresolved_attempt_is_a_violation_unless_unknown_past_its_deadline_w
     escalated = _attempt("ORD-1-a1", "Unknown")
     early = _attempt("ORD-2-a1", "Unknown", escalation_deadline=NOW + timedelta(seconds=30))
     started = _attempt("ORD-3-a1", "Started")
-    s = Snapshot(NOW, payment_attempts=[escalated, early, started, _attempt("ORD-4-a1", "Succeeded")],
-                 escalations=[_escalation("attempt:att-ORD-1-a1:deadline"), _escalation("attempt:att-ORD-2-a1:x")])
+    stalled = _attempt("ORD-5-a1", "Started")  # seed 004: recovery treats a stalled Started as Unknown
+    s = Snapshot(NOW, payment_attempts=[escalated, early, started, _attempt("ORD-4-a1", "Succeeded"), stalled],
+                 escalations=[_escalation("attempt:att-ORD-1-a1:deadline"), _escalation("attempt:att-ORD-2-a1:x"),
+                              _escalation("attempt:att-ORD-5-a1:resend-not-safe:order-not-payable")])
     assert invariants.attempts_resolved(s) == ["payment attempt ORD-2-a1 (att-ORD-2-a1) is Unknown",
                                                "payment attempt ORD-3-a1 (att-ORD-3-a1) is Started"]
     resolved = Snapshot(NOW, payout_attempts=[escalated, _attempt("PAY-1-a1", "NotStarted")],
