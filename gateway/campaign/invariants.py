@@ -211,14 +211,18 @@ def _business(s: Snapshot) -> list[Row]:
 
 
 def sink_once_per_dedup_key(s: Snapshot) -> list[str]:
-    """Every merchant effect delivered, each dedup key standing for one effect: a delivered row is
-    at the sink, and the sink never got two different payloads under one key. (A redelivery of
+    """Every merchant effect written and delivered, each dedup key standing for one effect: a
+    succeeded payment has its effect in the outbox, a delivered row is at the sink, and the sink
+    never got two different payloads under one key. (A redelivery of
     the same message, e.g. after a worker died between the POST and its commit, is what the dedup
     key is for; the report counts those separately.)"""
     found = []
     payloads: dict[str, set[str]] = defaultdict(set)
     for message in s.sink:
         payloads[message["dedup_key"]].add(repr(sorted(message["payload"].items())))
+    written = {row["ordering_key"] for row in _business(s)}
+    found += [f"payment attempt {a['client_reference']} succeeded, no merchant effect was written"
+              for a in s.payment_attempts if a["state"] == "Succeeded" and f"attempt:{a['attempt_id']}" not in written]
     for row in _business(s):
         if row["dispatched_at"] is not None and row["dedup_key"] not in payloads:
             found.append(f"outbox {row['message_id']} ({row['dedup_key']}) dispatched, never received")

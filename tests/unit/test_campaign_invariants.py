@@ -161,8 +161,10 @@ def test_every_dispatched_effect_reaches_the_sink_and_a_key_never_carries_two_pa
               _outbox(3, "alert:1", ordering=None, kind="operator-alert")]
     sink = [_sink("attempt:1:order-confirmation"), _sink("attempt:1:order-confirmation"),
             _sink("attempt:9:x", v=1), _sink("attempt:9:x", v=2)]
-    s = Snapshot(NOW, outbox=outbox, sink=sink)
+    attempts = [{**_attempt("ORD-1-a1", "Succeeded"), "attempt_id": "1"}, _attempt("ORD-2-a1", "Succeeded")]
+    s = Snapshot(NOW, outbox=outbox, sink=sink, payment_attempts=attempts)
     assert invariants.sink_once_per_dedup_key(s) == [
+        "payment attempt ORD-2-a1 succeeded, no merchant effect was written",
         "outbox 2 (attempt:2:order-confirmation) dispatched, never received", "attempt:9:x: 2 different payloads"]
     assert invariants.sink_redeliveries(s) == 2
 
