@@ -1,17 +1,22 @@
 """Benchmark: checkouts per second, the gateway's own latency, and database round trips per
-checkout (issue 4; bench/README.md).
+checkout (issue 4, issue 13; bench/README.md).
 
-    python bench/checkout.py [--duration 10] [--connections 16] [--orders 20000]
+    python bench/checkout.py [--duration 10] [--connections 16] [--orders 20000] [--json PATH]
 
-The real gateway app (Starlette, auth, the checkout flow, the attempts repository) runs in this
-process on an embedded PostgreSQL; ``--connections`` concurrent clients POST
-``/v1/orders/{id}/payment`` for distinct Open orders through httpx's ASGI transport; CardCo answers
-immediately, in-process. Each checkout's provider call is timed on its own, so the gateway's own
-latency is the total minus the call. Round trips are counted at the driver: every statement outside
-a pipeline, every pipeline, every BEGIN/COMMIT, and every pool connection check. The ceiling,
-measured in the same run on the same database with the same number of clients: pgbench running the
-same three transactions (bench/checkout_txn.sql). A ratio of 1.0 would mean the gateway adds
-nothing to the database's work.
+Three kinds of process on loopback, none sharing a process with another: the gateway under uvicorn
+(uvloop, httptools, one worker, no access log, as bench/notifications.py runs it) on an embedded
+PostgreSQL; CardCo (provider_fake.app) under its own uvicorn, answering at once; and wrk as the
+load generator (bench/checkout.lua), each request the checkout of its own Open order, POST
+``/v1/orders/{id}/payment`` with a customer's bearer token. Each confirmed effect is certified, as in
+production (a signing key is configured).
+
+- **checkouts/s, p50/p99** at ``--connections`` clients, and at 1 client;
+- **gateway's own p50** at 1 client: the checkout's p50 minus CardCo's own p50 for the same
+  payment call at 1 client (measured from this process, one call after another);
+- **round trips / statements per checkout** as PostgreSQL sees them (bench/support.py WireCounter:
+  checkouts one at a time through a counting proxy);
+- **ratio** to pgbench running the same three transactions (bench/checkout_txn.sql) with the same
+  clients on the same database in the same run. 1.0 would mean the gateway adds nothing.
 """
 
 from __future__ import annotations
@@ -19,121 +24,171 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import itertools
+import json
+import os
+import re
 import secrets
 import statistics
+import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import httpx
-import respx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.support import ACCOUNT, BENCH, RoundTrips, embedded_database, insert_orders, pgbench  # noqa: E402
-from gateway.app import create_app  # noqa: E402
+from bench.support import (  # noqa: E402
+    ACCOUNT,
+    BENCH,
+    SERVER_PIDS,
+    WireCounter,
+    cpu_seconds,
+    embedded_database,
+    insert_orders,
+    pgbench,
+    profiled,
+    progress,
+    uvicorn,
+)
+from gateway.auth.tokens import Tokens  # noqa: E402
 from gateway.clock import SystemClock  # noqa: E402
-from gateway.logs import configure_logging  # noqa: E402
-from gateway.services import Services  # noqa: E402
-from gateway.settings import build_settings  # noqa: E402
-from provider_fake import CardCo, CardCoConfig  # noqa: E402
-from provider_fake.config import Account  # noqa: E402
-from provider_fake.inprocess import mount  # noqa: E402
+from gateway.local.servers import free_port  # noqa: E402
+from gateway.store.db import Database  # noqa: E402
 
-CARDCO_URL = "http://cardco.bench"
+API_KEY = "ck_bench"
+PEPPER = "bench"
 MAX_DURATION_S = 20
+WIRE_COUNT = 300  # checkouts sent one at a time through the wire counter
+CARDCO_SAMPLES = 1000  # CardCo payment calls timed one after another
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+def gateway_env(url: str, cardco: str) -> dict[str, str]:
+    key = {"key_id": "bench-1", "active": True, "private_key": base64.b64encode(secrets.token_bytes(32)).decode()}
+    account = {"id": ACCOUNT, "base_url": cardco, "api_key": API_KEY, "webhook_endpoint_id": "cardco-test"}
+    return {"DATABASE_URL": url, "REDIS_URL": f"redis://127.0.0.1:{free_port()}/0", "PAYGATE_TOKEN_PEPPER": PEPPER,
+            "PAYGATE_LOG_LEVEL": "warning", "PAYGATE_PROVIDER_ACCOUNTS": json.dumps([account]),
+            "PAYGATE_CERTIFICATE_KEYS": json.dumps([key])}
 
 
-async def gateway_run(url: str, connections: int, duration: float, orders: int, trips: RoundTrips) -> dict[str, float]:
-    settings = build_settings({
-        "database_url": url, "redis_url": "redis://127.0.0.1:1/0", "token_pepper": "bench", "log_level": "warning",
-        "db_pool_size": connections,
-        # A signing key, so each confirmed effect is certified as in production (seed 001).
-        "certificate_keys": [{"key_id": "bench-1", "active": True,
-                              "private_key": base64.b64encode(secrets.token_bytes(32)).decode()}],
-        "provider_accounts": [{"id": ACCOUNT, "base_url": CARDCO_URL, "api_key": "ck_bench",
-                               "webhook_endpoint_id": "cardco-test"}]})
-    cardco = CardCo(CardCoConfig(accounts=[Account(id=ACCOUNT, api_key="ck_bench")]))
-    services = await Services.open(settings, SystemClock())
-    provider_s: list[float] = []
-    create_payment = services.payments.create_payment
-
-    async def timed_call(*args: Any, **kwargs: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            return await create_payment(*args, **kwargs)
-        finally:
-            provider_s.append(time.perf_counter() - started)
-
-    services.payments.create_payment = timed_call  # type: ignore[method-assign]
-    token = await services.tokens.create("customer", "cus_bench")
-    app = create_app(settings, services=services)
-    totals: list[float] = []
-    next_order = itertools.count(1)
-    deadline = time.perf_counter() + duration
+async def customer_token(url: str) -> str:
+    db = await Database.open(url, size=1)
     try:
-        with respx.mock(assert_all_called=False) as router:
-            mount(router, cardco, CARDCO_URL)
-            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gateway.bench",
-                                         headers={"Authorization": f"Bearer {token}"}) as http:
-                async def client() -> None:
-                    while time.perf_counter() < deadline:
-                        number = next(next_order)
-                        if number > orders:
-                            return
-                        started = time.perf_counter()
-                        response = await http.post(f"/v1/orders/ORD-{number}/payment")
-                        if response.status_code != 200:
-                            raise RuntimeError(f"checkout answered {response.status_code}: {response.text}")
-                        totals.append(time.perf_counter() - started)
-
-                trips.count = 0
-                began = time.perf_counter()
-                await asyncio.gather(*(client() for _ in range(connections)))
-                elapsed = time.perf_counter() - began
+        return await Tokens(db, SystemClock(), PEPPER).create("customer", "cus_bench")
     finally:
-        await services.close()
-    own = [total - call for total, call in zip(totals, provider_s, strict=False)]
-    return {"rate": len(totals) / elapsed, "count": len(totals), "p50": percentile(totals, 0.5) * 1000,
-            "p99": percentile(totals, 0.99) * 1000, "own_p50": percentile(own, 0.5) * 1000,
-            "own_p99": percentile(own, 0.99) * 1000, "provider_p50": statistics.median(provider_s) * 1000,
-            "round_trips": trips.count / max(len(totals), 1)}
+        await db.close()
+
+
+def wrk(base: str, token: str, prefix: str, orders: int, connections: int, duration: int) -> dict[str, float]:
+    threads = min(connections, 2)
+    output = subprocess.run(
+        ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s", "--latency", "-s", str(BENCH / "checkout.lua"),
+         base],
+        env={**os.environ, "TOKEN": token, "PREFIX": prefix, "ORDERS": str(orders), "THREADS": str(threads)},
+        capture_output=True, text=True, check=True).stdout
+
+    def figure(pattern: str) -> float:
+        return float(re.search(pattern, output).group(1))  # type: ignore[union-attr]
+
+    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    return {"rate": figure(r"Requests/sec:\s+([\d.]+)"), "p50_ms": figure(r"P50_US (\d+)") / 1000,
+            "p99_ms": figure(r"P99_US (\d+)") / 1000, "non_2xx": float(non_2xx.group(1)) if non_2xx else 0.0,
+            "exhausted": figure(r"EXHAUSTED (\d+)"), "requests": figure(r"(\d+) requests in")}
+
+
+def cardco_p50_ms(cardco: str) -> float:
+    """CardCo's own latency for the payment call a checkout makes, one call after another."""
+    headers = {"Authorization": f"Bearer {API_KEY}", "CardCo-Account": ACCOUNT, "Content-Type": "application/json"}
+    timings = []
+    with httpx.Client(base_url=cardco, headers=headers) as http:
+        for n in range(CARDCO_SAMPLES):
+            body = json.dumps({"amount_minor": 4250, "currency": "EUR", "payment_method": "pm_card_visa",
+                               "client_reference": f"CC-{n}-a1"}, separators=(",", ":"))
+            started = time.perf_counter()
+            http.post("/v1/payments", content=body, headers={"Idempotency-Key": str(uuid.uuid4())}).raise_for_status()
+            timings.append(time.perf_counter() - started)
+    return statistics.median(timings[CARDCO_SAMPLES // 10:]) * 1000
+
+
+def wire_trips(url: str, cardco: str, token: str) -> dict[str, float]:
+    """Round trips and statements per checkout as PostgreSQL sees them, and the gateway's CPU per
+    checkout, ``WIRE_COUNT`` checkouts one at a time."""
+    insert_orders(url, "W-", WIRE_COUNT)
+    with WireCounter(url) as counter, uvicorn(["--factory", "gateway.app:app_from_environment"],
+                                              gateway_env(counter.url, cardco)) as base, \
+            httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:
+        http.post("/v1/orders/W-1/payment").raise_for_status()
+        trips, statements = counter.count()
+        cpu_before = cpu_seconds(SERVER_PIDS[base])
+        for n in range(2, WIRE_COUNT + 1):
+            http.post(f"/v1/orders/W-{n}/payment").raise_for_status()
+        after_trips, after_statements = counter.count()
+        count = WIRE_COUNT - 1
+        return {"round_trips": (after_trips - trips) / count, "statements": (after_statements - statements) / count,
+                "cpu_us_one_client": (cpu_seconds(SERVER_PIDS[base]) - cpu_before) * 1e6 / count}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=int, default=10, help=f"seconds per run (at most {MAX_DURATION_S})")
     parser.add_argument("--connections", type=int, default=16)
-    parser.add_argument("--orders", type=int, default=20_000, help="Open orders prepared for each side")
+    parser.add_argument("--orders", type=int, default=20_000, help="Open orders prepared for each run")
+    parser.add_argument("--profile", type=Path, help="directory for a py-spy profile of the gateway's loaded run")
+    parser.add_argument("--json", type=Path, help="write the figures to this file (bench/README.md)")
     args = parser.parse_args()
     duration = min(args.duration, MAX_DURATION_S)
-    configure_logging("json", "warning")
-    trips = RoundTrips()
-    trips.install()
-    with embedded_database() as (url, _):
-        for prefix in ("ORD-", "PGB-"):
+    with embedded_database() as (url, work):
+        for prefix in ("ONE-", "ORD-", "PGB-"):
             insert_orders(url, prefix, args.orders)
+        token = asyncio.run(customer_token(url))
+        config = work / "cardco.json"
+        config.write_text(json.dumps({"accounts": [{"id": ACCOUNT, "api_key": API_KEY}]}))
+        with uvicorn(["provider_fake.app:app"], {"CARDCO_CONFIG": str(config)}) as cardco:
+            progress("CardCo's own latency")
+            provider_p50 = cardco_p50_ms(cardco)
+            progress("counting round trips on the wire")
+            wire = wire_trips(url, cardco, token)
+            with uvicorn(["--factory", "gateway.app:app_from_environment"], gateway_env(url, cardco)) as base:
+                progress("1 client")
+                one = wrk(base, token, "ONE-", args.orders, 1, duration)
+                progress(f"{args.connections} clients")
+                pid = SERVER_PIDS[base]
+                cpu_before = cpu_seconds(pid)
+                profile = args.profile / "checkout.txt" if args.profile else None
+                with profiled(pid, profile):
+                    loaded = wrk(base, token, "ORD-", args.orders, args.connections, duration)
+                cpu_us = (cpu_seconds(pid) - cpu_before) * 1e6 / max(loaded["requests"], 1)
+        progress(f"pgbench, {args.connections} clients")
         ceiling = pgbench(url, BENCH / "checkout_txn.sql", args.connections, duration,
                           {"orders": args.orders, "account": ACCOUNT})
-        result = asyncio.run(gateway_run(url, args.connections, duration, args.orders, trips))
-    print(f"\ncheckout (POST /v1/orders/{{id}}/payment, CardCo answering at once), {args.connections} clients, "
-          f"{duration} s\n")
-    print(f"  checkouts/s            {result['rate']:>9.0f}   ({result['count']:.0f} in the run)")
-    print(f"  latency p50 / p99      {result['p50']:>9.2f} / {result['p99']:.2f} ms")
-    print(f"  gateway's own p50/p99  {result['own_p50']:>9.2f} / {result['own_p99']:.2f} ms  (total minus the "
-          f"provider call, p50 {result['provider_p50']:.2f} ms)")
-    print(f"  driver ops/checkout    {result['round_trips']:>9.1f}   (statements outside a pipeline, pipelines, "
-          "BEGIN/COMMIT;\n                                     transactions run in pipeline mode, so several "
-          "share one round trip)")
-    print(f"  pgbench, 3 txns        {ceiling:>9.0f} tps  (bench/checkout_txn.sql, same clients)")
-    print(f"  ratio                  {result['rate'] / ceiling:>9.2f}")
+    figures = {"clients": args.connections, "rate": loaded["rate"], "p50_ms": loaded["p50_ms"],
+               "p99_ms": loaded["p99_ms"], "gateway_p50_ms": one["p50_ms"] - provider_p50,
+               "pgbench_tps": ceiling, "ratio_pgbench": loaded["rate"] / ceiling,
+               "one_client_rate": one["rate"], "one_client_p50_ms": one["p50_ms"], "cardco_p50_ms": provider_p50,
+               "non_2xx": loaded["non_2xx"] + one["non_2xx"], "exhausted": loaded["exhausted"] + one["exhausted"],
+               "gateway_cpu_us": cpu_us, **wire}
+    report(figures, duration)
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1) + "\n")
+
+
+def report(f: dict[str, Any], duration: int) -> None:
+    print(f"\ncheckout (POST /v1/orders/{{id}}/payment; gateway, CardCo and wrk in their own processes), "
+          f"{duration} s per run\n")
+    print(f"  checkouts/s, {f['clients']} clients  {f['rate']:>9.0f}   p50 {f['p50_ms']:.2f} ms,"
+          f" p99 {f['p99_ms']:.2f} ms")
+    print(f"  checkouts/s, 1 client     {f['one_client_rate']:>9.0f}   p50 {f['one_client_p50_ms']:.2f} ms")
+    print(f"  gateway's own p50         {f['gateway_p50_ms']:>9.2f} ms (1 client, minus CardCo's own p50 "
+          f"{f['cardco_p50_ms']:.2f} ms)")
+    print(f"  round trips / statements  {f['round_trips']:>9.1f} / {f['statements']:.1f} per checkout (on the wire)")
+    print(f"  gateway CPU per checkout  {f['gateway_cpu_us']:>9.0f} us loaded, {f['cpu_us_one_client']:.0f} us "
+          "at 1 client")
+    print(f"  pgbench, 3 txns           {f['pgbench_tps']:>9.0f} tps  (bench/checkout_txn.sql, same clients)")
+    print(f"  ratio                     {f['ratio_pgbench']:>9.2f}")
+    if f["non_2xx"] or f["exhausted"]:
+        print(f"  NOT CLEAN: {f['non_2xx']:.0f} non-2xx, {f['exhausted']:.0f} past the prepared orders")
 
 
 if __name__ == "__main__":

@@ -22,12 +22,26 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+import httpx
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.support import ACCOUNT, BENCH, embedded_database, insert_orders, pgbench, uvicorn  # noqa: E402
+from bench.support import (  # noqa: E402
+    ACCOUNT,
+    BENCH,
+    SERVER_PIDS,
+    WireCounter,
+    cpu_seconds,
+    embedded_database,
+    insert_orders,
+    pgbench,
+    profiled,
+    progress,
+    uvicorn,
+)
 from gateway.local.servers import free_port  # noqa: E402
 from provider_fake.signing import sign_v1  # noqa: E402
 
@@ -35,6 +49,7 @@ ENDPOINT = "cardco-test"
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 PGBENCH_ATTEMPTS = 10_000
 MAX_DURATION_S = 20
+WIRE_COUNT = 500  # notifications sent one at a time through the wire counter
 
 _ATTEMPTS = """
 INSERT INTO payment_attempts (attempt_id, order_id, customer_id, attempt_number, provider_account, endpoint,
@@ -102,40 +117,92 @@ def gateway_env(url: str) -> dict[str, str]:
             "PAYGATE_LOG_LEVEL": "warning", "PAYGATE_PROVIDER_ACCOUNTS": json.dumps([account])}
 
 
+def wire_trips(url: str, count: int) -> dict[str, float]:
+    """Round trips and statements per notification as PostgreSQL sees them (bench/support.py
+    WireCounter): a gateway whose database connection runs through the counting proxy takes
+    ``count`` unique notifications one at a time, then the same ones again as duplicates."""
+    prefix = "W-"
+    prepare_attempts(url, prefix, count)
+    lines = [line.split("\t") for line in signed_lines(prefix, count, False)]
+    figures: dict[str, float] = {}
+    with WireCounter(url) as counter, \
+            uvicorn(["--factory", "gateway.app:app_from_environment"], gateway_env(counter.url)) as base, \
+            httpx.Client(base_url=base) as client:
+        pid = SERVER_PIDS[base]
+        for mix in ("unique", "duplicates"):
+            trips, statements = counter.count()
+            cpu_before = cpu_seconds(pid)
+            for path, msg_id, timestamp, signature, body in lines:
+                response = client.post(path, content=body, headers={
+                    "content-type": "application/json", "webhook-id": msg_id, "webhook-timestamp": timestamp,
+                    "webhook-signature": signature})
+                response.raise_for_status()
+            after_trips, after_statements = counter.count()
+            figures[f"{mix}_cpu_us"] = (cpu_seconds(pid) - cpu_before) * 1e6 / count
+            figures[f"{mix}_trips"] = (after_trips - trips) / count
+            figures[f"{mix}_statements"] = (after_statements - statements) / count
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=int, default=10, help=f"seconds per load run (at most {MAX_DURATION_S})")
     parser.add_argument("--connections", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--events", type=int, default=30_000, help="pre-signed requests per gateway run")
+    parser.add_argument("--profile", type=Path, help="directory for py-spy profiles of the gateway's runs")
+    parser.add_argument("--json", type=Path, help="write the figures to this file (bench/README.md)")
     args = parser.parse_args()
     duration = min(args.duration, MAX_DURATION_S)
     with embedded_database() as (url, work):
         prepare_attempts(url, "PGB-", PGBENCH_ATTEMPTS, with_payment_id=True)
-        rows = []
+        progress("counting round trips on the wire")
+        trips = wire_trips(url, WIRE_COUNT)
+        runs = []
         with uvicorn(["bench.bare_app:app"], {}) as bare_base, \
                 uvicorn(["--factory", "gateway.app:app_from_environment"], gateway_env(url)) as gateway_base:
             for connections in args.connections:
                 ceiling_db = pgbench(url, BENCH / "notification_txn.sql", connections, duration,
                                      {"attempts": PGBENCH_ATTEMPTS, "account": ACCOUNT})
-                for mix in (False, True):
-                    prefix = f"B{connections}{'d' if mix else 'u'}-"
+                for mix in ("unique", "duplicates"):
+                    prefix = f"B{connections}{mix[0]}-"
                     requests_file = work / f"{prefix}requests.tsv"
                     prepare_attempts(url, prefix, args.events)
-                    requests_file.write_text("\n".join(signed_lines(prefix, args.events, mix)) + "\n")
+                    requests_file.write_text("\n".join(signed_lines(prefix, args.events, mix == "duplicates")) + "\n")
+                    progress(f"{connections} senders, {mix}")
                     ceiling_http = wrk(bare_base, requests_file, connections, duration)
-                    result = wrk(gateway_base, requests_file, connections, duration)
-                    rows.append((connections, "50% duplicates" if mix else "unique", result, ceiling_db, ceiling_http))
-    report(rows, duration)
+                    profile = args.profile / f"notifications-{prefix.rstrip('-')}.txt" if args.profile else None
+                    pid = SERVER_PIDS[gateway_base]
+                    cpu_before = cpu_seconds(pid)
+                    with profiled(pid, profile):
+                        result = wrk(gateway_base, requests_file, connections, duration)
+                    cpu_us = (cpu_seconds(pid) - cpu_before) * 1e6 / max(result["rps"] * duration, 1)
+                    runs.append({"senders": connections, "mix": mix, "rate": result["rps"], "p99_ms": result["p99_ms"],
+                                 "pgbench_tps": ceiling_db, "ratio_pgbench": result["rps"] / ceiling_db,
+                                 "bare_rate": ceiling_http["rps"], "ratio_bare": result["rps"] / ceiling_http["rps"],
+                                 "non_2xx": result["non_2xx"], "wrapped": result["wrapped"],
+                                 "round_trips": trips[f"{mix}_trips"], "statements": trips[f"{mix}_statements"],
+                                 "gateway_cpu_us": cpu_us,
+                                 "gateway_cpu_us_one_client": trips[f"{mix}_cpu_us"]})
+    report(runs, duration)
+    if args.json:
+        args.json.write_text(json.dumps({"runs": runs}, indent=1) + "\n")
 
 
-def report(rows: list[tuple[int, str, dict[str, float], float, dict[str, float]]], duration: int) -> None:
+def report(runs: list[dict[str, Any]], duration: int) -> None:
     print(f"\nverified notifications/s, {duration} s per run, loopback, wrk -t2 (bench/README.md)\n")
-    print(f"{'senders':>7} {'mix':<15} {'gateway/s':>10} {'p99 ms':>7} {'non-2xx':>7} {'wrapped':>7} "
-          f"{'pgbench tps':>11} {'ratio':>6} {'bare /s':>9} {'ratio':>6}")
-    for connections, mix, result, ceiling_db, ceiling_http in rows:
-        print(f"{connections:>7} {mix:<15} {result['rps']:>10.0f} {result['p99_ms']:>7.1f} {result['non_2xx']:>7.0f} "
-              f"{result['wrapped']:>7.0f} {ceiling_db:>11.0f} {result['rps'] / ceiling_db:>6.2f} "
-              f"{ceiling_http['rps']:>9.0f} {result['rps'] / ceiling_http['rps']:>6.3f}")
+    print(f"{'senders':>7} {'mix':<10} {'gateway/s':>10} {'p99 ms':>7} {'non-2xx':>7} {'wrapped':>7} "
+          f"{'pgbench tps':>11} {'ratio':>6} {'bare /s':>9} {'ratio':>6} {'trips':>5} {'stmts':>5}"
+          f" {'cpu us':>6} {'1 client':>8}")
+    for run in runs:
+        print(f"{run['senders']:>7} {run['mix']:<10} {run['rate']:>10.0f} {run['p99_ms']:>7.1f} "
+              f"{run['non_2xx']:>7.0f} {run['wrapped']:>7.0f} {run['pgbench_tps']:>11.0f} {run['ratio_pgbench']:>6.2f} "
+              f"{run['bare_rate']:>9.0f} {run['ratio_bare']:>6.3f} {run['round_trips']:>5.1f}"
+              f" {run['statements']:>5.1f} {run['gateway_cpu_us']:>6.0f} {run['gateway_cpu_us_one_client']:>8.0f}")
+    unique = {run["senders"]: run["rate"] for run in runs if run["mix"] == "unique"}
+    for run in runs:
+        if run["mix"] == "duplicates":
+            times = run["rate"] / unique[run["senders"]]
+            print(f"{run['senders']} senders: 50% duplicates at {times:.2f}x the unique rate")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -33,6 +34,7 @@ from gateway.store.schema import init_schema  # noqa: E402
 
 ACCOUNT = "cardco:acct_store:test"
 WORKER_START_TIMEOUT_S = 60
+SERVER_PIDS: dict[str, int] = {}  # base URL -> the uvicorn process serving it (for profiling)
 
 _ORDERS = """
 INSERT INTO provider_accounts (provider_account, provider, environment, registered_at)
@@ -91,6 +93,7 @@ def uvicorn(target: list[str], env: dict[str, str]) -> Iterator[str]:
          "--http", "httptools", "--no-access-log", "--log-level", "warning", "--workers", "1"],
         cwd=ROOT, env={**os.environ, **env})
     base = f"http://127.0.0.1:{port}"
+    SERVER_PIDS[base] = process.pid
     try:
         for _ in range(300):
             try:
@@ -104,6 +107,24 @@ def uvicorn(target: list[str], env: dict[str, str]) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+@contextmanager
+def profiled(pid: int, output: Path | None) -> Iterator[None]:
+    """With ``output``, sample process ``pid`` with py-spy while the block runs (collapsed stacks
+    in ``output``; bench/profile_summary.py summarises them). Without, nothing."""
+    if output is None:
+        yield
+        return
+    spy = subprocess.Popen([shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy"), "record",
+                            "--pid", str(pid), "--rate", "200", "--format", "raw", "--output", str(output),
+                            "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(timeout=30)
+        progress(f"profile written to {output}")
 
 
 def pgbench_binary() -> str:
@@ -202,3 +223,96 @@ class RoundTrips:
         psycopg.AsyncTransaction.__aexit__ = counted(psycopg.AsyncTransaction.__aexit__, one)  # type: ignore[method-assign]
         AsyncConnectionPool.check_connection = staticmethod(  # type: ignore[method-assign]
             counted(AsyncConnectionPool.check_connection, one))
+
+
+class WireCounter:
+    """Round trips counted on the wire: a proxy between the gateway and PostgreSQL's unix socket
+    that reads the protocol. A round trip is a turn: the client asks for an answer (Sync, Flush or a
+    simple Query) after the server last spoke, then waits; statements are Execute and simple Query
+    messages. Unlike
+    :class:`RoundTrips` it sees what the server sees, whatever the driver batches or pipelines.
+    Use it with one client at a time: ``count()`` before and after N requests."""
+
+    def __init__(self, url: str) -> None:
+        match = re.search(r"host=([^&]+)", url)
+        if match is None:
+            raise ValueError(f"not a unix-socket URL: {url}")
+        self._target_dir = match.group(1)
+        self._dir = tempfile.mkdtemp(prefix="paygate-wire-")
+        self.url = url.replace(f"host={self._target_dir}", f"host={self._dir}")
+        self.turns = 0
+        self.statements = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> WireCounter:
+        ready = threading.Event()
+
+        async def serve() -> None:
+            sockets = [name for name in os.listdir(self._target_dir) if name.startswith(".s.PGSQL.")
+                       and not name.endswith(".lock")]
+            self._socket = sockets[0]
+            self._server = await asyncio.start_unix_server(self._connection, os.path.join(self._dir, self._socket))
+            ready.set()
+
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(serve(), self._loop).result(10)
+        ready.wait(10)
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self._loop.call_soon_threadsafe(self._server.close)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread is not None:
+            self._thread.join(5)
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def count(self) -> tuple[int, int]:
+        """(round trips, statements) so far, over every connection."""
+        return self.turns, self.statements
+
+    async def _connection(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        server_r, server_w = await asyncio.open_unix_connection(os.path.join(self._target_dir, self._socket))
+        state = {"server_spoke": True}  # the first client message starts a turn
+
+        async def client_to_server() -> None:
+            buffer = b""
+            started = False
+            while data := await client_r.read(65536):
+                buffer += data
+                while True:  # frame the messages: a startup packet first, then type + length
+                    header = 4 if not started else 5
+                    if len(buffer) < header:
+                        break
+                    length = int.from_bytes(buffer[header - 4:header], "big")
+                    if len(buffer) < header - 4 + length:
+                        break
+                    kind = buffer[:1] if started else b""
+                    if kind in (b"E", b"Q"):
+                        self.statements += 1
+                    if kind in (b"S", b"H", b"Q") and state["server_spoke"]:
+                        self.turns += 1  # asks for an answer after the last one: the client waits
+                        state["server_spoke"] = False
+                    if not started and length != 8:  # an SSL/GSS request is 8 bytes; startup follows
+                        started = True
+                    buffer = buffer[header - 4 + length:]
+                server_w.write(data)
+                await server_w.drain()
+            server_w.close()
+
+        async def server_to_client() -> None:
+            while data := await server_r.read(65536):
+                state["server_spoke"] = True
+                client_w.write(data)
+                await client_w.drain()
+            client_w.close()
+
+        await asyncio.gather(client_to_server(), server_to_client(), return_exceptions=True)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds process ``pid`` has used so far (Linux /proc): CPU per request is
+    what a busy, shared machine changes least."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
