@@ -22,7 +22,7 @@ from gateway.clock import Clock
 from gateway.domain.effect_manifest import AttemptKind, ManifestUnbuildable
 from gateway.domain.effect_protocol import ProtocolState
 from gateway.effects import ledger
-from gateway.store.db import Database, fetch_one
+from gateway.store.db import Connection, Database
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.effects")
@@ -44,21 +44,8 @@ class SendGate:
         """None when the send may go; otherwise why it must not (and nothing was sent). ``derive``
         builds the intent from exactly what the send would carry."""
         try:
-            intent: ledger.Intent | None = derive()
-        except ManifestUnbuildable:
-            intent = None  # a stored request that no longer reads as an effect has drifted too
-        now = self.clock.now()
-        try:
             async with self.db.transaction() as conn:
-                record = await fetch_one(conn, _SQL["lock_record"], {"attempt_id": attempt_id})
-                problem = _problem(record, intent)
-                if problem is not None:
-                    await ledger.escalate(conn, kind, attempt_id, problem, now, self.reminder_interval_s, {
-                        "derived_effect_digest": intent.digest.hex() if intent else None,
-                        "stored_effect_digest": bytes(record["effect_digest"]).hex() if record else None})
-                elif record is not None and (following := _NEXT.get(ProtocolState(record["protocol_state"]))):
-                    await ledger.step(conn, record, following, actor=actor, now=now,
-                                      detail={"effect_digest": bytes(record["effect_digest"]).hex()})
+                problem = await self.open_in(conn, kind, attempt_id, derive, actor=actor)
         except UNCONFIRMED as error:
             log.warning("effect_gate_unconfirmed", attempt_id=str(attempt_id), error_type=type(error).__name__)
             return "effect-gate-unconfirmed"
@@ -66,6 +53,26 @@ class SendGate:
             log.error("effect_send_refused", attempt_id=str(attempt_id), attempt_kind=kind, why=problem)
         return problem
 
+    async def open_in(self, conn: Connection, kind: AttemptKind, attempt_id: uuid.UUID,
+                      derive: Callable[[], ledger.Intent], *, actor: str) -> str | None:
+        """:meth:`open` in the caller's transaction: the endpoint's first send opens the gate in the
+        transaction that commits Started, so the send follows one commit (docs/decisions/0031). The
+        refusal is returned (and escalated in that transaction), not logged."""
+        try:
+            intent: ledger.Intent | None = derive()
+        except ManifestUnbuildable:
+            intent = None  # a stored request that no longer reads as an effect has drifted too
+        now = self.clock.now()
+        record = await (await ledger.lock_record(conn, attempt_id)).fetchone()
+        problem = _problem(record, intent)
+        if problem is not None:
+            await ledger.escalate(conn, kind, attempt_id, problem, now, self.reminder_interval_s, {
+                "derived_effect_digest": intent.digest.hex() if intent else None,
+                "stored_effect_digest": bytes(record["effect_digest"]).hex() if record else None})
+        elif record is not None and (following := _NEXT.get(ProtocolState(record["protocol_state"]))):
+            await ledger.step(conn, record, following, actor=actor, now=now,
+                              detail={"effect_digest": bytes(record["effect_digest"]).hex()})
+        return problem
 
     async def check(self, attempt_id: uuid.UUID, derive: Callable[[], ledger.Intent]) -> str | None:
         """What :meth:`open` would refuse the send for, without locking, stepping or escalating:

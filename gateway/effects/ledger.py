@@ -11,6 +11,7 @@ raised: the projection must not block the recording of money evidence.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from gateway.domain.effect_manifest import AttemptKind, Transport, effect_digest
 from gateway.domain.effect_protocol import ProtocolState, TransitionRefused, check
 from gateway.domain.effect_protocol import follow as protocol_follow
 from gateway.escalations.store import raise_escalation
-from gateway.store.db import Connection, fetch_one
+from gateway.store.db import Connection, Cursor, fetch_one, pipelined
 from gateway.store.queries import load_queries
 
 if TYPE_CHECKING:
@@ -47,8 +48,9 @@ class Intent:
     policy_digest: bytes | None = None
     approval_set_digest: bytes | None = None
 
-    @property
+    @functools.cached_property
     def digest(self) -> bytes:
+        """The manifest's digest, canonicalised once per intent (RFC 8785 in pure Python is slow)."""
         return effect_digest(self.manifest)
 
 
@@ -103,12 +105,20 @@ async def persist(conn: Connection, intent: Intent, *, prelude: Sequence[Step], 
     return True
 
 
+async def lock_record(conn: Connection, attempt_id: uuid.UUID) -> Cursor:
+    """Send the record's lock (queries.sql ``lock_record``) and return its cursor unread: inside a
+    pipeline it travels with the caller's writes, and :func:`advance` reads it after their sync."""
+    return await conn.execute(_SQL["lock_record"], {"attempt_id": attempt_id})
+
+
 async def advance(conn: Connection, attempt_id: uuid.UUID, attempt_state: str, *, actor: str, now: datetime,
-                  certifier: Certifier | None = None, subject: Subject | None = None) -> str | None:
+                  certifier: Certifier | None = None, subject: Subject | None = None,
+                  locked: Cursor | None = None) -> str | None:
     """Append what ``attempt_state`` implies for the effect (nothing for an attempt without a record,
     e.g. one created before effect records existed); with ``certifier`` and the area's ``subject``,
-    a newly confirmed effect is certified in the same transaction. The protocol state after, or None."""
-    record = await fetch_one(conn, _SQL["lock_record"], {"attempt_id": attempt_id})
+    a newly confirmed effect is certified in the same transaction. ``locked`` is the caller's
+    :func:`lock_record` sent earlier in the transaction. The protocol state after, or None."""
+    record = await (locked if locked is not None else await lock_record(conn, attempt_id)).fetchone()
     if record is None:
         return None
     current = ProtocolState(record["protocol_state"])
@@ -137,7 +147,7 @@ async def _append(conn: Connection, record: dict[str, Any], steps: Sequence[Step
                   now: datetime) -> dict[str, Any]:
     current = None if record["protocol_state"] is None else ProtocolState(record["protocol_state"])
     sequence = int(record["sequence"] or 0)
-    async with conn.pipeline():  # the rows read nothing back: one network round trip for all of them
+    async with pipelined(conn):  # the rows read nothing back: they travel together
         for state, detail in steps:
             check(current, state)
             sequence += 1

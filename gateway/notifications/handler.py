@@ -34,7 +34,7 @@ from gateway.payments.attempts import Attempts, retry_transaction
 from gateway.payouts import notifications as payout_notifications
 from gateway.refunds import notifications as refund_notifications
 from gateway.settings import ProviderAccount, Settings
-from gateway.store.db import Connection, Database
+from gateway.store.db import Connection, Database, savepoint
 
 log = structlog.get_logger("gateway.notifications")
 ACTOR = "notification-handler"
@@ -115,27 +115,36 @@ class NotificationHandler:
         reference, object_id = parsed.client_reference, parsed.provider_object_id
         by_reference = by_payment_id = None
         payout = payout_notifications.Match(None)
+        keys = {problem: escalation_key(account_id, problem, notification_key=context.key,
+                                        provider_object_id=object_id, client_reference=reference)
+                for problem in ("identity-conflict", "unmatched")}
+        detail = {**parsed.detail(), "webhook_id": context.webhook_id}
+        recorded: repository.Recorded | repository.Duplicate | None = None
         refund = await refund_notifications.match(conn, account_id, parsed)
         if refund is not None:  # payment.refunded naming a refund the gateway made: that refund's evidence
             payout = refund.found
         elif parsed.kind == "payment":
-            # Both identifiers resolved independently; if they name different attempts the
-            # notification is contradictory evidence, applied to neither.
-            by_reference, by_payment_id = await repository.attempts_by_identity(conn, account_id, reference, object_id)
+            # Both identifiers resolved independently and the notification recorded with what they
+            # found, in one statement; if they name different attempts the notification is
+            # contradictory evidence, applied to neither.
+            identified = await repository.identify_and_record(
+                conn, provider_account=account_id, client_reference=reference, provider_payment_id=object_id,
+                notification_key=context.key, detail={**detail, "payout_attempt_id": None},
+                conflict_key=keys["identity-conflict"], unmatched_key=keys["unmatched"], now=self._clock.now())
+            by_reference, by_payment_id, recorded = identified.by_reference, identified.by_payment_id, \
+                identified.recorded
         else:  # payout.*: the payouts aggregate matches its own attempts, the same two ways
             payout = await payout_notifications.match(conn, account_id, parsed)
         conflict = (by_reference is not None and by_payment_id is not None and by_reference != by_payment_id) \
             or payout.conflict is not None
         attempt_id = None if conflict else by_reference or by_payment_id
         matched = attempt_id is not None or payout.attempt is not None
-        problem = "identity-conflict" if conflict else "unmatched"
-        esc_key = escalation_key(account_id, problem, notification_key=context.key,
-                                 provider_object_id=object_id, client_reference=reference)
-        detail = {**parsed.detail(), "webhook_id": context.webhook_id,
-                  "escalation_key": None if matched else esc_key,
-                  f"{'refund' if refund else 'payout'}_attempt_id":
-                      str(payout.attempt["attempt_id"]) if payout.attempt else None}
-        recorded = await self._record(conn, context, attempt_id, detail)
+        esc_key = keys["identity-conflict" if conflict else "unmatched"]
+        if recorded is None:  # a refund's or a payout's notification, matched by its own aggregate
+            recorded = await self._record(conn, context, attempt_id, {
+                **detail, "escalation_key": None if matched else esc_key,
+                f"{'refund' if refund else 'payout'}_attempt_id":
+                    str(payout.attempt["attempt_id"]) if payout.attempt else None})
         if isinstance(recorded, repository.Duplicate):
             return Handled("duplicate")
         if refund is not None and payout.attempt is not None:  # issue 11 item 3: the refund attempt's evidence
@@ -179,7 +188,7 @@ class NotificationHandler:
             evidence_key=key)
 
         async def once() -> dict[str, Any]:
-            async with conn.transaction():
+            async with savepoint(conn, "apply_evidence"):
                 return await self._attempts.apply_evidence(attempt_id, evidence, actor=actor, kind=None, conn=conn)
 
         applied: dict[str, Any] = await retry_transaction(once)

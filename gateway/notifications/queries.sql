@@ -2,17 +2,40 @@
 -- Every statement runs inside the handler's one transaction; nothing here locks the attempt:
 -- Attempts.apply_evidence takes the order and attempt locks, in the one lock order, when it applies.
 
--- name: attempts_by_identity
--- Both identifiers resolved independently, in one round trip. By reference: the pair the store
--- generated and sent, which uq_payment_attempt_reference makes unique; by provider payment id:
--- one_attempt_per_provider_payment makes it at most one row within the account. The account is
--- the verified one, so a test-mode notification never finds a live attempt.
-SELECT (SELECT attempt_id FROM payment_attempts
-         WHERE provider_account = %(provider_account)s AND client_reference = %(client_reference)s)
-           AS by_reference,
-       (SELECT attempt_id FROM payment_attempts
-         WHERE provider_account = %(provider_account)s AND provider_payment_id = %(provider_payment_id)s)
-           AS by_payment_id;
+-- name: identify_and_record
+-- A payment notification's first step, one statement (docs/decisions/0031): the attempt named by
+-- the client reference (the pair the store generated and sent, which uq_payment_attempt_reference
+-- makes unique) and the one named by the provider payment id (one_attempt_per_provider_payment makes
+-- it at most one within the account), both in the verified account so a test-mode notification never
+-- finds a live attempt; then record_notification's insert with what they found: the attempt both name (or
+-- the one named, if only one is), none when they name different attempts (identity conflict, then
+-- escalation_key is the conflict key) or none at all (escalation_key is the unmatched key). The
+-- handler decides from the same two ids the same way (NotificationHandler._readable). event_id is
+-- NULL for a duplicate, with the same waiting as record_notification.
+WITH found AS (
+    SELECT (SELECT attempt_id FROM payment_attempts
+             WHERE provider_account = %(provider_account)s AND client_reference = %(client_reference)s)
+               AS by_reference,
+           (SELECT attempt_id FROM payment_attempts
+             WHERE provider_account = %(provider_account)s AND provider_payment_id = %(provider_payment_id)s)
+               AS by_payment_id
+), placed AS (
+    SELECT by_reference, by_payment_id,
+           by_reference IS NOT NULL AND by_payment_id IS NOT NULL AND by_reference <> by_payment_id AS conflict
+      FROM found
+), recorded AS (
+    INSERT INTO payment_attempt_events (attempt_id, occurred_at, kind, actor, provider_account, notification_key,
+                                        detail)
+    SELECT CASE WHEN conflict THEN NULL ELSE COALESCE(by_reference, by_payment_id) END, %(now)s, 'notification',
+           'notification-handler', %(provider_account)s, %(notification_key)s,
+           %(detail)s || jsonb_build_object('escalation_key', CASE
+               WHEN conflict THEN %(conflict_key)s
+               WHEN COALESCE(by_reference, by_payment_id) IS NULL THEN %(unmatched_key)s END)
+      FROM placed
+    ON CONFLICT (provider_account, notification_key) DO NOTHING
+    RETURNING event_id
+)
+SELECT by_reference, by_payment_id, (SELECT event_id FROM recorded) AS event_id FROM found;
 
 -- name: record_notification
 -- Record before acting. The conflict target names the arbiter, uq_notification, so no other

@@ -29,16 +29,36 @@ class Duplicate:
     """Another transaction committed the same key: it was handled there."""
 
 
-async def attempts_by_identity(conn: Connection, provider_account: str, client_reference: str | None,
-                               provider_payment_id: str | None) -> tuple[UUID | None, UUID | None]:
-    """The attempt named by the client reference and the one named by the provider payment id
-    (either None when the identifier is missing or names no attempt)."""
-    if client_reference is None and provider_payment_id is None:
-        return None, None
-    row = await fetch_one(conn, _SQL["attempts_by_identity"], {
+@dataclass(frozen=True)
+class Identified:
+    """A payment notification's two lookups and its recording, from one statement."""
+
+    by_reference: UUID | None
+    by_payment_id: UUID | None
+    recorded: Recorded | Duplicate
+
+
+async def identify_and_record(conn: Connection, *, provider_account: str, client_reference: str | None,
+                              provider_payment_id: str | None, notification_key: str | None,
+                              detail: dict[str, Any], conflict_key: str, unmatched_key: str,
+                              now: datetime) -> Identified:
+    """:func:`attempts_by_identity` and :func:`record` in one round trip (queries.sql
+    ``identify_and_record``): ``detail`` gains ``escalation_key`` as the handler would set it."""
+    row = await fetch_one(conn, _SQL["identify_and_record"], {
         "provider_account": provider_account, "client_reference": client_reference,
-        "provider_payment_id": provider_payment_id})
-    return (row["by_reference"], row["by_payment_id"]) if row else (None, None)
+        "provider_payment_id": provider_payment_id, "notification_key": notification_key, "detail": Jsonb(detail),
+        "conflict_key": conflict_key, "unmatched_key": unmatched_key, "now": now})
+    if row is None:
+        raise RuntimeError("identify_and_record returns one row")
+    return Identified(row["by_reference"], row["by_payment_id"], _recorded(row["event_id"], notification_key))
+
+
+def _recorded(event_id: int | None, notification_key: str | None) -> Recorded | Duplicate:
+    if event_id is not None:
+        return Recorded(int(event_id))
+    if notification_key is None:
+        raise RuntimeError("an unkeyed notification cannot be a duplicate; the insert returned nothing")
+    return Duplicate()
 
 
 async def record(conn: Connection, *, provider_account: str, notification_key: str | None,
@@ -46,11 +66,7 @@ async def record(conn: Connection, *, provider_account: str, notification_key: s
     row = await fetch_one(conn, _SQL["record_notification"], {
         "attempt_id": attempt_id, "now": now, "provider_account": provider_account,
         "notification_key": notification_key, "detail": Jsonb(detail)})
-    if row is not None:
-        return Recorded(int(row["event_id"]))
-    if notification_key is None:
-        raise RuntimeError("an unkeyed notification cannot be a duplicate; the insert returned nothing")
-    return Duplicate()
+    return _recorded(None if row is None else row["event_id"], notification_key)
 
 
 async def stored(conn: Connection, reference: str, provider_account: str) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -21,7 +22,7 @@ from gateway.domain.attempts import ORDER_CONFIRMATION, AttemptFacts, Decision, 
 from gateway.domain.errors import OrderCancelled, OrderNotFound, OrderPaid, OrderRefunded, ProviderAccountUnavailable
 from gateway.domain.refunds import after_payment
 from gateway.effects.certify import Certifier, Subject
-from gateway.effects.ledger import advance
+from gateway.effects.ledger import advance, lock_record
 from gateway.escalations.store import raise_escalation, resolve_for_attempt
 from gateway.outbox.store import attempt_ordering_key, enqueue
 from gateway.payments.client import StoredRequest, payments_endpoint
@@ -30,7 +31,7 @@ from gateway.payments.leases import Lease, finish, release
 from gateway.payments.sends import persist_payment
 from gateway.refunds.decisions import RefundPolicy, decide_after_cancel
 from gateway.settings import ProviderAccount, Settings
-from gateway.store.db import Connection, Database, fetch_one
+from gateway.store.db import Connection, Database, fetch_one, pipelined
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.payments")
@@ -143,8 +144,10 @@ class Attempts:
             raise VersionConflict("the live attempt that won the index was resolved before it could be read")
         return winner
 
-    async def mark_started(self, attempt: Attempt, actor: str = "endpoint") -> Attempt | None:
-        """NotStarted -> Started with its send_intent (see queries.sql ``mark_started``).
+    async def mark_started(self, attempt: Attempt, actor: str = "endpoint", *,
+                           then: Callable[[Connection, Attempt], Awaitable[None]] | None = None) -> Attempt | None:
+        """NotStarted -> Started with its send_intent (see queries.sql ``mark_started``); ``then``
+        runs in the same transaction once it started (the endpoint opens the send gate there).
 
         None means a confirmed miss: another writer moved the attempt, or the order is no longer
         payable. A database failure or an unconfirmed commit raises: the caller reloads."""
@@ -161,6 +164,8 @@ class Attempts:
             })
             if started is not None:  # seed 001 (issue 8): INTENT_PERSISTED -> AUTHORIZATION_ISSUED
                 await advance(conn, started["attempt_id"], "Started", actor=actor, now=now)
+                if then is not None:
+                    await then(conn, started)
             return started
 
     async def record_response(self, attempt_id: uuid.UUID, evidence: Evidence, actor: str) -> Attempt:
@@ -224,7 +229,8 @@ class Attempts:
         settlement = after_payment(attempt["order_state"]) if newly_paid else None
         effects = [settlement.confirmation if settlement and effect == ORDER_CONFIRMATION else effect
                    for effect in decision.effects]
-        async with conn.pipeline():
+        owes_refund = settlement is not None and settlement.refund_owed
+        async with pipelined(conn):
             if kind is not None:
                 await self._event(conn, attempt_id, kind, actor, now, _evidence_detail(evidence, decision))
             applied = await conn.execute(_SQL["apply"], {
@@ -258,17 +264,20 @@ class Attempts:
             elif lease is not None:
                 await conn.execute(_LEASE_SQL["finish"], {**lease.params(attempt_id, now), "next_check_at":
                                                          now + timedelta(seconds=lease.next_delay_s)})
+            # Seed 001 (issue 8): the protocol follows the attempt (an Unknown kept after a
+            # reconciling resend is a step too); its record's lock, the last one taken, travels
+            # with the writes (docs/decisions/0031), unless a refund decision takes its locks first.
+            follows = state != attempt["state"] or state == "Unknown"
+            record = await lock_record(conn, attempt_id) if follows and not owes_refund else None
         updated = await applied.fetchone()
         if updated is None:
             raise VersionConflict(f"attempt {attempt_id} changed under its lock")
-        if settlement is not None and settlement.refund_owed:
+        if owes_refund:
             await decide_after_cancel(conn, now, self._refund_policy, attempt["order_id"])
-        if state != attempt["state"] or state == "Unknown":
-            # Seed 001 (issue 8): the protocol follows the attempt (an Unknown kept after a
-            # reconciling resend is a step too); a confirmed effect is certified here.
+        if follows:  # a confirmed effect is certified here
             await advance(conn, attempt_id, state, actor=actor, now=now, certifier=self._certifier,
                           subject=Subject("order_id", updated["order_id"], updated["provider_payment_id"],
-                                          updated["provider_status"], _SQL["effect_evidence"]))
+                                          updated["provider_status"], _SQL["effect_evidence"]), locked=record)
         return updated
 
     def _next_check(self, attempt: Attempt, state: str, evidence: Evidence, now: datetime) -> datetime:

@@ -26,9 +26,9 @@ from gateway.effects.gate import SendGate
 from gateway.orders.repository import Orders
 from gateway.payments.attempts import Attempt, Attempts, VersionConflict, stored_request
 from gateway.payments.client import PaymentClient
-from gateway.payments.sends import PaymentSends
+from gateway.payments.sends import Opened, PaymentSends
 from gateway.settings import Settings
-from gateway.store.db import Database
+from gateway.store.db import Connection, Database
 
 log = structlog.get_logger("gateway.checkout")
 
@@ -116,9 +116,16 @@ class Checkout:
         account = self._settings.account(attempt["provider_account"])
         if account is None:
             return await self._reload(attempt, "start.account-not-configured")
+        opened: list[Opened] = []
+
+        async def open_gate(conn: Connection, started: Attempt) -> None:
+            # Seed 001's send gate in the transaction that commits Started (docs/decisions/0031).
+            opened.append(await self._sends.open_in(conn, stored_request(started), started["attempt_id"],
+                                                    actor="endpoint"))
+
         try:
             async with self._clock.budget(account.start_budget_s):
-                started = await self._attempts.mark_started(attempt)
+                started = await self._attempts.mark_started(attempt, then=open_gate)
         except UNCONFIRMED as error:
             # Unconfirmed: still NotStarted means nothing committed and nobody is about to send.
             log.warning("start_not_confirmed", attempt_id=str(attempt["attempt_id"]), error_type=type(error).__name__)
@@ -126,7 +133,7 @@ class Checkout:
         if started is None:
             return await self._reload(attempt, "start.lost")
         evidence = await self._sends.create_payment(stored_request(started), started["attempt_id"], actor="endpoint",
-                                                    budget_s=account.call_budget_s)
+                                                    budget_s=account.call_budget_s, opened=opened[0])
         try:
             async with self._clock.budget(account.record_budget_s):
                 recorded = await self._attempts.record_response(started["attempt_id"], evidence, actor="endpoint")

@@ -40,6 +40,13 @@ async def persist_payment(conn: Connection, attempt: dict[str, Any], stored: Sto
 
 
 @dataclass(frozen=True)
+class Opened:
+    """What the send gate answered in the caller's transaction: None, or why the send must not go."""
+
+    refused: str | None
+
+
+@dataclass(frozen=True)
 class PaymentSends:
     """The payment client behind the send gate: the only way a stored request reaches the provider."""
 
@@ -50,11 +57,19 @@ class PaymentSends:
         """Why a send of ``stored`` would be refused (see :meth:`SendGate.check`), or None."""
         return await self.gate.check(attempt_id, lambda: payment_intent(stored, attempt_id))
 
+    async def open_in(self, conn: Connection, stored: StoredRequest, attempt_id: Any, *, actor: str) -> Opened:
+        """The gate for the first send of an attempt being marked Started, in that transaction
+        (:meth:`SendGate.open_in`); pass it to :meth:`create_payment` as ``opened``."""
+        return Opened(await self.gate.open_in(conn, "payment", attempt_id,
+                                              lambda: payment_intent(stored, attempt_id), actor=actor))
+
     async def create_payment(self, stored: StoredRequest, attempt_id: Any, *, actor: str,
-                             budget_s: float | None = None) -> Evidence:
+                             budget_s: float | None = None, opened: Opened | None = None) -> Evidence:
         """Send ``stored`` once if its digest is the committed one; otherwise Unknown with the
-        reason, as for any stored request that cannot be built (nothing was sent)."""
-        refused = await self.gate.open("payment", attempt_id, lambda: payment_intent(stored, attempt_id), actor=actor)
+        reason, as for any stored request that cannot be built (nothing was sent). ``opened`` is
+        the gate's answer when the caller opened it in its own transaction (:meth:`open_in`)."""
+        refused = opened.refused if opened is not None else await self.gate.open(
+            "payment", attempt_id, lambda: payment_intent(stored, attempt_id), actor=actor)
         if refused is not None:
             return Evidence(finding="unknown", provider_account=stored.provider_account,
                             reason=f"request.not-buildable.{refused}")
