@@ -8,11 +8,13 @@ webhook endpoint needs for signature verification.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 import uuid
 
 import structlog
+from prometheus_client import Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.domain.errors import RequestTooLarge
@@ -55,10 +57,10 @@ class RequestEnvelope:
             else:
                 await self.app(scope, _replay(body, receive), send_with_id)
             finally:
-                route = _route_template(scope)
                 elapsed = time.perf_counter() - started
-                HTTP_REQUESTS.labels(scope["method"], route, str(status_holder["status"])).inc()
-                HTTP_SECONDS.labels(scope["method"], route).observe(elapsed)
+                counter, histogram = _metrics(scope["method"], _route_template(scope), status_holder["status"])
+                counter.inc()
+                histogram.observe(elapsed)
 
     async def _read_body(self, scope: Scope, receive: Receive, headers: dict[bytes, bytes]) -> bytes:
         declared = headers.get(b"content-length")
@@ -91,6 +93,14 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return replay
+
+
+@functools.cache
+def _metrics(method: str, route: str, status: int) -> tuple[Counter, Histogram]:
+    """The request counter and latency histogram children for one label set, looked up once per
+    process (the label lookup is a lock and two dict walks per request otherwise). Routes are
+    templates, so the label sets are few."""
+    return HTTP_REQUESTS.labels(method, route, str(status)), HTTP_SECONDS.labels(method, route)
 
 
 def _route_template(scope: Scope) -> str:
