@@ -42,7 +42,7 @@ class Services:
         db = await Database.open(settings.database_url, size=settings.db_pool_size)
         await register_provider_accounts(db, clock, settings.provider_accounts)
         redis = aioredis.Redis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)
-        tokens = Tokens(db, clock, settings.token_pepper.get_secret_value())
+        tokens = Tokens(db, clock, settings.token_pepper.get_secret_value(), cache_s=settings.token_cache_s)
         # No client-side timeout and no retries: budgets on the injected clock cut calls off, and
         # only the checkout flow and recovery decide when a request goes out (seed 004).
         http = httpx.AsyncClient(timeout=httpx.Timeout(None), follow_redirects=False)

@@ -172,12 +172,17 @@ class Settings(_Model):
     log_format: Literal["json", "console"] = "json"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     max_body_bytes: int = Field(default=256 * 1024, gt=0)
+    # How long a process remembers the principal behind a bearer token (docs/decisions/0032): a
+    # revoked or expired token keeps working for at most this long. 0 looks every token up.
+    token_cache_s: float = Field(default=5.0, ge=0, le=300)
     db_pool_size: int = Field(default=8, gt=0, le=200)
     # Recovery loop, reminders, outbox and the clock process (seed 004).
     recovery_lease_s: Duration = 60
     # Added to the worst-case pass when checking the lease: the clock skew between application
     # hosts and the pass's own short transactions (claim, checks, intent commit).
     recovery_lease_margin_s: Duration = 2
+    # Passes one recovery worker runs at once, each on an attempt of its own (docs/decisions/0033).
+    recovery_concurrency: int = Field(default=1, gt=0, le=64)
     readonly_cadence_s: Duration = 900
     reminder_interval_s: Duration = 900
     acknowledged_reminder_interval_s: Duration = 3_600

@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Literal
 
 from gateway.clock import Clock
@@ -39,13 +40,22 @@ def token_hash(pepper: str, token: str) -> str:
     return hmac.new(pepper.encode(), token.encode(), hashlib.sha256).hexdigest()
 
 
-class Tokens:
-    """The api_tokens aggregate."""
+CACHE_LIMIT = 10_000  # principals remembered per process; the cache starts over when full
 
-    def __init__(self, db: Database, clock: Clock, pepper: str) -> None:
+
+class Tokens:
+    """The api_tokens aggregate.
+
+    With ``cache_s`` > 0, a principal found for a token is remembered for that many seconds on the
+    injected clock (docs/decisions/0032): a revoked or expired token keeps working in each process
+    for at most ``cache_s`` after its revocation or expiry. Unknown tokens are never remembered."""
+
+    def __init__(self, db: Database, clock: Clock, pepper: str, *, cache_s: float = 0.0) -> None:
         self._db = db
         self._clock = clock
         self._pepper = pepper
+        self._cache_s = cache_s
+        self._cache: dict[str, tuple[Principal, datetime]] = {}
 
     async def create(
         self,
@@ -78,16 +88,24 @@ class Tokens:
         """The principal behind ``token``, or None for an unknown or revoked one."""
         if not token.startswith(TOKEN_PREFIX) or len(token) > 200:
             return None
-        row = await self._db.fetch_one(_SQL["find_principal"], {
-            "token_hash": token_hash(self._pepper, token),
-            "now": self._clock.now(),
-        })
+        digest = token_hash(self._pepper, token)
+        now = self._clock.now()
+        cached = self._cache.get(digest)
+        if cached is not None and cached[1] > now:
+            return cached[0]
+        row = await self._db.fetch_one(_SQL["find_principal"], {"token_hash": digest, "now": now})
         if row is None:
+            self._cache.pop(digest, None)
             return None
-        return Principal(
+        principal = Principal(
             role=row["role"],
             subject=row["subject"],
             tenant_id=row["tenant_id"],
             approval_limit_minor=row["approval_limit_minor"],
             token_id=row["token_id"],
         )
+        if self._cache_s > 0:
+            if len(self._cache) >= CACHE_LIMIT:
+                self._cache.clear()
+            self._cache[digest] = (principal, now + timedelta(seconds=self._cache_s))
+        return principal

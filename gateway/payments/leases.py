@@ -10,6 +10,7 @@ lease, and none changes the attempt's version except the never-sent close, which
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -64,9 +65,15 @@ class Leases:
         self._clock = clock
         self._settings = settings
 
-    async def due(self, limit: int) -> list[uuid.UUID]:
-        rows = await self._db.fetch_all(_SQL["due"], {"now": self._clock.now(), "limit": limit})
-        return [row["attempt_id"] for row in rows]
+    async def claim_due(self, limit: int, owner: str, passed: Collection[uuid.UUID] = ()) -> list[dict[str, Any]]:
+        """Up to ``limit`` due attempts not in ``passed``, claimed by ``owner`` in one autocommit
+        statement that skips the ones other workers are claiming (leases.sql ``claim_due``); each
+        as :meth:`claim` returns it, in due order."""
+        now = self._clock.now()
+        rows = await self._db.fetch_all(_SQL["claim_due"], {
+            "owner": owner, "now": now, "limit": limit, "passed": list(passed),
+            "lease_expires_at": now + timedelta(seconds=self._settings.recovery_lease_s)})
+        return sorted(rows, key=lambda row: (row["next_check_at"], row["created_at"], row["attempt_id"]))
 
     async def claim(self, attempt_id: uuid.UUID, owner: str) -> dict[str, Any] | None:
         """The claimed attempt (with ``passes`` and ``last_send_event``), or None if not ours."""

@@ -2,18 +2,36 @@
 -- finishes are not state changes: they never touch version. :now is the injected clock's, read
 -- fresh for each statement.
 
--- name: due
--- Due, unresolved, lease free or expired, scope not paused; in (next_check_at, created_at,
--- attempt_id) order, which payment_attempts_due serves.
-SELECT a.attempt_id
-  FROM payment_attempts a
- WHERE a.state IN ('NotStarted', 'Started', 'Unknown')
-   AND a.next_check_at <= %(now)s
-   AND (a.recovery_owner IS NULL OR a.lease_expires_at <= %(now)s)
-   AND NOT EXISTS (SELECT 1 FROM provider_pauses p
-                    WHERE p.scope = a.provider_account AND p.paused_until > %(now)s)
- ORDER BY a.next_check_at, a.created_at, a.attempt_id
- LIMIT %(limit)s;
+-- name: claim_due
+-- The next due attempts, claimed in one statement (docs/decisions/0033): the rows the due query
+-- would list, locked with SKIP LOCKED so concurrent workers take different attempts instead of
+-- listing the same ones and losing claims to each other, then leased as claim does (a fresh token
+-- per attempt). Rows another worker is claiming at this moment are skipped, not waited for.
+WITH next AS (
+    SELECT a.attempt_id
+      FROM payment_attempts a
+     WHERE a.state IN ('NotStarted', 'Started', 'Unknown')
+       AND a.next_check_at <= %(now)s
+       AND (a.recovery_owner IS NULL OR a.lease_expires_at <= %(now)s)
+       AND NOT EXISTS (SELECT 1 FROM provider_pauses p
+                        WHERE p.scope = a.provider_account AND p.paused_until > %(now)s)
+       -- At most one pass per attempt in a sweep: the ones this sweep already passed over.
+       AND a.attempt_id <> ALL(%(passed)s::uuid[])
+     ORDER BY a.next_check_at, a.created_at, a.attempt_id
+     LIMIT %(limit)s
+       FOR NO KEY UPDATE OF a SKIP LOCKED
+)
+UPDATE payment_attempts a
+   SET recovery_owner = %(owner)s, lease_token = gen_random_uuid(), lease_acquired_at = %(now)s,
+       lease_expires_at = %(lease_expires_at)s
+  FROM next
+ WHERE a.attempt_id = next.attempt_id
+RETURNING a.*,
+       (SELECT count(*) FROM payment_attempt_events e
+         WHERE e.attempt_id = a.attempt_id AND e.kind = 'lookup') AS passes,
+       (SELECT e.kind FROM payment_attempt_events e
+         WHERE e.attempt_id = a.attempt_id AND e.kind IN ('send_intent', 'send_result', 'send_abandoned')
+         ORDER BY e.event_id DESC LIMIT 1) AS last_send_event;
 
 -- name: claim
 -- A fresh lease token for every claim: a release must present it, so a worker whose lease

@@ -1,4 +1,4 @@
-"""The recovery loop (seed 004, "The Recovery Loop"), one claimed attempt at a time.
+"""The recovery loop (seed 004, "The Recovery Loop"): passes over claimed attempts.
 
 Every pass either resolves the attempt, schedules and releases it (finish, or escalate and finish),
 or takes one of the two deliberate exceptions the seed names: a send intent whose commit is
@@ -10,6 +10,7 @@ condition holds, and only after committing a send intent under the order and att
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import uuid
@@ -80,8 +81,9 @@ class SweepReport:
 
 class Recovery:
     def __init__(self, settings: Settings, clock: Clock, db: Database, attempts: Attempts, client: PaymentClient,
-                 owner: str | None = None) -> None:
+                 owner: str | None = None, concurrency: int | None = None) -> None:
         self._settings = settings
+        self._concurrency = concurrency or settings.recovery_concurrency
         self._clock = clock
         self._db = db
         self._attempts = attempts
@@ -91,12 +93,21 @@ class Recovery:
         self.owner = owner or worker_name()
 
     async def sweep(self, limit: int = 100) -> SweepReport:
-        """One sweep: claim due attempts in order and run a pass on each, at most ``limit``."""
+        """One sweep: at most ``limit`` passes over due attempts, in due order. Attempts are claimed
+        ``concurrency`` at a time in one statement that skips those other workers are claiming
+        (docs/decisions/0033), and the passes of one claim run together; a claim is made only
+        when the previous passes have finished, so no lease waits for a pass that has not begun."""
         report = SweepReport()
-        for attempt_id in await self._leases.due(limit):
-            outcome = await self.run_pass(attempt_id)
-            report.claimed += outcome != "not-claimed"
-            report.count(outcome)
+        passed: list[uuid.UUID] = []  # one pass per attempt per sweep, as a listing of the due ones gave
+        while report.claimed < limit:
+            claimed = await self._leases.claim_due(min(self._concurrency, limit - report.claimed), self.owner,
+                                                   passed)
+            if not claimed:
+                break
+            report.claimed += len(claimed)
+            passed.extend(attempt["attempt_id"] for attempt in claimed)
+            for outcome in await asyncio.gather(*(self._claimed_pass(attempt) for attempt in claimed)):
+                report.count(outcome)
         return report
 
     async def run_pass(self, attempt_id: uuid.UUID) -> str:
@@ -104,6 +115,10 @@ class Recovery:
         attempt = await self._leases.claim(attempt_id, self.owner)
         if attempt is None:
             return "not-claimed"
+        return await self._claimed_pass(attempt)
+
+    async def _claimed_pass(self, attempt: dict[str, Any]) -> str:
+        attempt_id = attempt["attempt_id"]
         account = self._settings.account(attempt["provider_account"])
         times = timings(account, self._settings)
         lease = Lease(owner=self.owner, token=attempt["lease_token"], expires_at=attempt["lease_expires_at"],

@@ -9,6 +9,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from gateway.app import create_app
+from gateway.auth.tokens import Tokens
 from gateway.clock import ManualClock
 from gateway.http.auth import require
 from gateway.services import Services
@@ -37,6 +38,21 @@ async def test_a_revoked_token_stops_working_at_its_revocation_time(services: Se
     async with services.db.transaction() as conn:
         await conn.execute("UPDATE api_tokens SET revoked_at = %(at)s", {"at": clock.now()})
     assert await services.tokens.authenticate(token) is None
+
+
+async def test_a_revoked_token_keeps_working_at_most_token_cache_s_in_a_process(
+        services: Services, clock: ManualClock) -> None:
+    """Issue 13 / docs/decisions/0032: token lookups are remembered for token_cache_s (5 s by
+    default) on the injected clock; revocation takes effect in every process within that delay."""
+    tokens = Tokens(services.db, clock, "pepper", cache_s=5)
+    token = await tokens.create("operator", "op-1")
+    assert await tokens.authenticate(token) is not None
+    async with services.db.transaction() as conn:
+        await conn.execute("UPDATE api_tokens SET revoked_at = %(at)s", {"at": clock.now()})
+    clock.advance(4.9)
+    assert await tokens.authenticate(token) is not None  # remembered: no lookup
+    clock.advance(0.1)
+    assert await tokens.authenticate(token) is None  # looked up again: revoked
 
 
 @pytest.mark.parametrize("role, subject, tenant", [("clerk", "c", None), ("operator", " ", None), ("root", "x", None)])

@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from gateway.clock import ManualClock
+from gateway.recovery.loop import Recovery
 from tests.integration.checkout.conftest import Shop
 from tests.integration.recovery.conftest import WorkerFactory
 
@@ -114,8 +115,8 @@ async def test_a_429_pauses_lookups_for_that_account_only(shop: Shop, worker: Wo
     clock.advance(60)
     outcomes = (await worker().sweep()).outcomes
     # The first test-account lookup is rate limited and pauses its scope: the second test-account
-    # attempt is not claimed, while the live account goes on.
-    assert outcomes == {"scheduled": 1, "not-claimed": 1, "found:succeeded->Succeeded": 1}
+    # attempt is not claimed (the next claim skips the paused scope), while the live account goes on.
+    assert outcomes == {"scheduled": 1, "found:succeeded->Succeeded": 1}
     assert (await row(shop, test_attempt["attempt_id"]))["state"] == "Unknown"
     states = {a["order_id"]: a["state"] for o in ("ORD-T1", "ORD-T2", "ORD-L1") for a in await shop.attempts(o)}
     assert states == {"ORD-T1": "Unknown", "ORD-T2": "Unknown", "ORD-L1": "Succeeded"}
@@ -336,3 +337,35 @@ async def test_a_cancelled_order_is_not_resent_and_is_escalated(shop: Shop, work
     assert await escalations(shop) == [f"attempt:{attempt['attempt_id']}:resend-not-safe:order-not-payable",
                                        f"attempt:{attempt['attempt_id']}:resend-not-safe:request-not-buildable"]
     assert len(shop.provider_requests()) == 1
+
+
+async def test_a_sweep_skips_an_attempt_another_worker_is_claiming(
+        shop: Shop, worker: WorkerFactory, clock: ManualClock) -> None:
+    """Issue 13 / docs/decisions/0033: claims skip rows another worker holds (FOR UPDATE SKIP
+    LOCKED) instead of listing the same due attempts and waiting for, then losing, their claims.
+    Real concurrency: a second connection holds the first due attempt's row lock mid-claim."""
+    held = await unknown_payment(shop, "ORD-A", action="drop_response")
+    clock.advance(1)
+    other = await unknown_payment(shop, "ORD-B", action="drop_response")
+    clock.advance(60)
+    async with shop.services.db.pool.connection() as conn, conn.transaction():
+        await conn.execute("SELECT 1 FROM payment_attempts WHERE attempt_id = %(a)s FOR NO KEY UPDATE",
+                           {"a": held["attempt_id"]})
+        report = await worker("recovery-b").sweep()
+        assert report.claimed == 1 and report.outcomes == {"found:succeeded->Succeeded": 1}
+    assert (await row(shop, other["attempt_id"]))["state"] == "Succeeded"
+    assert (await row(shop, held["attempt_id"]))["state"] == "Unknown"
+
+
+async def test_a_worker_runs_its_claimed_passes_together(shop: Shop, worker: WorkerFactory, clock: ManualClock,
+                                                         ) -> None:
+    """Issue 13 / docs/decisions/0033: with recovery_concurrency N a sweep claims N due attempts in one
+    statement and runs their passes at once; every one is resolved exactly once."""
+    attempts = [await unknown_payment(shop, f"ORD-C{n}", action="drop_response") for n in range(3)]
+    clock.advance(60)
+    services = shop.services
+    recovery = Recovery(services.settings, services.clock, services.db, services.attempts, services.payments,
+                        owner="recovery-c", concurrency=2)
+    report = await recovery.sweep()
+    assert report.claimed == 3 and report.outcomes == {"found:succeeded->Succeeded": 3}
+    assert [(await row(shop, a["attempt_id"]))["state"] for a in attempts] == ["Succeeded"] * 3
