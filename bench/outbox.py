@@ -1,24 +1,29 @@
-"""Benchmark: outbox rows dispatched per second, in order per ordering key (issue 6; bench/README.md).
+"""Benchmark: outbox rows dispatched per second, in order per ordering key (issue 6, issue 13;
+bench/README.md).
 
-    python bench/outbox.py [--keys 100] [--rows-per-key 100] [--alerts 100] [--workers 1 4] [--duration 5]
+    python bench/outbox.py [--keys 100] [--rows-per-key 100] [--alerts 100] [--workers 1 4]
+                           [--duration 5] [--json PATH]
 
 For each dispatcher count, a fresh backlog in an embedded PostgreSQL: ``--keys`` ordering keys
 ``attempt:<id>`` with ``--rows-per-key`` pending business effects each (message ids interleaved
 across keys, as concurrent attempts write them), plus ``--alerts`` operator alerts with no key.
-That many processes, each with its own pool and HTTP client, call ``dispatch_due`` until nothing
-is pending (at most 60 s), delivering into the demo sinks app (gateway/local/sinks.py) under
-uvicorn on loopback, which records what it receives; afterwards every row must have arrived
-exactly once and, per key, in message_id order. Ceilings, in the same run with as many clients:
+That many processes, each with its own pool and the dispatcher's keep-alive HTTP client, call
+``dispatch_due`` until nothing is pending (at most 60 s), delivering to bench/sink_app.py under
+uvicorn on loopback, which only remembers what it received; afterwards every row must have arrived
+exactly once and, per key, in message_id order. Ceilings, in the same run:
 - pgbench draining an identical backlog with the dispatcher's own claim and mark-dispatched SQL
-  (gateway/outbox/queries.sql, the clock's parameter as now()), one mark per claimed row;
-- the sink's rate under the same load generator: the same processes calling the dispatcher's
-  ``deliver`` on batches of the same size, without the database, for ``--duration`` seconds.
+  (gateway/outbox/queries.sql, the clock's parameter as now()), one mark for the batch, as many
+  clients as dispatchers;
+- the sink's own rate: wrk posting a delivery's body to it for ``--duration`` seconds (at least
+  5,000/s, else the sink would be what is measured).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import re
 import subprocess
 import sys
 import time
@@ -32,6 +37,7 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.support import (  # noqa: E402
+    BENCH,
     embedded_database,
     in_processes,
     pgbench_command,
@@ -41,8 +47,7 @@ from bench.support import (  # noqa: E402
 )
 from gateway.clock import SystemClock  # noqa: E402
 from gateway.logs import configure_logging  # noqa: E402
-from gateway.outbox.delivery import deliver  # noqa: E402
-from gateway.outbox.dispatcher import BATCH_SIZE, IDLE_GRACE_S, dispatch_due  # noqa: E402
+from gateway.outbox.dispatcher import BATCH_SIZE, IDLE_GRACE_S, dispatch_due, http_client  # noqa: E402
 from gateway.settings import Settings, build_settings  # noqa: E402
 from gateway.store.db import Database  # noqa: E402
 from gateway.store.queries import load_queries  # noqa: E402
@@ -92,7 +97,7 @@ async def dispatch(index: int, url: str, sink: str, start: Callable[[], None]) -
     clock = SystemClock()
     db = await Database.open(url, size=2, name=f"bench-outbox-{index}")
     claimed = 0
-    async with httpx.AsyncClient(timeout=httpx.Timeout(None)) as http:
+    async with http_client() as http:
         start()
         began = time.perf_counter()
         while time.perf_counter() - began < MAX_RUN_S:
@@ -107,28 +112,16 @@ async def dispatch(index: int, url: str, sink: str, start: Callable[[], None]) -
     return {"seconds": seconds, "claimed": claimed}
 
 
-async def deliver_only(index: int, url: str, sink: str, duration: float, start: Callable[[], None]) -> dict[str, Any]:
-    """One ceiling process: the dispatcher's ``deliver`` on batches of BATCH_SIZE, no database."""
-    settings = settings_for(url, sink)
-    clock = SystemClock()
-    async with httpx.AsyncClient(timeout=httpx.Timeout(None)) as http:
-        start()
-        delivered = 0
-        began = time.perf_counter()
-        while time.perf_counter() - began < duration:
-            rows = [{"message_id": delivered + n, "dedup_key": f"sinkload:{index}:{delivered + n}", "attempt_id": None,
-                     "ordering_key": None, "kind": "order-confirmation", "payload": {"position": n},
-                     "delivery_attempts": 0} for n in range(BATCH_SIZE)]
-            errors = await asyncio.gather(*(deliver(row, settings, clock, http) for row in rows))
-            if any(errors):
-                raise RuntimeError(f"the sink refused a delivery: {errors}")
-            delivered += len(rows)
-        return {"seconds": time.perf_counter() - began, "delivered": delivered}
+def sink_ceiling(sink: str, duration: int) -> float:
+    """The sink's own rate: wrk (2 threads, 50 connections: a batch's deliveries) posting to it."""
+    output = subprocess.run(["wrk", "-t2", "-c50", f"-d{duration}s", "-s", str(BENCH / "sink.lua"), sink],
+                            capture_output=True, text=True, check=True).stdout
+    return float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))  # type: ignore[union-attr]
 
 
 def pgbench_script(path: Path) -> Path:
     """The dispatcher's transaction for pgbench: bound the idle time, claim (the ids into :ids),
-    one mark_dispatched per claimed row (a mark past the claimed ones matches nothing), commit."""
+    mark them dispatched in one statement, commit."""
     sql = load_queries("gateway.outbox")
 
     def pgbench_sql(name: str, **values: str) -> str:
@@ -139,11 +132,11 @@ def pgbench_script(path: Path) -> Path:
 
     timeout_ms = f"'{int((10 + IDLE_GRACE_S) * 1000)}'"
     claim = pgbench_sql("claim_due", limit=str(BATCH_SIZE))
-    marks = [pgbench_sql("mark_dispatched", message_id=f"((:ids)::bigint[])[{n}]") for n in range(1, BATCH_SIZE + 1)]
+    mark = pgbench_sql("mark_dispatched", message_ids="(:ids)")
     path.write_text("\n".join([
         "BEGIN;", pgbench_sql("bound_idle_transaction", timeout_ms=timeout_ms) + ";",
         f"SELECT COALESCE(array_agg(message_id), '{{}}') AS ids FROM ({claim}) claimed \\gset",
-        *(mark + ";" for mark in marks), "COMMIT;", ""]))
+        mark + ";", "COMMIT;", ""]))
     return path
 
 
@@ -185,8 +178,8 @@ def check_delivery(url: str, sink: str, prefix: str) -> str | None:
     return None
 
 
-def run(url: str, sink: str, work: Path, workers: int, backlog: dict[str, int], duration: int) -> dict[str, Any]:
-    """One backlog dispatched by ``workers`` processes, then both ceilings with as many clients."""
+def run(url: str, sink: str, work: Path, workers: int, backlog: dict[str, int]) -> dict[str, Any]:
+    """One backlog dispatched by ``workers`` processes, then pgbench's drain with as many clients."""
     rows = backlog["keys"] * backlog["rows_per_key"] + backlog["alerts"]
     progress(f"{workers} dispatcher(s): {rows} rows")
     run_sql(url, _BACKLOG, {"prefix": f"O{workers}-", **backlog})
@@ -199,12 +192,9 @@ def run(url: str, sink: str, work: Path, workers: int, backlog: dict[str, int], 
     progress(f"pgbench, {workers} client(s), draining {rows} rows")
     run_sql(url, _BACKLOG, {"prefix": f"P{workers}-", **backlog})
     drained_s = pgbench_drain(url, pgbench_script(work / "outbox_txn.sql"), workers)
-    progress(f"the sink under {workers} process(es) of deliveries")
-    loads = in_processes(deliver_only, workers, url, sink, duration)
     dispatched = sum(r["claimed"] for r in results)
     return {"workers": workers, "rows": rows, "seconds": seconds, "rate": dispatched / seconds, "problem": problem,
-            "pgbench": rows / drained_s,
-            "sink": sum(r["delivered"] for r in loads) / max(r["seconds"] for r in loads)}
+            "pgbench_rate": rows / drained_s, "ratio_pgbench": dispatched / seconds / (rows / drained_s)}
 
 
 def main() -> None:
@@ -214,23 +204,27 @@ def main() -> None:
     parser.add_argument("--alerts", type=int, default=100)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--duration", type=int, default=5, help=f"seconds of sink load (at most {MAX_CEILING_S})")
+    parser.add_argument("--json", type=Path, help="write the figures to this file (bench/README.md)")
     args = parser.parse_args()
     backlog = {"keys": args.keys, "rows_per_key": args.rows_per_key, "alerts": args.alerts}
     configure_logging("json", "warning")
-    with embedded_database() as (url, work), uvicorn(["--factory", "gateway.local.sinks:create_app"], {}) as sink:
-        rows = [run(url, sink, work, workers, backlog, min(args.duration, MAX_CEILING_S)) for workers in args.workers]
-    report(rows, backlog)
+    with embedded_database() as (url, work), uvicorn(["bench.sink_app:app"], {}) as sink:
+        progress("the sink's own ceiling")
+        ceiling = sink_ceiling(sink, min(args.duration, MAX_CEILING_S))
+        runs = [run(url, sink, work, workers, backlog) for workers in args.workers]
+    report(runs, backlog, ceiling)
+    if args.json:
+        args.json.write_text(json.dumps({"runs": runs, "sink_rate": ceiling}, indent=1) + "\n")
 
 
-def report(rows: list[dict[str, Any]], backlog: dict[str, int]) -> None:
+def report(runs: list[dict[str, Any]], backlog: dict[str, int], sink: float) -> None:
     print(f"\noutbox: rows dispatched per second, {backlog['keys']} keys x {backlog['rows_per_key']} rows "
-          f"+ {backlog['alerts']} alerts, batches of {BATCH_SIZE}, demo sinks on loopback (bench/README.md)\n")
-    print(f"{'dispatchers':>11} {'rows/s':>8} {'seconds':>7} {'pgbench rows/s':>14} {'ratio':>6} "
-          f"{'sink /s':>8} {'ratio':>6}  delivery")
-    for row in rows:
-        print(f"{row['workers']:>11} {row['rate']:>8.0f} {row['seconds']:>7.1f} {row['pgbench']:>14.0f} "
-              f"{row['rate'] / row['pgbench']:>6.2f} {row['sink']:>8.0f} {row['rate'] / row['sink']:>6.2f}  "
-              f"{row['problem'] or 'every row once, in order per key'}")
+          f"+ {backlog['alerts']} alerts, batches of {BATCH_SIZE}, bench/sink_app.py on loopback (bench/README.md)\n")
+    print(f"  the sink's own ceiling: {sink:.0f} deliveries/s (wrk, 50 connections)\n")
+    print(f"{'dispatchers':>11} {'rows/s':>8} {'seconds':>7} {'pgbench rows/s':>14} {'ratio':>6}  delivery")
+    for run in runs:
+        print(f"{run['workers']:>11} {run['rate']:>8.0f} {run['seconds']:>7.1f} {run['pgbench_rate']:>14.0f} "
+              f"{run['ratio_pgbench']:>6.2f}  {run['problem'] or 'every row once, in order per key'}")
 
 
 if __name__ == "__main__":

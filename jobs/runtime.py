@@ -16,6 +16,7 @@ import httpx
 from dramatiq.asyncio import get_event_loop_thread
 
 from gateway.clock import Clock, SystemClock
+from gateway.outbox.dispatcher import http_client
 from gateway.settings import Settings, load_settings
 from gateway.store.db import Database
 
@@ -53,7 +54,7 @@ async def current() -> Runtime:
         if _current is None:
             settings, clock = _configured or (load_settings(), SystemClock())
             db = await Database.open(settings.database_url, size=4, name="paygate-jobs")
-            http = httpx.AsyncClient(timeout=httpx.Timeout(None), follow_redirects=False)
+            http = http_client()  # the outbox's keep-alive client; recovery's lookups share it
             _current = Runtime(settings=settings, clock=clock, db=db, http=http)
         return _current
 

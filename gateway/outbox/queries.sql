@@ -40,10 +40,11 @@ SELECT m.message_id, m.dedup_key, m.attempt_id, m.ordering_key, m.kind, m.payloa
    FOR UPDATE OF m SKIP LOCKED;
 
 -- name: mark_dispatched
--- The claim still holds the row lock, so nothing else changed the row since it was read.
+-- Every row of a batch its sink took, in one statement (docs/decisions/0033). The claim still
+-- holds the rows' locks, so nothing else changed them since they were read.
 UPDATE outbox_messages
    SET dispatched_at = %(now)s, delivery_attempts = delivery_attempts + 1, last_error = NULL
- WHERE message_id = %(message_id)s AND dispatched_at IS NULL AND dead_lettered_at IS NULL;
+ WHERE message_id = ANY(%(message_ids)s::bigint[]) AND dispatched_at IS NULL AND dead_lettered_at IS NULL;
 
 -- name: back_off
 -- A failed delivery counts, keeps its diagnosis (never the receiver's body or the URL) and
