@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.support import (  # noqa: E402
     ACCOUNT,
     BENCH,
-    RoundTrips,
+    WireCounter,
     embedded_database,
     in_processes,
     insert_orders,
@@ -56,6 +56,7 @@ BATCH = 100  # jobs/recovery.py's BATCH (importing jobs needs a broker): attempt
 MAX_RUN_S = 60
 MAX_CEILING_S = 20
 SEED_CONCURRENCY = 32
+WIRE_COUNT = 200  # attempts reconciled through the wire counter
 
 # What Checkout leaves when the first send's answer is lost: Started -> Unknown with the send's
 # intent and result, the escalation deadline stamped (key window 24 h minus the 1 h margin), and
@@ -93,9 +94,10 @@ UPDATE payment_attempts SET next_check_at = now() + interval '1 day'
 """
 
 
-def settings_for(url: str, cardco: str) -> Settings:
+def settings_for(url: str, cardco: str, concurrency: int = 1) -> Settings:
     return build_settings({
         "database_url": url, "redis_url": "redis://127.0.0.1:1/0", "token_pepper": "bench", "log_level": "warning",
+        "recovery_concurrency": concurrency,
         "provider_accounts": [{"id": ACCOUNT, "base_url": cardco, "api_key": API_KEY,
                                "webhook_endpoint_id": "cardco-test"}]})
 
@@ -128,19 +130,16 @@ async def _take_payments(cardco: str, sends: list[tuple[str, str]]) -> None:
         await asyncio.gather(*(sender() for _ in range(SEED_CONCURRENCY)))
 
 
-async def reconcile(index: int, url: str, cardco: str, start: Callable[[], None]) -> dict[str, Any]:
+async def reconcile(index: int, url: str, cardco: str, concurrency: int, start: Callable[[], None]) -> dict[str, Any]:
     """One worker process: sweep until nothing is due (or MAX_RUN_S)."""
     configure_logging("json", "warning")
-    trips = RoundTrips()
-    trips.install()
-    settings = settings_for(url, cardco)
+    settings = settings_for(url, cardco, concurrency)
     clock = SystemClock()
-    db = await Database.open(url, size=2, name=f"bench-recovery-{index}")
+    db = await Database.open(url, size=max(2, concurrency), name=f"bench-recovery-{index}")
     outcomes: Counter[str] = Counter()
     async with httpx.AsyncClient(timeout=httpx.Timeout(None)) as http:
         recovery = Recovery(settings, clock, db, Attempts(db, clock, settings), PaymentClient(settings, clock, http))
         start()
-        trips.count = 0
         began = time.perf_counter()
         while time.perf_counter() - began < MAX_RUN_S:
             report = await recovery.sweep(BATCH)
@@ -149,24 +148,45 @@ async def reconcile(index: int, url: str, cardco: str, start: Callable[[], None]
             outcomes.update(report.outcomes)
         seconds = time.perf_counter() - began
     await db.close()
-    return {"seconds": seconds, "outcomes": outcomes, "round_trips": trips.count}
+    return {"seconds": seconds, "outcomes": outcomes}
 
 
-async def look_up(index: int, url: str, cardco: str, references: list[str], duration: float,
+async def look_up(index: int, url: str, cardco: str, references: list[str], duration: float, concurrency: int,
                   start: Callable[[], None]) -> dict[str, Any]:
-    """One ceiling process: the same payment client's lookups, one after another, no database."""
+    """One ceiling process: the same payment client's lookups, ``concurrency`` in flight (as many as
+    a worker's passes), each one after another, no database."""
     settings = settings_for(url, cardco)
     async with httpx.AsyncClient(timeout=httpx.Timeout(None)) as http:
         client = PaymentClient(settings, SystemClock(), http)
         start()
         done = 0
         began = time.perf_counter()
-        while time.perf_counter() - began < duration:
-            found = await client.find_payment(ACCOUNT, client_reference=references[(index + done) % len(references)])
-            if found.payment is None:
-                raise RuntimeError(f"the ceiling's lookup found nothing: {found}")
-            done += 1
+
+        async def lookups(lane: int) -> None:
+            nonlocal done
+            n = lane
+            while time.perf_counter() - began < duration:
+                reference = references[(index * concurrency + n) % len(references)]
+                found = await client.find_payment(ACCOUNT, client_reference=reference)
+                if found.payment is None:
+                    raise RuntimeError(f"the ceiling's lookup found nothing: {found}")
+                done += 1
+                n += concurrency
+
+        await asyncio.gather(*(lookups(lane) for lane in range(concurrency)))
         return {"seconds": time.perf_counter() - began, "lookups": done}
+
+
+def wire_trips(url: str, cardco: str, count: int) -> float:
+    """Round trips per reconciled attempt as PostgreSQL sees them (bench/support.py WireCounter):
+    one worker, one pass at a time, ``count`` attempts."""
+    prefix = "W-"
+    prepare_backlog(url, cardco, prefix, count)
+    with WireCounter(url) as counter:
+        results = in_processes(reconcile, 1, counter.url, cardco, 1)
+        trips, _ = counter.count()
+    run_sql(url, _PARK, {"like": f"{prefix}%"})
+    return trips / max(1, results[0]["outcomes"]["found:succeeded->Succeeded"])
 
 
 def check_resolved(url: str, prefix: str, count: int) -> str | None:
@@ -184,13 +204,13 @@ def check_resolved(url: str, prefix: str, count: int) -> str | None:
     return None
 
 
-def run(url: str, cardco: str, workers: int, count: int, duration: int) -> dict[str, Any]:
+def run(url: str, cardco: str, workers: int, count: int, duration: int, concurrency: int) -> dict[str, Any]:
     """One backlog run down by ``workers`` processes, then CardCo's lookup rate for as many."""
     prefix = f"R{workers}-"
     progress(f"preparing {count} Unknown attempts and their CardCo payments")
     prepare_backlog(url, cardco, prefix, count)
-    progress(f"{workers} recovery worker(s) running the backlog down")
-    results = in_processes(reconcile, workers, url, cardco)
+    progress(f"{workers} recovery worker(s), {concurrency} pass(es) each at once, running the backlog down")
+    results = in_processes(reconcile, workers, url, cardco, concurrency)
     outcomes: Counter[str] = sum((r["outcomes"] for r in results), Counter())
     seconds = max(r["seconds"] for r in results)
     capped = seconds >= MAX_RUN_S
@@ -199,18 +219,18 @@ def run(url: str, cardco: str, workers: int, count: int, duration: int) -> dict[
     run_sql(url, _PARK, {"like": f"{prefix}%"})
     references = [f"{prefix}{n}-a1" for n in range(1, count + 1)]
     progress(f"CardCo's lookup rate from {workers} process(es)")
-    lookups = in_processes(look_up, workers, url, cardco, references, duration)
+    lookups = in_processes(look_up, workers, url, cardco, references, duration, concurrency)
     return {
         "workers": workers,
+        "concurrency": concurrency,
         "reconciled": outcomes["found:succeeded->Succeeded"],
         "rate": outcomes["found:succeeded->Succeeded"] / seconds,
         "seconds": seconds,
         "passes": sum(outcomes.values()),
-        "trips": sum(r["round_trips"] for r in results) / max(1, outcomes["found:succeeded->Succeeded"]),
         "other": {k: v for k, v in outcomes.items() if k != "found:succeeded->Succeeded"},
         "problem": problem,
         "capped": capped,
-        "cardco": sum(r["lookups"] for r in lookups) / max(r["seconds"] for r in lookups),
+        "lookup_ceiling": sum(r["lookups"] for r in lookups) / max(r["seconds"] for r in lookups),
     }
 
 
@@ -218,7 +238,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--attempts", type=int, default=10_000, help="Unknown attempts in each backlog")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--concurrency", type=int, default=8, help="passes each worker runs at once "
+                        "(recovery_concurrency); CardCo's ceiling keeps as many lookups in flight")
     parser.add_argument("--duration", type=int, default=10, help=f"seconds per ceiling (at most {MAX_CEILING_S})")
+    parser.add_argument("--json", type=Path, help="write the figures to this file (bench/README.md)")
     args = parser.parse_args()
     duration = min(args.duration, MAX_CEILING_S)
     configure_logging("json", "warning")
@@ -226,25 +249,34 @@ def main() -> None:
         config = work / "cardco.json"
         config.write_text(json.dumps({"accounts": [{"id": ACCOUNT, "api_key": API_KEY}]}))
         with uvicorn(["provider_fake.app:app"], {"CARDCO_CONFIG": str(config)}) as cardco:
-            rows = [run(url, cardco, workers, args.attempts, duration) for workers in args.workers]
+            progress("counting round trips on the wire")
+            trips = wire_trips(url, cardco, WIRE_COUNT)
+            rows = [run(url, cardco, workers, args.attempts, duration, args.concurrency) for workers in args.workers]
             # Only now: pgbench's attempts stay due, and no worker may sweep them.
             insert_backlog(url, cardco, "PGB-", args.attempts)
             for row in rows:
                 progress(f"pgbench, {row['workers']} client(s)")
-                row["pgbench"] = pgbench(url, BENCH / "recovery_txn.sql", row["workers"], duration,
-                                         {"attempts": args.attempts, "account": ACCOUNT})
+                row["pgbench_tps"] = pgbench(url, BENCH / "recovery_txn.sql", row["workers"] * args.concurrency,
+                                             duration, {"attempts": args.attempts, "account": ACCOUNT})
+    for row in rows:
+        row.update(round_trips=trips, ratio_lookup=row["rate"] / row["lookup_ceiling"],
+                   ratio_pgbench=row["rate"] / row["pgbench_tps"])
     report(rows, args.attempts, duration)
+    if args.json:
+        args.json.write_text(json.dumps({"runs": rows}, indent=1) + "\n")
 
 
 def report(rows: list[dict[str, Any]], count: int, duration: int) -> None:
     print(f"\nrecovery: Unknown attempts reconciled per second, backlogs of {count}, CardCo on loopback "
           f"(bench/README.md); ceilings over {duration} s\n")
-    print(f"{'workers':>7} {'reconciled/s':>12} {'seconds':>7} {'trips/pass':>10} {'pgbench tps':>11} {'ratio':>6} "
-          f"{'CardCo/s':>9} {'ratio':>6}")
+    print(f"{'workers':>7} {'passes at once':>14} {'reconciled/s':>12} {'seconds':>7} {'trips/pass':>10} "
+          f"{'pgbench tps':>11} {'ratio':>6} {'CardCo/s':>9} {'ratio':>6}")
     for row in rows:
-        print(f"{row['workers']:>7} {row['rate']:>12.0f} {row['seconds']:>7.1f} {row['trips']:>10.1f} "
-              f"{row['pgbench']:>11.0f} {row['rate'] / row['pgbench']:>6.2f} {row['cardco']:>9.0f} "
-              f"{row['rate'] / row['cardco']:>6.2f}")
+        print(f"{row['workers']:>7} {row['concurrency']:>14} {row['rate']:>12.0f} {row['seconds']:>7.1f} "
+              f"{row['round_trips']:>10.1f} {row['pgbench_tps']:>11.0f} {row['ratio_pgbench']:>6.2f} "
+              f"{row['lookup_ceiling']:>9.0f} {row['ratio_lookup']:>6.2f}")
+    if len(rows) > 1:
+        print(f"  {rows[-1]['workers']} workers vs {rows[0]['workers']}: {rows[-1]['rate'] / rows[0]['rate']:.2f}x")
     for row in rows:
         if row["other"]:
             print(f"  {row['workers']} worker(s), other outcomes: {row['other']}")
