@@ -1,0 +1,54 @@
+"""Database.transaction, db.savepoint and db.pipelined (docs/decisions/0031, issue 13): BEGIN and
+COMMIT queued in the transaction's pipeline, never synced on their own; the semantics of a
+transaction unchanged (all or nothing, errors surface, the connection goes back to the pool clean)."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from gateway.store.db import Database, fetch_one, pipelined, savepoint
+
+_PROVIDER = ("INSERT INTO provider_accounts (provider_account, provider, environment, registered_at) "
+             "VALUES (%(id)s, 'cardco', 'test', now())")
+
+
+async def accounts(db: Database) -> list[str]:
+    rows = await db.fetch_all("SELECT provider_account FROM provider_accounts ORDER BY provider_account")
+    return [row["provider_account"] for row in rows]
+
+
+async def test_a_write_never_read_that_fails_rolls_the_whole_transaction_back(db: Database) -> None:
+    """A failing statement whose result nobody reads still fails the transaction (at the final
+    sync), its earlier writes are rolled back, and the pooled connection is usable afterwards."""
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        async with db.transaction() as conn:
+            await conn.execute(_PROVIDER, {"id": "cardco:acct_a:test"})
+            await conn.execute(_PROVIDER, {"id": "cardco:acct_a:test"})  # never read
+    assert await accounts(db) == []
+    for _ in range(db.pool.max_size + 1):  # every pooled connection is idle and clean again
+        async with db.transaction() as conn:
+            assert await fetch_one(conn, "SELECT 1 AS one") == {"one": 1}
+
+
+async def test_an_error_in_python_rolls_back_writes_not_read_yet(db: Database) -> None:
+    with pytest.raises(RuntimeError):
+        async with db.transaction() as conn:
+            await conn.execute(_PROVIDER, {"id": "cardco:acct_b:test"})
+            raise RuntimeError("the block failed")
+    assert await accounts(db) == []
+
+
+async def test_a_savepoint_rolls_back_only_its_own_writes(db: Database) -> None:
+    """db.savepoint inside the pipeline: a database error inside it (read or not) goes back to
+    where it began; the transaction's earlier and later writes commit."""
+    async with db.transaction() as conn:
+        await conn.execute(_PROVIDER, {"id": "cardco:acct_c:test"})
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            async with savepoint(conn):
+                await conn.execute(_PROVIDER, {"id": "cardco:acct_d:test"})
+                await fetch_one(conn, _PROVIDER + " RETURNING provider_account", {"id": "cardco:acct_c:test"})
+        async with pipelined(conn):
+            await conn.execute(_PROVIDER, {"id": "cardco:acct_e:test"})
+    assert await accounts(db) == ["cardco:acct_c:test", "cardco:acct_e:test"]
+
