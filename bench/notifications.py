@@ -96,10 +96,11 @@ def signed_lines(prefix: str, count: int, duplicate_mix: bool) -> list[str]:
     return mixed + lines[-8:]
 
 
-def wrk(base: str, requests_file: Path, connections: int, duration: int) -> dict[str, float]:
+def wrk(base: str, requests_file: Path, connections: int, duration: int, threads: int = 2) -> dict[str, float]:
     output = subprocess.run(
-        ["wrk", "-t2", f"-c{connections}", f"-d{duration}s", "--latency", "-s", str(BENCH / "replay.lua"), base],
-        env={**os.environ, "REQUESTS_FILE": str(requests_file), "THREADS": "2"},
+        ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s", "--latency", "-s", str(BENCH / "replay.lua"),
+         base],
+        env={**os.environ, "REQUESTS_FILE": str(requests_file), "THREADS": str(threads)},
         capture_output=True, text=True, check=True).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))  # type: ignore[union-attr]
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
