@@ -65,23 +65,21 @@ class Leases:
         self._clock = clock
         self._settings = settings
 
-    async def claim_due(self, limit: int, owner: str, passed: Collection[uuid.UUID] = ()) -> list[dict[str, Any]]:
-        """Up to ``limit`` due attempts not in ``passed``, claimed by ``owner`` in one autocommit
-        statement that skips the ones other workers are claiming (leases.sql ``claim_due``); each
-        as :meth:`claim` returns it, in due order."""
+    async def claim_due(self, limit: int, owner: str, passed: Collection[uuid.UUID] = (),
+                        attempt_id: uuid.UUID | None = None) -> list[dict[str, Any]]:
+        """Up to ``limit`` due attempts not in ``passed`` (only ``attempt_id``, if given), claimed by
+        ``owner`` in one autocommit statement that skips the ones other workers are claiming
+        (leases.sql ``claim_due``), each with ``passes`` and ``last_send_event``, in due order."""
         now = self._clock.now()
         rows = await self._db.fetch_all(_SQL["claim_due"], {
-            "owner": owner, "now": now, "limit": limit, "passed": list(passed),
+            "owner": owner, "now": now, "limit": limit, "passed": list(passed), "attempt_id": attempt_id,
             "lease_expires_at": now + timedelta(seconds=self._settings.recovery_lease_s)})
         return sorted(rows, key=lambda row: (row["next_check_at"], row["created_at"], row["attempt_id"]))
 
     async def claim(self, attempt_id: uuid.UUID, owner: str) -> dict[str, Any] | None:
-        """The claimed attempt (with ``passes`` and ``last_send_event``), or None if not ours."""
-        now = self._clock.now()
-        # One statement, committed on its own: a claim lost to another worker costs one round trip.
-        return await self._db.fetch_one(_SQL["claim"], {
-            "attempt_id": attempt_id, "owner": owner, "token": uuid.uuid4(), "now": now,
-            "lease_expires_at": now + timedelta(seconds=self._settings.recovery_lease_s)})
+        """The claimed attempt, or None if it is not due or not free (a lost claim costs one round trip)."""
+        claimed = await self.claim_due(1, owner, attempt_id=attempt_id)
+        return claimed[0] if claimed else None
 
     async def finish(self, attempt_id: uuid.UUID, lease: Lease, delay_s: float,
                      event: tuple[str, dict[str, Any]] | None = None) -> bool:

@@ -5,8 +5,10 @@
 -- name: claim_due
 -- The next due attempts, claimed in one statement (docs/decisions/0033): the rows the due query
 -- would list, locked with SKIP LOCKED so concurrent workers take different attempts instead of
--- listing the same ones and losing claims to each other, then leased as claim does (a fresh token
--- per attempt). Rows another worker is claiming at this moment are skipped, not waited for.
+-- listing the same ones and losing claims to each other, then leased. A fresh lease token for
+-- every claim: a release must present it, so a worker whose lease expired and was reclaimed cannot
+-- clear the new owner's lease. Rows another worker is claiming at this moment are skipped, not
+-- waited for; a scope paused since the last claim is left alone.
 WITH next AS (
     SELECT a.attempt_id
       FROM payment_attempts a
@@ -17,6 +19,8 @@ WITH next AS (
                         WHERE p.scope = a.provider_account AND p.paused_until > %(now)s)
        -- At most one pass per attempt in a sweep: the ones this sweep already passed over.
        AND a.attempt_id <> ALL(%(passed)s::uuid[])
+       -- One named attempt (a pass over it alone), or any.
+       AND (%(attempt_id)s::uuid IS NULL OR a.attempt_id = %(attempt_id)s::uuid)
      ORDER BY a.next_check_at, a.created_at, a.attempt_id
      LIMIT %(limit)s
        FOR NO KEY UPDATE OF a SKIP LOCKED
@@ -26,26 +30,6 @@ UPDATE payment_attempts a
        lease_expires_at = %(lease_expires_at)s
   FROM next
  WHERE a.attempt_id = next.attempt_id
-RETURNING a.*,
-       (SELECT count(*) FROM payment_attempt_events e
-         WHERE e.attempt_id = a.attempt_id AND e.kind = 'lookup') AS passes,
-       (SELECT e.kind FROM payment_attempt_events e
-         WHERE e.attempt_id = a.attempt_id AND e.kind IN ('send_intent', 'send_result', 'send_abandoned')
-         ORDER BY e.event_id DESC LIMIT 1) AS last_send_event;
-
--- name: claim
--- A fresh lease token for every claim: a release must present it, so a worker whose lease
--- expired and was reclaimed cannot clear the new owner's lease.
-UPDATE payment_attempts a
-   SET recovery_owner = %(owner)s, lease_token = %(token)s, lease_acquired_at = %(now)s,
-       lease_expires_at = %(lease_expires_at)s
- WHERE a.attempt_id = %(attempt_id)s
-   AND a.state IN ('NotStarted', 'Started', 'Unknown')
-   AND a.next_check_at <= %(now)s
-   AND (a.recovery_owner IS NULL OR a.lease_expires_at <= %(now)s)
-   -- A scope paused since the sweep listed this attempt is left alone too.
-   AND NOT EXISTS (SELECT 1 FROM provider_pauses p
-                    WHERE p.scope = a.provider_account AND p.paused_until > %(now)s)
 RETURNING a.*,
        (SELECT count(*) FROM payment_attempt_events e
          WHERE e.attempt_id = a.attempt_id AND e.kind = 'lookup') AS passes,
