@@ -23,7 +23,6 @@ from typing import Any
 
 import httpx
 import psycopg
-from psycopg_pool import AsyncConnectionPool
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -193,44 +192,12 @@ def _run(work: Work, args: tuple[Any, ...], barrier: Any, results: Any) -> None:
     results.put((args[0], asyncio.run(work(*args, lambda: barrier.wait(WORKER_START_TIMEOUT_S)))))
 
 
-class RoundTrips:
-    """Counts what the driver sends and waits for: statements outside a pipeline, each pipeline
-    as one, transaction BEGIN/COMMIT, pool checks."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def install(self) -> None:
-        counter = self
-
-        Method = Callable[..., Awaitable[Any]]
-
-        def counted(original: Method, trips: Callable[..., int]) -> Method:
-            async def wrapper(*args: Any, **kwargs: Any) -> Any:
-                counter.count += trips(*args)
-                return await original(*args, **kwargs)
-            return wrapper
-
-        def one(*_: Any) -> int:
-            return 1
-
-        def unless_pipelined(cursor: psycopg.AsyncCursor[Any], *_: Any) -> int:
-            return 0 if cursor.connection._pipeline else 1  # the pipeline's sync is the trip
-
-        psycopg.AsyncCursor.execute = counted(psycopg.AsyncCursor.execute, unless_pipelined)  # type: ignore[method-assign]
-        psycopg.AsyncPipeline.__aexit__ = counted(psycopg.AsyncPipeline.__aexit__, one)  # type: ignore[method-assign]
-        psycopg.AsyncTransaction.__aenter__ = counted(psycopg.AsyncTransaction.__aenter__, one)  # type: ignore[method-assign]
-        psycopg.AsyncTransaction.__aexit__ = counted(psycopg.AsyncTransaction.__aexit__, one)  # type: ignore[method-assign]
-        AsyncConnectionPool.check_connection = staticmethod(  # type: ignore[method-assign]
-            counted(AsyncConnectionPool.check_connection, one))
-
-
 class WireCounter:
     """Round trips counted on the wire: a proxy between the gateway and PostgreSQL's unix socket
     that reads the protocol. A round trip is a turn: the client asks for an answer (Sync, Flush or a
     simple Query) after the server last spoke, then waits; statements are Execute and simple Query
-    messages. Unlike
-    :class:`RoundTrips` it sees what the server sees, whatever the driver batches or pipelines.
+    messages. It sees what the server sees, whatever the driver batches or pipelines (a count of
+    driver calls does not).
     Use it with one client at a time: ``count()`` before and after N requests."""
 
     def __init__(self, url: str) -> None:
