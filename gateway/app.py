@@ -41,6 +41,9 @@ from gateway.settings import Settings, load_settings
 def routes() -> list[BaseRoute]:
     """Every route of the gateway; each area contributes its own list from its http module."""
     return [
+        # The hot paths first: Starlette tries the routes in order, one regex each (issue 13).
+        *webhooks.routes(),
+        *orders.routes(),
         *ops_escalations.routes(),
         *ops_outbox.routes(),
         *ops_attempts.routes(),
@@ -49,8 +52,6 @@ def routes() -> list[BaseRoute]:
         Route("/metrics", metrics.metrics, methods=["GET"]),
         Route("/openapi.json", openapi.openapi, methods=["GET"]),
         *console.routes(),
-        *orders.routes(),
-        *webhooks.routes(),
         *ops_notifications.routes(),
         *payouts.routes(),
         *reference_data.routes(),
