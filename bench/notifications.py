@@ -1,6 +1,7 @@
 """Benchmark: verified notifications per second through the real gateway (bench/README.md).
 
     python bench/notifications.py [--duration 10] [--connections 16 64] [--events 30000]
+                                  [--json PATH] [--profile DIR]
 
 An embedded PostgreSQL (gateway/local/servers.py) holds the schema and prepared Started attempts;
 the gateway runs under uvicorn (uvloop, httptools, no access log, one worker) on loopback; wrk
@@ -10,6 +11,9 @@ confirmation and commits. Each load runs ``--duration`` seconds (at most 20). Ce
 in the same run, on the same database, with the same connection counts:
 - pgbench running the notification transaction's statements (bench/notification_txn.sql);
 - a bare Starlette POST (bench/bare_app.py) under the same uvicorn settings and wrk script.
+Before the load runs, round trips and statements per notification are counted on the wire
+(bench/support.py WireCounter) and the gateway's CPU per request is read from /proc during every
+run; ``--profile`` samples the gateway with py-spy during each load run.
 """
 
 from __future__ import annotations
