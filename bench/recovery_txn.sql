@@ -1,5 +1,5 @@
 -- pgbench: the SQL one recovery pass runs for an Unknown attempt whose lookup by client reference
--- finds a succeeded payment (gateway/payments/leases.sql claim and release,
+-- finds a succeeded payment (gateway/payments/leases.sql claim_due and release,
 -- gateway/payments/queries.sql lock_for_evidence and apply, Attempts._write's pipeline), on a
 -- random prepared attempt PGB-<n> (bench/recovery.py prepares :attempts of them, attempt_id
 -- md5('PGB-<n>')). The writes are the real ones except that they leave the attempt Unknown and
@@ -8,24 +8,30 @@
 -- the version read (pgbench cannot carry a whole row), and the release on this client's owner.
 -- pgbench substitutes ":name" even inside string literals, so literals avoid colons (chr(58)).
 \set n random(1, :attempts)
--- 1. the claim, its own transaction (Leases.claim)
-BEGIN;
+-- 1. the claim, one autocommit statement (leases.sql claim_due, for this attempt)
+WITH next AS (
+    SELECT a.attempt_id
+      FROM payment_attempts a
+     WHERE a.state IN ('NotStarted', 'Started', 'Unknown')
+       AND a.next_check_at <= now()
+       AND (a.recovery_owner IS NULL OR a.lease_expires_at <= now())
+       AND NOT EXISTS (SELECT 1 FROM provider_pauses p
+                        WHERE p.scope = a.provider_account AND p.paused_until > now())
+       AND a.attempt_id = md5('PGB-' || (:n)::text)::uuid
+     LIMIT 1
+       FOR NO KEY UPDATE OF a SKIP LOCKED
+)
 UPDATE payment_attempts a
    SET recovery_owner = 'recovery-pgbench-' || (:client_id)::text, lease_token = gen_random_uuid(),
        lease_acquired_at = now(), lease_expires_at = now() + interval '60 s'
- WHERE a.attempt_id = md5('PGB-' || (:n)::text)::uuid
-   AND a.state IN ('NotStarted', 'Started', 'Unknown')
-   AND a.next_check_at <= now()
-   AND (a.recovery_owner IS NULL OR a.lease_expires_at <= now())
-   AND NOT EXISTS (SELECT 1 FROM provider_pauses p
-                    WHERE p.scope = a.provider_account AND p.paused_until > now())
+  FROM next
+ WHERE a.attempt_id = next.attempt_id
 RETURNING a.*,
        (SELECT count(*) FROM payment_attempt_events e
          WHERE e.attempt_id = a.attempt_id AND e.kind = 'lookup') AS passes,
        (SELECT e.kind FROM payment_attempt_events e
          WHERE e.attempt_id = a.attempt_id AND e.kind IN ('send_intent', 'send_result', 'send_abandoned')
          ORDER BY e.event_id DESC LIMIT 1) AS last_send_event;
-COMMIT;
 -- 2. the evidence: order and attempt locks in one statement, then every write in one pipeline
 BEGIN;
 WITH locked_order AS MATERIALIZED (
