@@ -17,6 +17,7 @@ from gateway.clock import Clock
 from gateway.pipeline.reconciler import Reconciler
 from gateway.pipeline.sweeper import sweep_leases
 from gateway.refunds.attempts import EXECUTOR, REFUND, RefundJob
+from gateway.refunds.decisions import expire_unused_grants
 from gateway.refunds.settlement import raise_owed
 from jobs import runtime
 from jobs.attempts import execute, publish
@@ -35,11 +36,13 @@ async def execute_payment_refund(order_id: str, grant_id: str, correlation_id: s
 
 @dramatiq.actor(queue_name=QUEUE, max_retries=0, time_limit=60_000)
 async def sweep_refunds() -> None:
-    """Fence lapsed refund leases (Claimed -> NotStarted, Started -> Unknown), then escalate every
-    PaidAfterCancel order with no refund under way."""
+    """Fence lapsed refund leases (Claimed -> NotStarted, Started -> Unknown), expire refund grants
+    whose window closed unclaimed, then escalate every PaidAfterCancel order with no refund under way."""
     current = await runtime.current()
     await sweep_leases(REFUND, current.db, current.clock)
-    await raise_owed(current.db, current.clock, reminder_interval_s=current.settings.reminder_interval_s)
+    reminder_interval_s = current.settings.reminder_interval_s
+    await expire_unused_grants(current.db, current.clock, reminder_interval_s=reminder_interval_s)
+    await raise_owed(current.db, current.clock, reminder_interval_s=reminder_interval_s)
 
 
 @dramatiq.actor(queue_name=QUEUE, max_retries=0, time_limit=120_000)

@@ -60,6 +60,12 @@ def owed_escalation_key(order_id: str) -> str:
     return f"order:{order_id}:refund-owed"
 
 
+def grant_expired_escalation_key(order_id: str) -> str:
+    """A merchant's refund whose grant lapsed unclaimed (its job lost or refused): the refund was
+    never sent and the order is still paid; the order's next refund decision closes it."""
+    return f"order:{order_id}:refund-grant-expired"
+
+
 # Decision ------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from psycopg.types.json import Jsonb
 from gateway.clock import Clock
 from gateway.domain import refunds
 from gateway.domain.errors import OrderNotFound
+from gateway.escalations.store import raise_escalation, resolve_by_key
 from gateway.outbox.store import enqueue
 from gateway.settings import Settings
 from gateway.store.db import Connection, Database, fetch_all, fetch_one, fetch_required
@@ -100,6 +101,8 @@ async def decide_in(conn: Connection, now: datetime, policy: RefundPolicy, *, or
                              "cause": cause, "outcome": outcome, "reason": reason,
                              "policy_version": refunds.POLICY_VERSION})
     grant = await _issue(conn, now, policy, order, decision, correlation_id) if outcome == "Allowed" else None
+    await resolve_by_key(conn, refunds.grant_expired_escalation_key(order_id), now,
+                         f"refund decision {decision['decision_id']} ({outcome})")
     log.info("payment_refund_decided", order_id=order_id, decision_id=str(decision["decision_id"]), cause=cause,
              outcome=outcome, reason=reason, correlation_id=correlation_id)
     return RefundDecision(decision, grant)
@@ -132,3 +135,26 @@ async def decide_after_cancel(conn: Connection, now: datetime, policy: RefundPol
     order = await fetch_required(conn, SQL["lock_order"], {"order_id": order_id})
     return await decide_in(conn, now, policy, order=order, cause="paid-after-cancel", actor_id=refunds.SYSTEM_ACTOR,
                            correlation_id=f"order:{order_id}:paid-after-cancel")
+
+
+async def expire_unused_grants(db: Database, clock: Clock, *, reminder_interval_s: float, limit: int = 100) -> int:
+    """Expire every refund grant whose window closed unclaimed; how many. A merchant's refund that
+    thereby never ran, on an order still paid, is escalated ``order:<id>:refund-grant-expired``
+    (once per open episode, closed by the order's next refund decision); a cancelled order's is
+    the ``refund-owed`` check's (``gateway.refunds.settlement.raise_owed``)."""
+    now = clock.now()
+    async with db.transaction() as conn:
+        expired = await fetch_all(conn, SQL["expire_unused_grants"], {"now": now, "limit": limit})
+        for grant in expired:
+            await append_history(conn, grant["order_id"], "grant", actor="payment-refund-sweeper", now=now,
+                                 grant_id=grant["grant_id"], detail={"event": "expired",
+                                                                     "refund_number": grant["refund_number"]})
+            if grant["cause"] == "merchant-request" and grant["order_state"] in refunds.REFUNDABLE:
+                await raise_escalation(conn, escalation_key=refunds.grant_expired_escalation_key(grant["order_id"]),
+                                       reason="payment-refund-grant-expired-unused", now=now,
+                                       reminder_interval_s=reminder_interval_s, attempt_id=grant["paid_attempt_id"],
+                                       details={"order_id": grant["order_id"], "grant_id": str(grant["grant_id"]),
+                                                "refund_number": grant["refund_number"]})
+    if expired:
+        log.warning("payment_refund_grants_expired_unused", grants=len(expired))
+    return len(expired)

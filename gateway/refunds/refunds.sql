@@ -134,3 +134,20 @@ SELECT * FROM payment_refund_decisions WHERE decision_id = %(decision_id)s;
 SELECT event_id FROM payment_refund_history
  WHERE attempt_id = %(attempt_id)s AND kind IN ('provider_observation', 'reconciliation')
  ORDER BY event_id;
+
+-- name: expire_unused_grants
+-- Grants whose window closed unclaimed (their job was lost or kept being refused) are Expired by
+-- the refund sweep, not only by the order's next decision, so nothing shows a dead grant as a
+-- refund still "Requested". SKIP LOCKED: several sweepers share the batch. Each comes back with
+-- its cause and its order's state now (an order still paid means the refund was not done).
+WITH expired AS (
+    UPDATE payment_refund_grants g
+       SET state = 'Expired', expired_at = %(now)s
+     WHERE g.grant_id IN (SELECT grant_id FROM payment_refund_grants
+                           WHERE state = 'Issued' AND expires_at <= %(now)s
+                           ORDER BY expires_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
+    RETURNING g.grant_id, g.order_id, g.decision_id, g.refund_number)
+SELECT e.grant_id, e.order_id, e.refund_number, o.state AS order_state, d.cause, d.paid_attempt_id
+  FROM expired e
+  JOIN orders o ON o.order_id = e.order_id
+  JOIN payment_refund_decisions d ON d.decision_id = e.decision_id;

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.clock import ManualClock
+from gateway.refunds.decisions import expire_unused_grants
 from tests.integration.refunds.conftest import Shop, found_succeeded, order, refund_rows, started_then_cancelled
 
 
@@ -96,3 +97,25 @@ async def test_a_paid_after_cancel_order_is_not_cancelled_again_and_takes_no_new
     assert (again.status_code, again.json()["state"]) == (200, "PaidAfterCancel")
     refused = await shop.http.post("/v1/orders/ORD-5521/refund", headers=shop.merchant, json={})
     assert (refused.status_code, refused.json()["code"]) == (409, "order.refund_unresolved")
+
+
+async def test_a_merchant_refund_whose_job_never_ran_is_expired_and_escalated_until_asked_again(
+        shop: Shop, clock: ManualClock) -> None:
+    """A grant whose window closes unclaimed (its job lost with the broker, say) authorizes nothing
+    (seed 000 section 6) and its refund never happened: the refund sweep expires it, the order's
+    ``refund`` says ``Expired`` rather than ``Requested``, a person is told once
+    (``order:<id>:refund-grant-expired``), and the merchant's next request closes that episode."""
+    await _paid(shop)
+    await shop.http.post("/v1/orders/ORD-5521/refund", headers=shop.merchant, json={})
+    assert await expire_unused_grants(shop.services.db, clock, reminder_interval_s=900) == 0
+    clock.advance(shop.services.settings.payout_grant_window_s)
+    for expected in (1, 0):
+        assert await expire_unused_grants(shop.services.db, clock, reminder_interval_s=900) == expected
+    assert (await order(shop))["refund"]["state"] == "Expired"
+    [episode] = await shop.services.db.fetch_all("SELECT * FROM payment_escalations")
+    assert (episode["escalation_key"], episode["reason"], episode["resolved_at"]) == \
+        ("order:ORD-5521:refund-grant-expired", "payment-refund-grant-expired-unused", None)
+    again = await shop.http.post("/v1/orders/ORD-5521/refund", headers=shop.merchant, json={})
+    assert again.json()["grant"]["refund_number"] == 2
+    [episode] = await shop.services.db.fetch_all("SELECT * FROM payment_escalations")
+    assert episode["resolved_at"] is not None
