@@ -29,23 +29,22 @@ KEYS = {"seed", "operations", "faults", "kills", "restarts", "violations", "wall
 def _campaign(tmp_path: Path, *flags: str, timeout_s: float) -> dict[str, object]:
     # A tester's machine: no servers configured, so the campaign starts its own.
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    result_path = tmp_path / "campaign.json"
-    before = {p.pid for p in psutil.process_iter()}
+    data_dir, result_path = tmp_path / "campaign", tmp_path / "campaign.json"
     done = subprocess.run([sys.executable, "-m", "gateway.cli", "campaign", "--seed", str(SEED), *flags,
-                           "--json", str(result_path)], capture_output=True, text=True, env=env, cwd=tmp_path,
-                          timeout=timeout_s)
+                           "--data-dir", str(data_dir), "--json", str(result_path)],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=timeout_s)
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
     assert "OK: every invariant held." in done.stdout
-    leftovers = [p for p in psutil.process_iter() if p.pid not in before and _started_by_a_campaign(p)]
+    leftovers = [p for p in psutil.process_iter() if _started_by(p, str(data_dir))]
     assert leftovers == [], f"left running: {[p.cmdline() for p in leftovers]}"
     document: dict[str, object] = json.loads(result_path.read_text())
     return document
 
 
-def _started_by_a_campaign(process: psutil.Process) -> bool:
-    """The fleet's processes carry the campaign's configuration; its PostgreSQL, its data directory."""
+def _started_by(process: psutil.Process, data_dir: str) -> bool:
+    """The fleet's processes carry the campaign's configuration, its PostgreSQL its data directory."""
     try:
-        return "paygate-campaign-" in " ".join(process.cmdline()) + process.environ().get("PAYGATE_CONFIG", "")
+        return data_dir in " ".join(process.cmdline()) + process.environ().get("PAYGATE_CONFIG", "")
     except psutil.Error:
         return False
 
