@@ -45,6 +45,21 @@ CREATE TABLE IF NOT EXISTS process_heartbeats (
     CONSTRAINT ck_process_heartbeat_kind CHECK (kind IN ('worker', 'clock'))
 );
 
+-- Job messages the database re-publishes (issue 11 item 1, docs/decisions/0022). A job that
+-- starts through an outbox row (a payout or recall grant's job) lives in the broker only as a
+-- wake-up; the grants sweep finds due work in its own tables and publishes its job again. This
+-- row paces that: one publication per subject per half clock tick, claimed by a conditional
+-- upsert, so a backlog of sweep wake-ups or two clocks publish once. publications explains an
+-- expiry ("published 7 times, never claimed": workers or broker, not policy).
+CREATE TABLE IF NOT EXISTS job_republications (
+    job_kind          text        NOT NULL,  -- the outbox job kind: 'payout-job', 'payout-recall-job'
+    subject_id        text        NOT NULL,  -- what the job works on (a grant id)
+    published_at      timestamptz NOT NULL,
+    publications      int         NOT NULL DEFAULT 1,
+    PRIMARY KEY (job_kind, subject_id),
+    CONSTRAINT ck_job_republications_count CHECK (publications > 0)
+);
+
 -- The order is the checkout's serialization point (seed 004, "A paid order cannot get another
 -- attempt"): creating an attempt locks this row and refuses a Paid or cancelled order.
 CREATE TABLE IF NOT EXISTS orders (

@@ -3,9 +3,11 @@ for the payout and payout recall attempt kinds.
 
 ``execute_payout`` carries references only (payout id, grant id, correlation id); the worker
 presents the grant as ``svc-payout-worker`` and the executor decides everything from the
-database. A postponed delivery (context unavailable, or early) is re-sent for later while the
-grant's window is open; after that the grant expires unused. ``publish_payout_job`` is what the
-outbox relay calls for a ``payout-job`` row: it sends the message delayed to ``not_before``.
+database. A postponed delivery (context unavailable, or early) ends there: the grant stays Issued,
+and the grants sweep publishes its job again while the window is open (jobs/redelivery.py); after
+that the grant expires unused and is escalated (jobs/grants.py). ``publish_payout_job`` is what
+the outbox relay calls for a ``payout-job`` row: it sends the message delayed to ``not_before``,
+and the sweep calls it again for a due grant nobody claimed.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ def publish_payout_job(payload: dict[str, Any], clock: Clock) -> dramatiq.Messag
 
 @dramatiq.actor(queue_name=QUEUE, max_retries=3, min_backoff=1_000, time_limit=120_000)
 async def execute_payout(payout_id: str, grant_id: str, correlation_id: str) -> None:
-    await execute(execute_payout, PAYOUT, EXECUTOR, PayoutJob(payout_id, grant_id, correlation_id))
+    await execute(PAYOUT, EXECUTOR, PayoutJob(payout_id, grant_id, correlation_id))
 
 
 def publish_payout_recall_job(payload: dict[str, Any], clock: Clock) -> dramatiq.Message[Any]:
@@ -42,7 +44,7 @@ def publish_payout_recall_job(payload: dict[str, Any], clock: Clock) -> dramatiq
 
 @dramatiq.actor(queue_name=QUEUE, max_retries=3, min_backoff=1_000, time_limit=120_000)
 async def execute_payout_recall(payout_id: str, grant_id: str, correlation_id: str) -> None:
-    await execute(execute_payout_recall, RECALL, RECALL_EXECUTOR, PayoutJob(payout_id, grant_id, correlation_id))
+    await execute(RECALL, RECALL_EXECUTOR, PayoutJob(payout_id, grant_id, correlation_id))
 
 
 @dramatiq.actor(queue_name=QUEUE, max_retries=0, time_limit=60_000)

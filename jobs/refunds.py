@@ -31,7 +31,7 @@ def publish_payment_refund_job(payload: dict[str, Any], clock: Clock) -> dramati
 
 @dramatiq.actor(queue_name=QUEUE, max_retries=3, min_backoff=1_000, time_limit=120_000)
 async def execute_payment_refund(order_id: str, grant_id: str, correlation_id: str) -> None:
-    await execute(execute_payment_refund, REFUND, EXECUTOR, RefundJob(order_id, grant_id, correlation_id))
+    await execute(REFUND, EXECUTOR, RefundJob(order_id, grant_id, correlation_id))
 
 
 @dramatiq.actor(queue_name=QUEUE, max_retries=0, time_limit=60_000)

@@ -27,6 +27,15 @@ UPDATE payment_escalations
  WHERE resolved_at IS NULL AND starts_with(escalation_key, %(prefix)s)
 RETURNING escalation_id;
 
+-- name: resolve_by_key_prefix_of_payout
+-- An expired grant's episode ('payout-grant:<grant_id>:expired-unused') says its payout waits for a
+-- fresh decision; the decision (or cancellation) that answers it closes every such episode of the
+-- payout in its own transaction. The payout is named in details: grant ids are not known there.
+UPDATE payment_escalations
+   SET resolved_at = %(now)s, next_reminder_at = NULL, resolution_note = %(note)s
+ WHERE resolved_at IS NULL AND starts_with(escalation_key, %(prefix)s) AND details->>'payout_id' = %(payout_id)s
+RETURNING escalation_id;
+
 -- name: list_escalations
 -- API.md "Escalations and reminders": open = every unresolved episode, acknowledged or not;
 -- acknowledged = acknowledged and unresolved. Oldest first, paged by escalation_id.

@@ -98,3 +98,12 @@ async def resolve_by_key_prefix(conn: Connection, prefix: str, now: datetime, no
     :func:`resolve_for_attempt`, whose ``attempt_id`` column names checkout attempts only."""
     rows = await fetch_all(conn, _SQL["resolve_by_key_prefix"], {"prefix": prefix, "now": now, "note": note})
     return [int(row["escalation_id"]) for row in rows]
+
+
+async def resolve_by_key_prefix_of_payout(conn: Connection, prefix: str, payout_id: str, now: datetime,
+                                          note: str) -> list[int]:
+    """Close every open episode under ``prefix`` whose details name ``payout_id`` (an expired
+    grant's episodes, once the payout has its answer), in the caller's transaction."""
+    rows = await fetch_all(conn, _SQL["resolve_by_key_prefix_of_payout"], {
+        "prefix": prefix, "payout_id": payout_id, "now": now, "note": note})
+    return [int(row["escalation_id"]) for row in rows]

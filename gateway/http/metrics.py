@@ -1,5 +1,6 @@
 """Prometheus metrics: this process's HTTP counters plus gauges read from the database, which
-are the fleet-wide truth (attempts by state, outbox backlog, open escalations, process liveness)."""
+are the fleet-wide truth (attempts by state, outbox backlog, open escalations, process liveness,
+grants that expired unused or are due and unclaimed)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ _HELP = {
     "paygate_orders_paid_after_cancel": "Orders whose payment succeeded after their cancellation, not yet refunded",
     "paygate_open_escalations": "Escalation episodes not yet resolved",
     "paygate_process_last_seen_age_seconds": "Seconds since the freshest heartbeat of each process kind",
+    "paygate_payout_grants_expired_unused": "Payout and recall grants that expired unconsumed",
+    "paygate_payout_grants_due_unclaimed": "Payout and recall grants past not_before, unexpired and not yet claimed",
 }
 
 

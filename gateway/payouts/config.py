@@ -14,6 +14,8 @@ from gateway.settings import ProviderAccount, Settings
 OPERATION = "payout.submit"
 AUDIENCE = "payout-executor"
 JOB_KIND = "payout-job"
+# An unused grant's escalation: 'payout-grant:<grant_id>:expired-unused' (gateway/payouts/grant_sweep.py).
+EXPIRED_GRANT_PREFIX = "payout-grant:"
 
 
 def payout_account(settings: Settings) -> ProviderAccount:

@@ -38,9 +38,10 @@ from gateway.domain.payout_policy import (
 )
 from gateway.domain.payout_terms import unbound_terms
 from gateway.domain.payout_timing import PayoutTimings
+from gateway.escalations.store import resolve_by_key_prefix_of_payout
 from gateway.outbox.store import enqueue
 from gateway.payouts import history, records
-from gateway.payouts.config import AUDIENCE, JOB_KIND, OPERATION
+from gateway.payouts.config import AUDIENCE, EXPIRED_GRANT_PREFIX, JOB_KIND, OPERATION
 from gateway.store.db import Connection, Database, fetch_all, fetch_one, fetch_required
 from gateway.store.queries import load_queries
 
@@ -139,6 +140,9 @@ async def _write_decision(conn: Connection, now: datetime, request: DecisionRequ
                                  "policy_version": decision["policy_version"],
                                  "terms_fingerprint": decision["terms_fingerprint"],
                                  "evaluated_payout_version": decision["evaluated_payout_version"]})
+    # The fresh decision an expired grant's payout was waiting for (gateway/payouts/grant_sweep.py).
+    await resolve_by_key_prefix_of_payout(conn, EXPIRED_GRANT_PREFIX, request.payout_id, now,
+                                          f"answered by decision {decision['decision_id']} ({decision['outcome']})")
     return {**decision, "observed_at": now}
 
 

@@ -36,15 +36,6 @@ UPDATE payout_grants
  WHERE payout_id = %(payout_id)s AND state = 'Issued' AND expires_at <= %(now)s
 RETURNING grant_id, payout_id;
 
--- name: expire_lapsed_grants
--- The sweeper's batch: SKIP LOCKED so several sweepers share the work instead of queueing on it.
-UPDATE payout_grants g
-   SET state = 'Expired', expired_at = %(now)s
- WHERE g.grant_id IN (SELECT grant_id FROM payout_grants
-                       WHERE state = 'Issued' AND expires_at <= %(now)s
-                       ORDER BY expires_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
-RETURNING g.grant_id, g.payout_id;
-
 -- name: revoke_grant
 UPDATE payout_grants
    SET state = 'Revoked', revoked_at = %(now)s, revoke_reason = %(reason)s

@@ -30,6 +30,7 @@ from gateway.domain.payout_errors import AttemptUnresolved, NotRecallable
 from gateway.domain.payout_outcomes import RECALL_STATUS_TABLE
 from gateway.domain.payout_timing import PayoutTimings
 from gateway.domain.recall_policy import recall_outcome, recall_reason
+from gateway.escalations.store import resolve_by_key_prefix_of_payout
 from gateway.outbox.store import enqueue
 from gateway.payouts import cardco, history, records
 from gateway.payouts.config import payout_account, payout_timings
@@ -59,6 +60,7 @@ log = structlog.get_logger("gateway.payouts")
 OPERATION = "payout.recall"
 AUDIENCE = "payout-recall-executor"
 JOB_KIND = "payout-recall-job"
+EXPIRED_GRANT_PREFIX = "payout-recall-grant:"  # gateway/payouts/grant_sweep.py
 RECALL_EXECUTOR = Presenter("svc-payout-recall-worker", frozenset({AUDIENCE}))
 
 def client_reference(payout_id: str, number: int) -> str:
@@ -134,6 +136,8 @@ async def decide_recall(db: Database, clock: Clock, timings: PayoutTimings, requ
         await _event(conn, payout["payout_id"], "decision", actor=request.actor_id, now=now,
                      correlation_id=request.correlation_id, recall_decision_id=decision["decision_id"],
                      outcome=outcome, reason=reason, policy_version=decision["policy_version"])
+        await resolve_by_key_prefix_of_payout(conn, EXPIRED_GRANT_PREFIX, payout["payout_id"], now,
+                                              f"answered by recall decision {decision['decision_id']} ({outcome})")
         grant = await _issue(conn, now, timings, payout, decision, request) if outcome == "Allowed" else None
     log.info("payout_recall_decided", payout_id=request.payout_id, decision_id=str(decision["decision_id"]),
              outcome=outcome, reason=reason, correlation_id=request.correlation_id)

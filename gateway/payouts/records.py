@@ -26,7 +26,9 @@ from gateway.domain.payout_policy import (
 )
 from gateway.domain.payout_terms import PayoutIntent, differing_terms
 from gateway.effects.certify import certificate_of
+from gateway.escalations.store import resolve_by_key_prefix_of_payout
 from gateway.payouts import history
+from gateway.payouts.config import EXPIRED_GRANT_PREFIX
 from gateway.store.db import Connection, Database, fetch_one
 from gateway.store.queries import load_queries
 
@@ -140,6 +142,7 @@ async def cancel_payout(db: Database, now: datetime, payout_id: str, *, tenant_i
             raise NotCancellable(f"the payout is {before['state']}")
         await history.append(conn, payout_id, "transition", actor=actor, now=now, correlation_id=correlation_id,
                              detail={"from": before["state"], "to": "Cancelled", "version": row["version"]})
+        await resolve_by_key_prefix_of_payout(conn, EXPIRED_GRANT_PREFIX, payout_id, now, "payout cancelled")
     return row
 
 

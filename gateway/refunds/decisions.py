@@ -29,11 +29,15 @@ from gateway.domain import refunds
 from gateway.domain.errors import OrderNotFound
 from gateway.escalations.store import raise_escalation, resolve_by_key
 from gateway.outbox.store import enqueue
+from gateway.redelivery.republish import grant_jobs
 from gateway.settings import Settings
 from gateway.store.db import Connection, Database, fetch_all, fetch_one, fetch_required
 from gateway.store.queries import load_queries
 
 SQL = load_queries("gateway.refunds", "refunds.sql")
+# Refund jobs the redelivery sweep publishes again (docs/decisions/0022): due, unclaimed, unrefused grants.
+DUE_JOBS = grant_jobs(refunds.JOB_KIND, grants="payment_refund_grants", decisions="payment_refund_decisions",
+                      history="payment_refund_history", parent="order_id")
 log = structlog.get_logger("gateway.refunds")
 
 

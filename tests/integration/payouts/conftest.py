@@ -18,6 +18,7 @@ import respx
 from gateway.clock import ManualClock
 from gateway.payouts import reference
 from gateway.payouts.attempts import EXECUTOR, PAYOUT
+from gateway.payouts.grant_sweep import expire_unused
 from gateway.payouts.sweeper import sweep_once
 from gateway.payouts.validation import PayoutJob
 from gateway.pipeline.executor import Executor
@@ -120,7 +121,8 @@ class World:
         return await Reconciler(PAYOUT, self.services.db, self.clock, self.settings, self.services.http).run_once()
 
     async def sweep(self) -> dict[str, int]:
-        return await sweep_once(self.services.db, self.clock)
+        expired = await expire_unused(self.services.db, self.clock, self.settings)
+        return await sweep_once(self.services.db, self.clock) | {"grants_expired": expired}
 
     # CardCo ------------------------------------------------------------------------------------
     async def faults(self, *rules: dict[str, Any]) -> None:
