@@ -159,7 +159,12 @@ class World:
 @pytest.fixture
 async def world(client: httpx.AsyncClient, services: Services, settings: Settings, clock: ManualClock,
                 cardco: CardCo, cardco_http: respx.MockRouter) -> World:
-    created = World(client, services, settings, clock, cardco)
+    return await furnish(World(client, services, settings, clock, cardco))
+
+
+async def furnish(created: World) -> World:
+    """Tokens for every role, and the tenant, beneficiary, destination and policy release."""
+    services, clock = created.services, created.clock
     for name, role, extra in (("admin", "admin", {}), ("operator", "operator", {}),
                               ("clerk", "clerk", {"tenant_id": "T-0417", "approval_limit_minor": 1_000_000}),
                               ("approver", "clerk", {"tenant_id": "T-0417", "approval_limit_minor": 100_000_000}),
