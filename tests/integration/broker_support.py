@@ -23,15 +23,18 @@ def start_worker(broker: dramatiq.Broker) -> dramatiq.Worker:
 
 async def until_held(broker: Any, held: int = 1, timeout_s: float = 20.0) -> None:
     """Wait until a running worker has taken ``held`` delayed messages off the broker's delay
-    queue into its own memory (the broker still lists them as unacknowledged)."""
+    queue into its own memory (the broker still lists them as unacknowledged) and has finished
+    every other message (an acknowledged message leaves no stored copy)."""
     deadline = time.monotonic() + timeout_s
     while True:
         waiting = broker.client.llen(f"{NAMESPACE}:{QUEUE}.DQ")
         stored = broker.client.hlen(f"{NAMESPACE}:{QUEUE}.DQ.msgs")
-        if waiting == 0 and stored == held:
+        unfinished = broker.client.hlen(f"{NAMESPACE}:{QUEUE}.msgs")
+        if waiting == 0 and stored == held and unfinished == 0:
             return
         if time.monotonic() > deadline:
-            raise AssertionError(f"the worker did not take the delayed message ({waiting} waiting, {stored} stored)")
+            raise AssertionError(f"the worker did not take the delayed message ({waiting} waiting, {stored} stored,"
+                                 f" {unfinished} other messages unfinished)")
         await asyncio.sleep(0.05)
 
 
