@@ -3,10 +3,11 @@ of truth, Redis only carries wake-up messages (losing the broker loses no paymen
 work from the database)"), on the real Valkey with real Dramatiq workers and CardCo in-process.
 
 Every message the broker carries is walked: the clock's wake-ups (checkout recovery, the outbox
-dispatcher, reminders, the payout sweeper and reconciler, the grants sweep) carry nothing and are
-sent again on every tick; a payout or recall job is a message built from its grant, and the grants
-sweep publishes it again from the database (docs/decisions/0022). ``FLUSHALL`` mid-flow, and a
-worker gone while it held a delayed payout job, delay each path by one sweep and lose nothing.
+dispatcher, reminders, the payout and refund sweepers and reconcilers, the grants sweep) carry
+nothing and are sent again on every tick; a payout, recall or refund job is a message built from
+its grant, and the redelivery sweep publishes it again from the database (docs/decisions/0022).
+``FLUSHALL`` mid-flow, and a worker gone while it held a delayed payout job, delay each path by
+one sweep and lose nothing.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from tests.integration.outbox_support import MERCHANT_SECRET
 from tests.integration.payouts.conftest import World, world
 from tests.integration.payouts.recall_helpers import paid, recall_calls
 from tests.integration.recovery.test_recovery_loop import row, unknown_payment
+from tests.integration.refunds.conftest import refund_calls
 from tests.integration.test_jobs import jobs_runtime, run_worker_until_idle
 
 __all__ = ["jobs_runtime", "shop", "world"]
@@ -77,7 +79,8 @@ async def test_flushall_mid_flow_delays_every_path_by_one_sweep_and_loses_nothin
         world: World, shop: Shop, jobs_runtime: dramatiq.Broker, sinks: dict[str, respx.Route]) -> None:
     """Issue 11 item 1: "Walk every other message the broker carries and show, with a test that
     flushes the broker mid-flow (FLUSHALL on the real server), that losing it delays work by at
-    most one sweep and loses none: checkout recovery, outbox, reminders, payouts, recalls"; seed
+    most one sweep and loses none: checkout recovery, outbox, reminders, payouts, recalls" (and
+    refunds, which start through the outbox the same way, item 3); seed
     000 section 7 ("The Queue Message Is Transport"); seed 004 "The Recovery Loop", "Downstream
     Work", "Reminders"."""
     from jobs.outbox import dispatch_outbox
@@ -99,7 +102,11 @@ async def test_flushall_mid_flow_delays_every_path_by_one_sweep_and_loses_nothin
     assert queued(broker) == 0
 
     # Mid-flow: an Unknown checkout due for recovery, an episode due for a reminder, the recall's
-    # job published, an operator alert not yet delivered, and the clock's wake-ups, all in flight.
+    # and a merchant refund's jobs published, an operator alert not yet delivered, and the clock's
+    # wake-ups, all in flight.
+    await shop.order("ORD-R")
+    assert (await shop.pay("ORD-R")).json()["state"] == "Succeeded"
+    assert (await shop.http.post("/v1/orders/ORD-R/refund", headers=shop.merchant, json={})).status_code == 200
     checkout = await unknown_payment(shop, action="drop_response")
     async with db.transaction() as conn:
         reminded = await raise_escalation(conn, escalation_key="ops:broker-loss:reminded", reason="deadline",
@@ -119,7 +126,7 @@ async def test_flushall_mid_flow_delays_every_path_by_one_sweep_and_loses_nothin
     # A fresh worker finds nothing to do: the broker's copy of all that work is gone.
     await asyncio.to_thread(run_worker_until_idle, broker)
     assert (await row(shop, checkout["attempt_id"]))["state"] == "Unknown"
-    assert recall_calls(world) == [] and _sent(world) == ["PAY-R-a1"]
+    assert recall_calls(world) == [] and refund_calls(shop) == [] and _sent(world) == ["PAY-R-a1"]
     pending = await db.fetch_all("SELECT dedup_key FROM outbox_messages WHERE dispatched_at IS NULL")
     assert f"escalation:{alerted}:initial" in [r["dedup_key"] for r in pending]
 
@@ -127,8 +134,8 @@ async def test_flushall_mid_flow_delays_every_path_by_one_sweep_and_loses_nothin
     clock.advance(world.settings.clock_tick_s)
     await _tick_and_work(world, broker)
     assert (await row(shop, checkout["attempt_id"]))["state"] == "Succeeded"
-    assert len(shop.ledger()) == 1
-    assert len(recall_calls(world)) == 1
+    assert len(shop.ledger()) == 2, "ORD-R paid at once, ORD-5521 found by recovery"
+    assert len(recall_calls(world)) == 1 and len(refund_calls(shop)) == 1
     [episode] = await db.fetch_all("SELECT reminder_count FROM payment_escalations WHERE escalation_id = %(e)s",
                                    {"e": reminded})
     assert episode["reminder_count"] == 1
