@@ -6,9 +6,10 @@ and held by the broker and by the worker that prefetched it; a flushed or restar
 killed worker, loses it. PostgreSQL stays the one source of truth for due work:
 
 - ``PAYOUT_JOBS`` and ``RECALL_JOBS`` name every Issued grant inside its window that nobody has
-  claimed or refused (grant_sweep.sql), and :mod:`gateway.redelivery.republish` publishes its job
-  again on every sweep, paced. Two messages for one grant are harmless: validation refuses a
-  consumed grant, and of two racing claims one wins (seed 000 sections 7 and 10).
+  claimed or refused (redelivery's ``due_grants``; ``due_recall_grants`` here), and
+  :mod:`gateway.redelivery.republish` publishes its job again on every sweep, paced. Two messages
+  for one grant are harmless: validation refuses a consumed grant, and of two racing claims one
+  wins (seed 000 sections 7 and 10).
 - :func:`expire_unused` moves grants whose window closed unclaimed to Expired (seed 000 section 6;
   a payout grant's reservation is released) and, where the payout still waits for the work
   (a payout still Approved, a recall of a payout still Paid), raises the escalation
