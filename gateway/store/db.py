@@ -7,6 +7,7 @@ Driver errors that carry meaning are translated at this boundary by constraint n
 
 from __future__ import annotations
 
+import select
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext, suppress
 from typing import Any
@@ -39,9 +40,8 @@ class Database:
             name=name,
             open=False,
             # Autocommit connections: a lone read is one round trip, and every transaction is an
-            # explicit conn.transaction() (BEGIN ... COMMIT). No check on checkout: it would cost a
-            # round trip per transaction; a connection that died with a restarted server fails its
-            # one request (whose caller treats it as unconfirmed) and the pool replaces it.
+            # explicit conn.transaction() (BEGIN ... COMMIT). Connections are checked on checkout
+            # without a round trip (:meth:`Database.connection`), not by the pool's ``check``.
             kwargs={"row_factory": dict_row, "autocommit": True},
             connection_class=psycopg.AsyncConnection[DictRow],
             configure=_configure,
@@ -53,6 +53,25 @@ class Database:
         await self.pool.close()
 
     @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Connection]:
+        """A pooled connection the server has not given up on (docs/decisions/0003).
+
+        A restarted or crashed server leaves every idle pooled connection dead; lent as they
+        are, each would fail one request after the server is back. So a connection the server
+        wrote to while it was idle (a shutdown's FATAL notice, the end of a closed socket) is
+        closed, which makes the pool discard and replace it, and the next one is taken, without
+        the backoff pauses of psycopg_pool's ``check`` loop. While the server is down the pool
+        has nothing to lend, so the caller waits for a reconnection (``/readyz`` reports it)."""
+        for _ in range(self.pool.max_size + 1):
+            async with self.pool.connection() as conn:
+                if _abandoned(conn):
+                    await conn.close()
+                    continue
+                yield conn
+                return
+        raise psycopg.OperationalError("every pooled connection was closed by the server")
+
+    @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Connection]:
         """One explicit transaction: committed when the block ends, rolled back if it raises.
 
@@ -62,7 +81,7 @@ class Database:
         result it reads, plus one. psycopg's own ``conn.transaction()`` syncs the pipeline when it
         starts and ends (two more round trips each): blocks inside use :func:`savepoint` and
         :func:`pipelined`. An error surfaces where its result is read, else at the final sync."""
-        async with self.pool.connection() as conn:
+        async with self.connection() as conn:
             try:
                 async with conn.pipeline(), psycopg.AsyncTransaction(conn):
                     try:
@@ -79,11 +98,11 @@ class Database:
 
     async def fetch_one(self, sql: Statement, params: Params | None = None) -> dict[str, Any] | None:
         """Run one statement on its own: autocommit, so one round trip, and a write commits by itself."""
-        async with self.pool.connection() as conn:
+        async with self.connection() as conn:
             return await (await conn.execute(sql, params)).fetchone()
 
     async def fetch_all(self, sql: Statement, params: Params | None = None) -> list[dict[str, Any]]:
-        async with self.pool.connection() as conn:
+        async with self.connection() as conn:
             return await (await conn.execute(sql, params)).fetchall()
 
 
@@ -127,6 +146,18 @@ def pipelined(conn: Connection) -> AbstractAsyncContextManager[Any]:
     already (a :meth:`Database.transaction`: a nested ``conn.pipeline()`` would sync on exit, one
     round trip more), else a pipeline for the batch."""
     return nullcontext() if conn._pipeline is not None else conn.pipeline()
+
+
+def _abandoned(conn: Connection) -> bool:
+    """Whether the server closed, or wrote to, this idle connection. The gateway never LISTENs
+    and reads every answer it asks for, so nothing is owed to an idle connection: anything
+    readable is a termination notice or the end of the socket (a rare harmless message only costs
+    a reconnection). One poll(2) with a zero timeout, no round trip: the hot path's only cost."""
+    if conn.closed:
+        return True
+    poller = select.poll()
+    poller.register(conn.pgconn.socket, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 async def fetch_one(conn: Connection, sql: Statement, params: Params | None = None) -> dict[str, Any] | None:
