@@ -19,9 +19,11 @@ AttemptState = Literal["NotStarted", "Started", "Unknown", "Succeeded", "Failed"
 FINAL_STATES: tuple[AttemptState, ...] = ("Succeeded", "Failed", "NotApplied")
 
 # What a piece of evidence says happened, in the provider's terms, normalized.
-Finding = Literal["succeeded", "failed", "rejected", "processing", "requires_action", "refunded", "unknown"]
+Finding = Literal["succeeded", "failed", "rejected", "processing", "requires_action", "refunded", "unknown",
+                  "key_in_use"]
 
 ORDER_CONFIRMATION = "order-confirmation"
+KEY_IN_USE = "idempotency-key-in-use"
 REFUND_NOTICE = "refund-notice"
 
 
@@ -31,6 +33,8 @@ class Evidence:
 
     ``rejected`` is a documented no-effect rejection of a send (400 invalid_request, 429): it
     closes the attempt as NotApplied only when it answered the attempt's only send.
+    ``key_in_use`` is CardCo's 409 ``idempotency_key_in_use``: the attempt's key already carries
+    a request with other parameters; the attempt stays not yet known and a person is told.
     ``evidence_key`` names the evidence in escalation keys (a notification's key), when stable.
     """
 
@@ -68,7 +72,9 @@ class Escalation:
 
 @dataclass(frozen=True)
 class Decision:
-    """What to write. ``new_state`` None keeps the state; ``effects`` are outbox effect names.
+    """What to write. ``new_state`` None keeps the state; ``effects`` are outbox effect names;
+    an ``escalation`` without a new state is all there is to write, with one it is raised in the
+    same transaction as the state.
 
     ``look_up_now``: the attempt is due for a lookup at once instead of on the backoff (a
     customer action this write clears may still be what the provider waits for)."""
@@ -134,7 +140,7 @@ def decide(attempt: AttemptFacts, evidence: Evidence, *, only_send: bool) -> Dec
 
 def _against_final(attempt: AttemptFacts, evidence: Evidence, new_id: bool) -> Decision:
     same = {"Succeeded": ("succeeded",), "Failed": ("failed",), "NotApplied": ("rejected",)}[attempt.state]
-    if evidence.finding in same or evidence.finding == "unknown":
+    if evidence.finding in same or evidence.finding in ("unknown", "key_in_use"):
         # A repeat of what is known, or an Unknown that must never overwrite it.
         return Decision(record_provider_payment_id=new_id)
     if attempt.state == "Succeeded" and evidence.finding == "refunded":
@@ -161,6 +167,12 @@ def _against_live(attempt: AttemptFacts, evidence: Evidence, new_id: bool, only_
         return Decision(new_state="Started", record_provider_payment_id=new_id,
                         provider_status=evidence.provider_status or finding,
                         store_action=action, clear_action=not action)
+    if finding == "key_in_use":
+        # This send did nothing, yet an earlier one under the key may have: still not known. Our
+        # key reused with other parameters means something is badly wrong (docs/decisions/0009).
+        return Decision(new_state="Unknown", outcome_reason=evidence.reason, clear_action=True,
+                        look_up_now=attempt.has_action,
+                        escalation=Escalation(f"attempt:{attempt.attempt_id}:{KEY_IN_USE}", KEY_IN_USE))
     # unknown, or a no-effect rejection of one send among several: not yet known. The stored
     # action is cleared (an Unknown attempt never surfaces a challenge), but the provider may
     # still be waiting for the customer: look it up at once, so recovery brings the challenge

@@ -5,7 +5,8 @@ a payment object seen in a lookup or a notification. Every answer that is not do
 cannot be read completely, is ``unknown``: an empty, truncated, malformed or unrecognized body
 says nothing about whether the payment took effect (seed 004: "Unknown is never rounded off").
 Documented no-effect rejections (400 ``invalid_request``, 401, 429) are ``rejected``; a decline
-(402 ``card_declined``) is ``failed``; a 500 is indeterminate (``unknown``).
+(402 ``card_declined``) is ``failed``; a 500 is indeterminate (``unknown``); 409
+``idempotency_key_in_use`` is ``key_in_use``: not yet known, and escalated.
 """
 
 from __future__ import annotations
@@ -121,6 +122,12 @@ def payment_evidence(account: str, status_code: int, body: bytes) -> Evidence:
                         provider_payment_id=declined.id if declined else None, provider_status="failed",
                         amount_minor=declined.amount_minor if declined else None,
                         currency=declined.currency if declined else None, details=details)
+    if status_code == 409 and code == "idempotency_key_in_use":
+        # Our key already carries a request with other parameters: this send did nothing, but
+        # it says nothing about the attempt either, and a person must find out who reused the
+        # key (docs/decisions/0009).
+        return Evidence(finding="key_in_use", provider_account=account, reason="provider.idempotency-key-in-use",
+                        details=details)
     if status_code in REJECTIONS and code == REJECTIONS[status_code]:
         return Evidence(finding="rejected", provider_account=account, reason=code, details=details)
     if status_code >= 500:
@@ -170,3 +177,4 @@ def lookup_result(status_code: int, body: bytes, retry_after: str | None, *, lis
     if len(found) > 1:
         return Lookup("ambiguous", reason="provider.lookup-ambiguous")
     return Lookup("found", found[0])
+

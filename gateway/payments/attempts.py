@@ -205,7 +205,7 @@ class Attempts:
             # investigate (seed 004: "proof of nothing about either payment").
             decision = Decision(escalation=Escalation(
                 f"attempt:{attempt_id}:provider-id-conflict", "provider-id-conflict"))
-        if decision.escalation is not None:
+        if decision.escalation is not None and decision.new_state is None:
             if kind is not None:
                 await self._event(conn, attempt_id, kind, actor, now, _evidence_detail(evidence, decision))
             await self._escalate(conn, attempt, decision.escalation, evidence, now)
@@ -262,8 +262,10 @@ class Attempts:
             if lease is not None and decision.resolves:
                 await release(conn, attempt_id, lease, now)
             elif lease is not None:
+                # An escalated attempt keeps being looked up, on the slower read-only cadence.
+                delay = lease.escalated_delay_s if decision.escalation else lease.next_delay_s
                 await conn.execute(_LEASE_SQL["finish"], {**lease.params(attempt_id, now), "next_check_at":
-                                                         now + timedelta(seconds=lease.next_delay_s)})
+                                                         now + timedelta(seconds=delay)})
             # Seed 001 (issue 8): the protocol follows the attempt (an Unknown kept after a
             # reconciling resend is a step too); its record's lock, the last one taken, travels
             # with the writes (docs/decisions/0031), unless a refund decision takes its locks first.
@@ -274,6 +276,8 @@ class Attempts:
             raise VersionConflict(f"attempt {attempt_id} changed under its lock")
         if owes_refund:
             await decide_after_cancel(conn, now, self._refund_policy, attempt["order_id"])
+        if decision.escalation is not None:
+            await self._escalate(conn, updated, decision.escalation, evidence, now)
         if follows:  # a confirmed effect is certified here
             await advance(conn, attempt_id, state, actor=actor, now=now, certifier=self._certifier,
                           subject=Subject("order_id", updated["order_id"], updated["provider_payment_id"],

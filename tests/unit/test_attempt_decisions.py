@@ -109,3 +109,19 @@ def test_every_recorded_state_writes_its_own_provider_status(finding: str, statu
     one), so ``provider_status`` never shows what the recorded state contradicts."""
     decision = decide(attempt("Started"), evidence(finding), only_send=False)
     assert decision.sets_status and decision.provider_status == status
+
+
+@pytest.mark.parametrize("state", ["Started", "Unknown"])
+def test_a_key_in_use_answer_stays_unknown_and_escalates_once_per_attempt(state: str) -> None:
+    """Issue 11 item 8; docs/decisions/0009: 409 ``idempotency_key_in_use`` (our key with other
+    parameters) is not an outcome: the attempt is Unknown and a person is told, under one key
+    per attempt so every further 409 joins the open episode."""
+    decision = decide(attempt(state), evidence("key_in_use", reason="provider.idempotency-key-in-use"), only_send=True)
+    assert (decision.new_state, decision.outcome_reason) == ("Unknown", "provider.idempotency-key-in-use")
+    assert decision.escalation is not None
+    assert (decision.escalation.key, decision.escalation.reason) == ("attempt:A1:idempotency-key-in-use",
+                                                                     "idempotency-key-in-use")
+
+
+def test_a_key_in_use_answer_never_overwrites_a_known_outcome() -> None:
+    assert decide(attempt("Succeeded"), evidence("key_in_use"), only_send=False).new_state is None

@@ -29,7 +29,7 @@ def body(document: object) -> bytes:
     (400, {"error": {"code": "invalid_request", "message": "bad"}}, "rejected", "invalid_request"),
     (401, {"error": {"code": "unauthorized"}}, "rejected", "unauthorized"),
     (429, {"error": {"code": "rate_limited"}}, "rejected", "rate_limited"),
-    (409, {"error": {"code": "idempotency_key_in_use"}}, "unknown", "provider.undocumented.409.idempotency_key_in_use"),
+    (409, {"error": {"code": "idempotency_key_in_use"}}, "key_in_use", "provider.idempotency-key-in-use"),  # 0009
     (500, {"error": {"code": "internal_error"}}, "unknown", "provider.status-500"),
     (503, {"error": {"code": "internal_error"}}, "unknown", "provider.status-503"),
     (418, {"error": {"code": "teapot"}}, "unknown", "provider.undocumented.418.teapot"),
