@@ -25,6 +25,7 @@ from provider_fake.errors import InvalidRequest, NotFound, ProviderError
 from provider_fake.fake import CardCo
 from provider_fake.faults import FaultRule
 from provider_fake.objects import Payment, Payout, PayoutRecall, ProviderObject, Refund
+from provider_fake.payment_methods import describe as describe_method
 from provider_fake.payments import PaymentRequest, RefundParams, RefundRequest, create_payment, refund_payment
 from provider_fake.payouts import PayoutRequest, RecallParams, RecallRequest, create_payout, create_recall
 from provider_fake.replies import Reply, render
@@ -88,6 +89,7 @@ class ProviderApi:
             Route("/v1/payments/{id}/refunds", self._endpoint(self.refund_payment), methods=["POST"]),
             Route("/v1/refunds", self._endpoint(self.list_of("list_refunds", Refund.kind)), methods=["GET"]),
             Route("/v1/refunds/{id}", self._endpoint(self.one_of("get_refund", store.refunds)), methods=["GET"]),
+            Route("/v1/payment_methods/{id}", self._endpoint(self.get_payment_method), methods=["GET"]),
             Route("/v1/payouts", self._endpoint(self.create_payout), methods=["POST"]),
             Route("/v1/payouts", self._endpoint(self.list_of("list_payouts", Payout.kind)), methods=["GET"]),
             Route(
@@ -176,6 +178,14 @@ class ProviderApi:
             "refund_payment", account, key, params, rule, lambda: refund_payment(self.fake, account, key, params, rule)
         )
         return reply, rule
+
+    async def get_payment_method(
+        self, request: Request, account: Account, body: bytes
+    ) -> tuple[Reply, FaultRule | None]:
+        """Extension: whether a payment method is still usable (payment_methods.py)."""
+        rule = self.fake.faults.match("get_payment_method", None)
+        method = request.path_params["id"]
+        return await self.fake.read(rule, lambda: Reply.ok(describe_method(self.fake, method))), rule
 
     def one_of(self, operation: str, objects: Mapping[str, ProviderObject]) -> Handler:
         """`GET /v1/<objects>/{id}`: 404 for unknown, other accounts' and hidden objects."""

@@ -3,7 +3,8 @@
 API.md "provider_fake: CardCo" (control API) and "Precise details -> CardCo control API".
 Extensions, documented in docs/rehearsing-incidents.md: `GET /_control/faults`,
 `GET /_control/webhooks`, `GET /_control/clock`, `GET|PUT /_control/accounts`,
-`POST /_control/payouts/{id}/return`, `POST /_control/payments/{id}/authenticate`.
+`POST /_control/payouts/{id}/return`, `POST /_control/payments/{id}/authenticate`,
+`POST /_control/payment_methods/{id}/expire`.
 Control requests are not logged, but they too apply due scheduled changes first.
 """
 
@@ -24,6 +25,7 @@ from provider_fake.errors import NotFound, ProviderError
 from provider_fake.fake import CardCo
 from provider_fake.faults import FaultRules
 from provider_fake.objects import ProviderObject
+from provider_fake.payment_methods import expire as expire_method
 from provider_fake.payments import authenticate_payment
 from provider_fake.payouts import return_payout
 from provider_fake.replies import Reply, render
@@ -73,6 +75,7 @@ class ControlApi:
             route("/accounts", self.replace_accounts, "PUT"),
             route("/payouts/{id}/return", self.return_payout, "POST"),
             route("/payments/{id}/authenticate", self.authenticate_payment, "POST"),
+            route("/payment_methods/{id}/expire", self.expire_payment_method, "POST"),
         ]
 
     def _endpoint(
@@ -163,6 +166,10 @@ class ControlApi:
             payment = _find(self.fake.store.payments, request)
             authenticate_payment(self.fake, payment, authentication.result == "succeeded")
             return payment.public()
+
+    async def expire_payment_method(self, request: Request) -> Document:
+        async with self.fake.store.lock:
+            return expire_method(self.fake, request.path_params["id"])
 
 
 def _find(objects: dict[str, Found], request: Request) -> Found:

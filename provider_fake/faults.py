@@ -23,6 +23,7 @@ Operation = Literal[
     "refund_payment",
     "get_refund",
     "list_refunds",
+    "get_payment_method",
     "create_payout",
     "get_payout",
     "list_payouts",

@@ -2,8 +2,10 @@
 
 API.md "provider_fake: CardCo" and "Precise details": `pm_card_visa` succeeds,
 `pm_card_declined` is declined (402 `card_declined`, a decision: no money moved),
-`pm_card_3ds` answers `requires_action` with an expiring `next_action`; any other `pm_...`
-succeeds; anything else is a 400 `invalid_request`. Fault rules `decline`, `requires_action`
+`pm_card_3ds` answers `requires_action` with an expiring `next_action`; an expired method
+(`pm_card_expired`, or one expired through the control API) is declined with `failure_code`
+`expired_card`, whatever a rule says; any other `pm_...` succeeds; anything else is a 400
+`invalid_request`. Fault rules `decline`, `requires_action`
 and `processing` override the payment method's outcome. A declined payment is still an
 object: lookups find it, `payment.failed` is sent and the ledger lists it as `failed`
 (docs/decisions/0002-cardco-fault-semantics.md).
@@ -19,6 +21,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictInt, fie
 from provider_fake.errors import CardDeclined, InvalidRequest, NotFound, RequestExpired
 from provider_fake.faults import FaultRule
 from provider_fake.objects import Payment, Refund, new_id
+from provider_fake.payment_methods import EXPIRED_CODE, expired_at
 from provider_fake.replies import Reply
 
 if TYPE_CHECKING:
@@ -84,9 +87,12 @@ def create_payment(
     outcome = METHOD_OUTCOMES.get(params.payment_method, "succeeded")
     if rule is not None and rule.action in OUTCOME_ACTIONS:
         outcome = rule.action
+    expired = expired_at(fake, params.payment_method) is not None
+    if expired:
+        outcome = "decline"
     if outcome == "decline":
         payment.status = "failed"
-        payment.failure_code = (rule.code if rule else None) or "card_declined"
+        payment.failure_code = EXPIRED_CODE if expired else (rule.code if rule else None) or "card_declined"
     elif outcome == "requires_action":
         expires_in_s = (rule.expires_in_s if rule else None) or fake.config.requires_action_expires_in_s
         payment.require_action(f"{base_url}/_control/payments/{payment.id}/authenticate", now, expires_in_s)

@@ -42,8 +42,11 @@ class Store:
     references: dict[tuple[str, str, str], dict[str, ProviderObject]] = field(default_factory=dict)
     # Objects stored with a scheduled change, by id, until the change is applied or cleared.
     scheduled: dict[str, ProviderObject] = field(default_factory=dict)
+    # Payment methods expired through the control API, with when (payment_methods.py).
+    expired_methods: dict[str, datetime] = field(default_factory=dict)
 
     def clear(self) -> None:
+        self.expired_methods.clear()
         self.payments.clear()
         self.payouts.clear()
         self.recalls.clear()

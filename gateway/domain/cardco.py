@@ -178,3 +178,19 @@ def lookup_result(status_code: int, body: bytes, retry_after: str | None, *, lis
         return Lookup("ambiguous", reason="provider.lookup-ambiguous")
     return Lookup("found", found[0])
 
+
+def payment_method_usable(status_code: int, body: bytes) -> bool | None:
+    """Classify ``GET /v1/payment_methods/{id}`` (CardCo extension, issue 11 item 9): True while
+    CardCo says ``usable``; False once it says ``expired``, or does not know the token (404);
+    None when the check itself failed (an error status, an unreadable body): that proves
+    nothing either way, like a failed lookup."""
+    if status_code == 404:
+        return False
+    if status_code != 200:
+        return None
+    try:
+        document = _json(body)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    status = document.get("status") if isinstance(document, dict) else None
+    return {"usable": True, "expired": False}.get(status) if isinstance(status, str) else None

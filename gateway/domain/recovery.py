@@ -92,7 +92,7 @@ class ResendConditions:
 
     order_payable: bool
     request_buildable: bool  # same endpoint, account and API version as stored; account configured
-    payment_method_usable: bool
+    payment_method_usable: bool | None  # None: the provider could not say; ask again on the backoff
     request_unchanged: bool  # the stored request still hashes to its committed effect record (seed 001)
 
 
@@ -103,10 +103,13 @@ def after_not_found(attempt: AttemptView, conditions: ResendConditions, timings:
         return Step("escalate-and-finish", timings.readonly_cadence_s, "deadline")
     for failed, name in ((not conditions.order_payable, "order-not-payable"),
                          (not conditions.request_buildable, "request-not-buildable"),
-                         (not conditions.payment_method_usable, "token-expired"),
+                         (conditions.payment_method_usable is False, "token-expired"),
                          (not conditions.request_unchanged, "request-drifted")):
         if failed:
             return Step("escalate-and-finish", timings.readonly_cadence_s, f"resend-not-safe:{name}")
+    if conditions.payment_method_usable is None:
+        # Not a failed condition, only an unanswered question: no resend now, no escalation.
+        return Step("finish", backoff_s(timings, attempt.passes), "payment-method-unchecked")
     return Step("reconcile", reason="resend")
 
 

@@ -12,15 +12,17 @@ configuration error is allowed to surface for alerting instead of being disguise
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import quote
 
 import httpx
 
 from gateway.clock import Clock
 from gateway.domain.attempts import Evidence
-from gateway.domain.cardco import Lookup, lookup_result, payment_evidence
+from gateway.domain.cardco import Lookup, lookup_result, payment_evidence, payment_method_usable
 from gateway.settings import ProviderAccount, Settings
 
 PAYMENTS_PATH = "/v1/payments"
+PAYMENT_METHODS_PATH = "/v1/payment_methods"
 
 
 @dataclass(frozen=True)
@@ -123,3 +125,19 @@ class PaymentClient:
             return Lookup("failed", reason=f"provider.transport.{type(error).__name__}")
         return lookup_result(response.status_code, response.content, response.headers.get("retry-after"),
                              listing=provider_payment_id is None)
+
+    async def payment_method_usable(self, provider_account: str, payment_method: str,
+                                    budget_s: float | None = None) -> bool | None:
+        """Whether CardCo still accepts ``payment_method`` for the account (seed 004: resend only
+        "while the payment method is still usable"); None when that could not be established."""
+        account = self._settings.account(provider_account)
+        if account is None:
+            return None
+        url = account.base_url.rstrip("/") + f"{PAYMENT_METHODS_PATH}/{quote(payment_method, safe='')}"
+        try:
+            async with self._clock.budget(min(budget_s or account.maximum_call_duration_s,
+                                              account.maximum_call_duration_s)):
+                response = await self._http.get(url, headers=self._credentials(account))
+        except (TimeoutError, httpx.HTTPError):
+            return None
+        return payment_method_usable(response.status_code, response.content)

@@ -11,6 +11,7 @@ condition holds, and only after committing a send intent under the order and att
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import uuid
@@ -196,12 +197,15 @@ class Recovery:
         if found.payment is not None:
             return await self._apply(attempt, object_evidence(account.id, found.payment, lookup="recovery"), lease,
                                      times, kind="lookup")
-        step = after_not_found(view(attempt), await self._conditions(attempt), times, self._clock.now())
+        conditions = await self._conditions(attempt, account, lookup_deadline)
+        step = after_not_found(view(attempt), conditions, times, self._clock.now())
         if step.kind != "reconcile":
+            observation["payment_method_usable"] = conditions.payment_method_usable
             return await self._perform(attempt, lease, step, ("lookup", observation))
         return await self._resend(attempt, account, times, lease, observation)
 
-    async def _conditions(self, attempt: dict[str, Any]) -> ResendConditions:
+    async def _conditions(self, attempt: dict[str, Any], account: ProviderAccount,
+                          lookup_deadline: datetime) -> ResendConditions:
         try:
             self._client.build(stored_request(attempt))
             buildable = True
@@ -209,8 +213,23 @@ class Recovery:
             buildable = False
         drift = await self._sends.drifted(stored_request(attempt), attempt["attempt_id"])
         return ResendConditions(order_payable=await self._leases.order_state(attempt["order_id"]) == "Open",
-                                request_buildable=buildable, payment_method_usable=True,
+                                request_buildable=buildable,
+                                payment_method_usable=await self._payment_method_usable(attempt, account,
+                                                                                        lookup_deadline),
                                 request_unchanged=drift is None)
+
+    async def _payment_method_usable(self, attempt: dict[str, Any], account: ProviderAccount,
+                                     lookup_deadline: datetime) -> bool | None:
+        """Whether the stored request's payment method is still usable, asked of CardCo within
+        the pass's lookup budget (seed 004 resend conditions; issue 11 item 9). A stored body
+        naming no payment method cannot be resent."""
+        try:
+            method = json.loads(attempt["request_body"])["payment_method"]
+        except (ValueError, KeyError, TypeError):
+            return False
+        if not isinstance(method, str):
+            return False
+        return await self._client.payment_method_usable(account.id, method, budget_s=self._left(lookup_deadline))
 
     async def _resend(self, attempt: dict[str, Any], account: ProviderAccount, times: Timings, lease: Lease,
                       observation: dict[str, Any]) -> str:

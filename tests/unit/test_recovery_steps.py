@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from gateway.domain.recovery import (
     AttemptView,
     ResendConditions,
+    Step,
     Timings,
     after_not_found,
     backoff_s,
@@ -88,3 +89,14 @@ def test_the_final_local_check() -> None:
     assert final_check(NOW + timedelta(seconds=1), NOW + timedelta(seconds=1), NOW) is None
     assert final_check(NOW, NOW + timedelta(seconds=1), NOW) == "lease-lost"
     assert final_check(NOW + timedelta(seconds=1), NOW, NOW) == "deadline"
+
+
+def test_a_payment_method_the_provider_could_not_check_waits_for_the_backoff_without_escalating() -> None:
+    """Issue 11 item 9: "the payment method is still usable" is a resend condition; a check that
+    failed (None) is an unanswered question, not an expired token, unless another condition fails."""
+    unchecked = ResendConditions(True, True, None, True)
+    assert after_not_found(attempt(), unchecked, TIMINGS, NOW) == Step("finish", 60, "payment-method-unchecked")
+    assert after_not_found(attempt(), ResendConditions(False, True, None, True), TIMINGS, NOW).reason == \
+        "resend-not-safe:order-not-payable"
+    assert after_not_found(attempt(), ResendConditions(True, True, False, True), TIMINGS, NOW).reason == \
+        "resend-not-safe:token-expired"

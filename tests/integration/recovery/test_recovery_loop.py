@@ -239,6 +239,7 @@ async def test_a_crash_between_intent_and_send_is_reconciled_then_resent(
         {"a": attempt["attempt_id"]})
     assert lookup is not None and lookup["detail"]["ambiguous_send_boundary"] is True
     assert [r["path"] for r in shop.cardco.store.requests] == ["/v1/payments?client_reference=ORD-5521-a1",
+                                                               "/v1/payment_methods/pm_card_visa",
                                                                "/v1/payments"]
 
 
