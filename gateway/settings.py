@@ -227,7 +227,7 @@ class Settings(_Model):
         """Seed 004, "The Recovery Loop": the lease must be longer than the worst case of one pass,
         a lookup plus a send plus recording its result, plus the clock skew between hosts;
         otherwise a slow but healthy pass loses its lease midway. Checked for every account,
-        since a pass runs under the budgets of the attempt's own account."""
+        since a pass runs under the budgets of the attempt's own account (docs/decisions/0025)."""
         for index, account in enumerate(self.provider_accounts):
             needed = worst_case_pass_s(account) + self.recovery_lease_margin_s
             if self.recovery_lease_s <= needed:

@@ -176,7 +176,7 @@ def _against_live(attempt: AttemptFacts, evidence: Evidence, new_id: bool, only_
     # unknown, or a no-effect rejection of one send among several: not yet known. The stored
     # action is cleared (an Unknown attempt never surfaces a challenge), but the provider may
     # still be waiting for the customer: look it up at once, so recovery brings the challenge
-    # back within one clock tick rather than after a backoff step (issue 11 item 4).
+    # back within one clock tick rather than after a backoff step (docs/decisions/0026).
     return Decision(new_state="Unknown", outcome_reason=evidence.reason, record_provider_payment_id=new_id,
                     clear_action=True, look_up_now=attempt.has_action)
 

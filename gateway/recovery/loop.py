@@ -221,7 +221,7 @@ class Recovery:
     async def _payment_method_usable(self, attempt: dict[str, Any], account: ProviderAccount,
                                      lookup_deadline: datetime) -> bool | None:
         """Whether the stored request's payment method is still usable, asked of CardCo within
-        the pass's lookup budget (seed 004 resend conditions; issue 11 item 9). A stored body
+        the pass's lookup budget (seed 004 resend conditions; docs/decisions/0027). A stored body
         naming no payment method cannot be resent."""
         try:
             method = json.loads(attempt["request_body"])["payment_method"]
