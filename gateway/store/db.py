@@ -153,10 +153,14 @@ def _abandoned(conn: Connection) -> bool:
     and reads every answer it asks for, so nothing is owed to an idle connection: anything
     readable is a termination notice or the end of the socket (a rare harmless message only costs
     a reconnection). One poll(2) with a zero timeout, no round trip: the hot path's only cost."""
-    if conn.closed:
+    if conn.closed or conn.broken:
+        return True
+    try:
+        socket = conn.pgconn.socket
+    except psycopg.OperationalError:  # libpq already knows the connection is lost
         return True
     poller = select.poll()
-    poller.register(conn.pgconn.socket, select.POLLIN)
+    poller.register(socket, select.POLLIN)
     return bool(poller.poll(0))
 
 
