@@ -140,7 +140,10 @@ async def test_a_valkey_restart_with_data_lost_loses_no_payout_and_worker_and_cl
             (_heartbeat(database_url, kind) or restarted_at) > restarted_at for kind in ("worker", "clock")))
         assert [r["path"] for r in cardco.store.requests if r["method"] == "POST"] == ["/v1/payouts"]
         assert _scalar(database_url, "SELECT count(*) FROM payout_attempts") == 1
-        assert _scalar(database_url, "SELECT publications FROM job_republications") >= 1
+        # Which copy ran depends on timing: the redelivery sweep's (the worker dropped what it held
+        # when its consumer lost the connection) or, if the consumer kept it, the worker's own. The
+        # sweep's part is proven deterministically by tests/integration/test_broker_loss.py; here
+        # the claim is that the fleet recovers and the payout is made exactly once.
         assert all(process.poll() is None for process in processes), "both processes kept running"
     finally:
         for process in processes:
