@@ -14,11 +14,12 @@ import psutil
 
 from gateway.local.supervisor import Supervisor, next_backoff
 
-SLEEPER = [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"]
+# Long-running stand-ins: they wait for a signal (signal.pause), never for a deadline.
+SLEEPER = [sys.executable, "-c", "import signal; print('up', flush=True); signal.pause()"]
 # A parent that forks a child into its own group, as dramatiq does with its worker processes.
 FORKER = [sys.executable, "-c",
-          "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']);"
-          " print('forked', flush=True); time.sleep(60)"]
+          "import signal, subprocess, sys; subprocess.Popen([sys.executable, '-c', 'import signal; signal.pause()']);"
+          " print('forked', flush=True); signal.pause()"]
 DIES = [sys.executable, "-c", "raise SystemExit(3)"]
 
 
