@@ -224,6 +224,10 @@ CREATE INDEX IF NOT EXISTS payment_escalations_reminders_due
     ON payment_escalations (next_reminder_at)
     WHERE resolved_at IS NULL;
 
+-- The keyset of GET /v1/ops/escalations, walked either way (docs/decisions/0036).
+CREATE INDEX IF NOT EXISTS payment_escalations_by_raised
+    ON payment_escalations (raised_at, escalation_id);
+
 -- Transactional outbox: downstream work and alerts, written in the same transaction as their cause.
 CREATE TABLE IF NOT EXISTS outbox_messages (
     message_id        bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -253,6 +257,11 @@ CREATE TABLE IF NOT EXISTS outbox_messages (
 CREATE INDEX IF NOT EXISTS outbox_messages_pending
     ON outbox_messages (next_attempt_at, created_at)
     WHERE dispatched_at IS NULL AND dead_lettered_at IS NULL;
+
+-- The keyset of GET /v1/ops/outbox, walked either way (docs/decisions/0036): the dispatched rows
+-- grow without bound, and a page must not sort them all.
+CREATE INDEX IF NOT EXISTS outbox_messages_by_created
+    ON outbox_messages (created_at, message_id);
 
 -- Finds each ordering key's earliest unfinished row, including a dead-lettered one that blocks
 -- successors. A discarded row is finished: an operator decided its successors may proceed

@@ -14,20 +14,24 @@ from typing import Any, Literal
 
 from gateway.clock import Clock
 from gateway.domain.errors import EscalationNotFound, EscalationResolved
+from gateway.domain.paging import Keyset, PageRequest
 from gateway.settings import Settings
 from gateway.store.db import Connection, Database, fetch_all, fetch_one
+from gateway.store.keyset import FIRST_ROW, directed, page_params
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.escalations")
+_LIST = directed(_SQL["list_escalations"])
 
 EscalationState = Literal["open", "acknowledged", "resolved", "all"]
+KEYSET = Keyset("escalations", "raised_at", "escalation_id", int)
 
 
-async def list_escalations(db: Database, state: EscalationState, *, limit: int,
+async def list_escalations(db: Database, state: EscalationState, page: PageRequest, *,
                            after: int = 0) -> list[dict[str, Any]]:
-    """Episodes in ``state``, oldest first, after escalation id ``after``."""
-    return await db.fetch_all(_SQL["list_escalations"], {"state": state, "escalation_id": None, "after": after,
-                                                         "limit": limit})
+    """A page of the episodes in ``state`` with ids greater than ``after``, by :data:`KEYSET`."""
+    return await db.fetch_all(_LIST[page.order], {"state": state, "escalation_id": None, "after": after,
+                                                  **page_params(page)})
 
 
 async def _changed(conn: Connection, query: str, escalation_id: int, params: dict[str, Any]) -> dict[str, Any]:
@@ -37,8 +41,8 @@ async def _changed(conn: Connection, query: str, escalation_id: int, params: dic
         if await fetch_one(conn, _SQL["find_state"], {"escalation_id": escalation_id}) is None:
             raise EscalationNotFound(f"no escalation {escalation_id}")
         raise EscalationResolved(f"escalation {escalation_id} is already resolved")
-    rows = await fetch_all(conn, _SQL["list_escalations"], {"state": "all", "escalation_id": escalation_id,
-                                                            "after": 0, "limit": 1})
+    rows = await fetch_all(conn, _LIST["asc"], {"state": "all", "escalation_id": escalation_id, "after": 0,
+                                                **FIRST_ROW})
     return rows[0]
 
 

@@ -38,7 +38,9 @@ RETURNING escalation_id;
 
 -- name: list_escalations
 -- API.md "Escalations and reminders": open = every unresolved episode, acknowledged or not;
--- acknowledged = acknowledged and unresolved. Oldest first, paged by escalation_id.
+-- acknowledged = acknowledged and unresolved. Keyset-paged by (raised_at, escalation_id) in either
+-- order (docs/decisions/0036; gateway/store/keyset.py binds {beyond} and {direction}): the id
+-- orders episodes raised at the same instant. `after` keeps its meaning: only ids greater than it.
 SELECT escalation_id, escalation_key, reason, attempt_id, raised_at, acknowledged_at,
        reminder_count, resolved_at, details
   FROM payment_escalations
@@ -48,7 +50,9 @@ SELECT escalation_id, escalation_key, reason, attempt_id, raised_at, acknowledge
         OR (%(state)s = 'open' AND resolved_at IS NULL)
         OR (%(state)s = 'acknowledged' AND resolved_at IS NULL AND acknowledged_at IS NOT NULL)
         OR (%(state)s = 'resolved' AND resolved_at IS NOT NULL))
- ORDER BY escalation_id
+   AND (%(cursor_at)s::timestamptz IS NULL
+        OR (raised_at, escalation_id) {beyond} (%(cursor_at)s::timestamptz, %(cursor_id)s::bigint))
+ ORDER BY raised_at {direction}, escalation_id {direction}
  LIMIT %(limit)s;
 
 -- name: acknowledge

@@ -8,7 +8,9 @@ and query are, which successes it answers and which domain errors it may raise. 
 
 Added for every entry by :mod:`gateway.http.openapi`: 401 ``auth.missing``/``auth.invalid`` and
 the role refusal when it needs a token; 413 and 422 ``request.invalid`` when it takes a body;
-422 when it takes a query; a problem document as the default response.
+422 when it takes a query; a problem document as the default response. A ``paged`` list gets the
+paging convention of :mod:`gateway.http.paging`: ``limit``, ``order`` and ``cursor``, their 400
+codes, and the ``Link`` header on its 200 answer.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ class Operation:
     # A body that is not a pydantic model (verified as raw bytes), by its shape name.
     raw_body: str | None = None
     header_params: tuple[str, ...] = ()
+    # A list (its 200 body is an array): paged by gateway.http.paging (docs/decisions/0036).
+    paged: bool = False
 
 
 _ORDER = Reply("The order", "Order")
@@ -109,7 +113,7 @@ CATALOG: dict[tuple[str, str], Operation] = {
 
     ("GET", "/v1/ops/escalations"): Operation(
         "Escalation episodes, oldest first", ("operator",), {200: Reply("Episodes", "[Escalation]")},
-        query=ops_escalations.EscalationQuery),
+        query=ops_escalations.EscalationQuery, paged=True),
     ("POST", "/v1/ops/escalations/{escalation_id}/acknowledge"): Operation(
         "A person has seen the episode; reminders slow down", ("operator",), {200: Reply("The episode", "Escalation")},
         (e.EscalationNotFound, e.EscalationResolved)),
@@ -118,7 +122,7 @@ CATALOG: dict[tuple[str, str], Operation] = {
         (e.EscalationNotFound, e.EscalationResolved), body=NoteBody),
     ("GET", "/v1/ops/attempts"): Operation(
         "Payment attempts in one state, oldest first", ("operator",), {200: Reply("Attempts", "[Attempt]")},
-        query=ops_attempts.AttemptQuery),
+        query=ops_attempts.AttemptQuery, paged=True),
     ("GET", "/v1/ops/attempts/{attempt_id}"): Operation(
         "One attempt and its full event history, oldest first", ("operator",),
         {200: Reply("The attempt and its events", "AttemptHistory")}, (e.AttemptNotFound,)),
@@ -129,7 +133,7 @@ CATALOG: dict[tuple[str, str], Operation] = {
         body=ops_notifications.ApplyNotification),
     ("GET", "/v1/ops/outbox"): Operation(
         "Outbox messages in one delivery state, oldest first", ("operator",),
-        {200: Reply("Messages (never their payloads)", "[OutboxMessage]")}, query=ops_outbox.OutboxQuery),
+        {200: Reply("Messages (never their payloads)", "[OutboxMessage]")}, query=ops_outbox.OutboxQuery, paged=True),
     ("POST", "/v1/ops/outbox/{message_id}/retry"): Operation(
         "A dead-lettered or backing-off message is due now", ("operator",),
         {200: Reply("The message", "OutboxMessage")},

@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
 from gateway.domain import errors as e
+from gateway.domain.paging import DEFAULT_LIMIT, MAX_LIMIT, ORDERS
 from gateway.http.api_catalog import CATALOG, Operation, Reply
 from gateway.http.api_shapes import SHAPES, Schema, array_of, ref
 from gateway.http.problems import PROBLEM_TYPE_BASE
@@ -29,7 +30,25 @@ VERSION = "1"
 _HEADERS: dict[str, Schema] = {
     "Location": {"description": "Where to poll the payment's status", "schema": {"type": "string"}},
     "Retry-After": {"description": "Seconds to wait before trying again", "schema": {"type": "string"}},
+    "Link": {"description": 'RFC 8288: `<URL>; rel="next"`, a root-relative URL of the next page (the same '
+                            "filters, limit and order, and a cursor); absent on the last page "
+                            "(docs/decisions/0036)",
+             "schema": {"type": "string"}},
 }
+# The paging parameters of every list (gateway.http.paging).
+_PAGING: list[dict[str, Any]] = [
+    {"name": "limit", "in": "query", "required": False,
+     "description": "At most this many items (400 page.limit_invalid otherwise)",
+     "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}},
+    {"name": "order", "in": "query", "required": False,
+     "description": "asc: oldest first; desc: newest first (400 page.order_invalid otherwise)",
+     "schema": {"type": "string", "enum": list(ORDERS), "default": "asc"}},
+    {"name": "cursor", "in": "query", "required": False,
+     "description": "Where the page starts: only from the URL of a Link rel=\"next\" header of the same list "
+                    "and order (400 page.cursor_invalid otherwise)",
+     "schema": {"type": "string", "minLength": 1}},
+]
+_PAGING_ERRORS: tuple[type[e.PaygateError], ...] = (e.PageLimitInvalid, e.PageOrderInvalid, e.PageCursorInvalid)
 
 
 def documented_routes(routes: Iterable[BaseRoute]) -> list[tuple[str, str, Route]]:
@@ -71,6 +90,7 @@ def _operation(method: str, path: str, route: Route, operation: Operation, body:
         "tags": [path.split("/")[2] if path.startswith("/v1/") else "service"],
         "security": [{"bearer": []}] if operation.roles else [],
         "parameters": [*_path_parameters(route), *_query_parameters(operation.query),
+                       *(_PAGING if operation.paged else ()),
                        *({"name": name, "in": "header", "required": True, "schema": {"type": "string"}}
                          for name in operation.header_params)],
         "responses": _responses(operation, takes_body=bool(body or operation.raw_body),
@@ -119,7 +139,10 @@ def _responses(operation: Operation, *, takes_body: bool, has_path_parameters: b
         refusals += [e.RequestTooLarge]
     if operation.body or operation.query:
         refusals += [e.RequestInvalid]
-    responses: dict[str, Any] = {str(status): _success(reply) for status, reply in operation.ok.items()}
+    if operation.paged:
+        refusals += _PAGING_ERRORS
+    responses: dict[str, Any] = {str(status): _success(reply, paged=operation.paged and status == 200)
+                                 for status, reply in operation.ok.items()}
     for status, codes in _by_status([*operation.errors, *refusals]).items():
         schema = {"allOf": [ref("Problem"), {"properties": {"code": {"enum": list(codes)}}}]}
         responses[str(status)] = {"description": "; ".join(f"{code}: {title}" for code, title in codes.items()),
@@ -136,14 +159,15 @@ def _by_status(raised: Iterable[type[e.PaygateError]]) -> dict[int, dict[str, st
     return dict(sorted(grouped.items()))
 
 
-def _success(reply: Reply) -> dict[str, Any]:
+def _success(reply: Reply, *, paged: bool) -> dict[str, Any]:
     document: dict[str, Any] = {"description": reply.description}
     if reply.shape is not None:
         listed = reply.shape.startswith("[")
         schema = array_of(reply.shape.strip("[]")) if listed else ref(reply.shape)
         document["content"] = {"application/json": {"schema": schema}}
-    if reply.headers:
-        document["headers"] = {name: _HEADERS[name] for name in reply.headers}
+    headers = (*reply.headers, *(("Link",) if paged else ()))
+    if headers:
+        document["headers"] = {name: _HEADERS[name] for name in headers}
     return document
 
 

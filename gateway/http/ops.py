@@ -1,27 +1,25 @@
-"""The shape every operator endpoint shares (API.md "Operations"): role ``operator``, a validated
-query or body, one domain call, the result rendered as JSON, and a log line naming who acted
-(ids only). Area modules (:mod:`gateway.http.ops_escalations`, :mod:`gateway.http.ops_outbox`)
-supply the call and the rendering."""
+"""The shape every operator action shares (API.md "Operations"): role ``operator``, a validated
+body, one domain call, the result rendered as JSON, and a log line naming who acted (ids only).
+Area modules (:mod:`gateway.http.ops_escalations`, :mod:`gateway.http.ops_outbox`) supply the call
+and the rendering; their lists are :func:`gateway.http.paging.listing`."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import structlog
-from pydantic import BaseModel, Field
+from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from gateway.auth.tokens import Principal
 from gateway.http.auth import require
 from gateway.http.bodies import Body, parse_body
-from gateway.http.query import parse_query
 from gateway.services import Services
 
 log = structlog.get_logger("gateway.ops")
 
-Query = TypeVar("Query", bound=BaseModel)
 Row = dict[str, Any]
 Endpoint = Callable[[Request], Awaitable[JSONResponse]]
 # An operator's note: required, not blank, bounded.
@@ -30,19 +28,6 @@ Note = Annotated[str, Field(min_length=1, max_length=2000, pattern=r"\S")]
 
 class NoteBody(Body):
     note: Note
-
-
-def listing(query_model: type[Query], fetch: Callable[[Services, Query], Awaitable[list[Row]]],
-            render: Callable[[Row], Row]) -> Endpoint:
-    """``GET``: the rows ``fetch`` finds for the validated query, rendered, as a JSON array."""
-
-    async def endpoint(request: Request) -> JSONResponse:
-        await require(request, "operator")
-        query = parse_query(request, query_model)
-        services: Services = request.app.state.services
-        return JSONResponse([render(row) for row in await fetch(services, query)])
-
-    return endpoint
 
 
 def action(event: str, id_param: str, act: Callable[[Services, int, Principal, str], Awaitable[Row]],

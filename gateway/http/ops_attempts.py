@@ -1,25 +1,27 @@
 """Operator endpoints for payment attempts (API.md "Operations"; "Precise details" → Shapes); role
 ``operator``. ``GET /v1/ops/attempts?state=Unknown`` (default ``Unknown``; any attempt state;
-``limit`` and ``after``, the previous page's last ``attempt_id``, page it) lists attempts oldest
-first; ``GET /v1/ops/attempts/{attempt_id}`` answers ``{"attempt": {...}, "events": [...]}``,
-events oldest first, or 404 ``attempt.not_found``. Read-only: nothing here changes an attempt."""
+``after``, a previous page's last ``attempt_id``, starts beyond it) lists attempts by creation,
+paged like every list (:mod:`gateway.http.paging`); ``GET /v1/ops/attempts/{attempt_id}`` answers
+``{"attempt": {...}, "events": [...]}``, events oldest first, or 404 ``attempt.not_found``.
+Read-only: nothing here changes an attempt."""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
 from gateway.domain.errors import AttemptNotFound
+from gateway.domain.paging import PageRequest
 from gateway.domain.timestamps import rfc3339
 from gateway.http.auth import require
-from gateway.http.ops import listing
+from gateway.http.paging import listing
 from gateway.payments import operator
-from gateway.payments.operator import AttemptState
+from gateway.payments.operator import KEYSET, AttemptState
 from gateway.services import Services
 
 _TIMES = ("created_at", "first_sent_at", "escalation_deadline", "next_action_expires_at", "lease_acquired_at",
@@ -30,12 +32,11 @@ _PLAIN = ("order_id", "customer_id", "attempt_number", "provider_account", "endp
 
 
 class AttemptQuery(BaseModel):
-    """A page of attempts in one state; ``after`` is the last ``attempt_id`` of the previous page."""
+    """Attempts in one state; ``after``, the last ``attempt_id`` of a previous page, starts beyond it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     state: AttemptState = "Unknown"
-    limit: int = Field(default=100, ge=1, le=1000)
     after: uuid.UUID | None = None
 
 
@@ -50,8 +51,8 @@ def event_body(row: dict[str, Any]) -> dict[str, Any]:
             "notification_key": row["notification_key"]}
 
 
-async def _list(services: Services, query: AttemptQuery) -> list[dict[str, Any]]:
-    return await operator.list_attempts(services.db, query.state, limit=query.limit, after=query.after)
+async def _list(services: Services, query: AttemptQuery, page: PageRequest) -> list[dict[str, Any]]:
+    return await operator.list_attempts(services.db, query.state, page, after=query.after)
 
 
 async def get_attempt(request: Request) -> JSONResponse:
@@ -67,6 +68,6 @@ async def get_attempt(request: Request) -> JSONResponse:
 
 def routes() -> list[BaseRoute]:
     return [
-        Route("/v1/ops/attempts", listing(AttemptQuery, _list, attempt_body), methods=["GET"]),
+        Route("/v1/ops/attempts", listing("operator", AttemptQuery, KEYSET, _list, attempt_body), methods=["GET"]),
         Route("/v1/ops/attempts/{attempt_id}", get_attempt, methods=["GET"]),
     ]

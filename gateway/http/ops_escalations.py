@@ -10,15 +10,17 @@ from typing import Any
 from starlette.routing import BaseRoute, Route
 
 from gateway.auth.tokens import Principal
+from gateway.domain.paging import PageRequest
 from gateway.domain.timestamps import rfc3339
 from gateway.escalations import operator
-from gateway.escalations.operator import EscalationState
-from gateway.http.ops import action, listing
-from gateway.http.query import Page
+from gateway.escalations.operator import KEYSET, EscalationState
+from gateway.http.ops import action
+from gateway.http.paging import listing
+from gateway.http.query import AfterId
 from gateway.services import Services
 
 
-class EscalationQuery(Page):
+class EscalationQuery(AfterId):
     state: EscalationState = "open"
 
 
@@ -36,8 +38,8 @@ def escalation_body(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def _list(services: Services, query: EscalationQuery) -> list[dict[str, Any]]:
-    return await operator.list_escalations(services.db, query.state, limit=query.limit, after=query.after)
+async def _list(services: Services, query: EscalationQuery, page: PageRequest) -> list[dict[str, Any]]:
+    return await operator.list_escalations(services.db, query.state, page, after=query.after)
 
 
 async def _acknowledge(services: Services, escalation_id: int, _by: Principal, _note: str) -> dict[str, Any]:
@@ -50,7 +52,8 @@ async def _resolve(services: Services, escalation_id: int, _by: Principal, note:
 
 def routes() -> list[BaseRoute]:
     return [
-        Route("/v1/ops/escalations", listing(EscalationQuery, _list, escalation_body), methods=["GET"]),
+        Route("/v1/ops/escalations", listing("operator", EscalationQuery, KEYSET, _list, escalation_body),
+              methods=["GET"]),
         Route("/v1/ops/escalations/{escalation_id:int}/acknowledge",
               action("escalation_acknowledged", "escalation_id", _acknowledge, escalation_body), methods=["POST"]),
         Route("/v1/ops/escalations/{escalation_id:int}/resolve",

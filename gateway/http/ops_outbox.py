@@ -11,11 +11,13 @@ from typing import Any
 from starlette.routing import BaseRoute, Route
 
 from gateway.auth.tokens import Principal
+from gateway.domain.paging import PageRequest
 from gateway.domain.timestamps import rfc3339
-from gateway.http.ops import action, listing
-from gateway.http.query import Page
+from gateway.http.ops import action
+from gateway.http.paging import listing
+from gateway.http.query import AfterId
 from gateway.outbox import operator
-from gateway.outbox.operator import OutboxState
+from gateway.outbox.operator import KEYSET, OutboxState
 from gateway.services import Services
 
 _TIMES = ("created_at", "next_attempt_at", "dispatched_at", "dead_lettered_at", "discarded_at")
@@ -23,7 +25,7 @@ _PLAIN = ("message_id", "dedup_key", "kind", "ordering_key", "delivery_attempts"
           "discarded_by", "discard_note", "blocked_by")
 
 
-class OutboxQuery(Page):
+class OutboxQuery(AfterId):
     state: OutboxState = "pending"
 
 
@@ -35,8 +37,8 @@ def message_body(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def _list(services: Services, query: OutboxQuery) -> list[dict[str, Any]]:
-    return await operator.list_messages(services.db, query.state, limit=query.limit, after=query.after)
+async def _list(services: Services, query: OutboxQuery, page: PageRequest) -> list[dict[str, Any]]:
+    return await operator.list_messages(services.db, query.state, page, after=query.after)
 
 
 async def _retry(services: Services, message_id: int, by: Principal, _note: str) -> dict[str, Any]:
@@ -49,7 +51,7 @@ async def _discard(services: Services, message_id: int, by: Principal, note: str
 
 def routes() -> list[BaseRoute]:
     return [
-        Route("/v1/ops/outbox", listing(OutboxQuery, _list, message_body), methods=["GET"]),
+        Route("/v1/ops/outbox", listing("operator", OutboxQuery, KEYSET, _list, message_body), methods=["GET"]),
         Route("/v1/ops/outbox/{message_id:int}/retry",
               action("outbox_retried", "message_id", _retry, message_body), methods=["POST"]),
         Route("/v1/ops/outbox/{message_id:int}/discard",

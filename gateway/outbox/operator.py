@@ -15,24 +15,29 @@ from typing import Any, Literal
 from gateway.clock import Clock
 from gateway.domain.errors import OutboxDiscarded, OutboxDispatched, OutboxMessageNotFound, OutboxNotDead
 from gateway.domain.outbox_policy import dead_letter_escalation_key
+from gateway.domain.paging import Keyset, PageRequest
 from gateway.escalations.store import resolve_by_key
 from gateway.store.db import Connection, Database, fetch_all, fetch_one
+from gateway.store.keyset import FIRST_ROW, directed, page_params
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.outbox")
+_LIST = directed(_SQL["list_messages"])
 
 OutboxState = Literal["pending", "dead", "discarded", "dispatched"]
+KEYSET = Keyset("outbox", "created_at", "message_id", int)
 
 
-async def list_messages(db: Database, state: OutboxState, *, limit: int, after: int = 0) -> list[dict[str, Any]]:
-    """Rows in ``state``, oldest first, after message id ``after``."""
-    return await db.fetch_all(_SQL["list_messages"], {"state": state, "message_id": None, "after": after,
-                                                      "limit": limit})
+async def list_messages(db: Database, state: OutboxState, page: PageRequest, *,
+                        after: int = 0) -> list[dict[str, Any]]:
+    """A page of the rows in ``state`` with ids greater than ``after``, by :data:`KEYSET`."""
+    return await db.fetch_all(_LIST[page.order], {"state": state, "message_id": None, "after": after,
+                                                  **page_params(page)})
 
 
 async def _message(conn: Connection, message_id: int) -> dict[str, Any]:
-    rows = await fetch_all(conn, _SQL["list_messages"], {"state": None, "message_id": message_id, "after": 0,
-                                                         "limit": 1})
+    rows = await fetch_all(conn, _LIST["asc"], {"state": None, "message_id": message_id, "after": 0,
+                                                **FIRST_ROW})
     return rows[0]
 
 

@@ -66,7 +66,9 @@ UPDATE outbox_messages
 -- name: list_messages
 -- The operator's view (API.md "Operations"). pending: not finished (due, backing off, or
 -- waiting behind a predecessor, which blocked_by names); dead: dead-lettered and not discarded;
--- discarded; dispatched. Oldest first, paged by message_id. Payloads are not listed.
+-- discarded; dispatched. Payloads are not listed. Keyset-paged by (created_at, message_id) in either
+-- order (docs/decisions/0036; gateway/store/keyset.py binds {beyond} and {direction}): the id
+-- orders rows written at the same instant. `after` keeps its meaning: only ids greater than it.
 SELECT m.message_id, m.dedup_key, m.kind, m.attempt_id, m.ordering_key, m.created_at,
        m.delivery_attempts, m.next_attempt_at, m.last_error, m.dispatched_at, m.dead_lettered_at,
        m.discarded_at, m.discarded_by, m.discard_note,
@@ -85,7 +87,9 @@ SELECT m.message_id, m.dedup_key, m.kind, m.attempt_id, m.ordering_key, m.create
         OR (%(state)s = 'dead' AND m.dead_lettered_at IS NOT NULL AND m.discarded_at IS NULL)
         OR (%(state)s = 'discarded' AND m.discarded_at IS NOT NULL)
         OR (%(state)s = 'dispatched' AND m.dispatched_at IS NOT NULL))
- ORDER BY m.message_id
+   AND (%(cursor_at)s::timestamptz IS NULL
+        OR (m.created_at, m.message_id) {beyond} (%(cursor_at)s::timestamptz, %(cursor_id)s::bigint))
+ ORDER BY m.created_at {direction}, m.message_id {direction}
  LIMIT %(limit)s;
 
 -- name: lock_message

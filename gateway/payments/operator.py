@@ -1,6 +1,6 @@
 """What an operator reads about payment attempts (API.md "Operations"; "Precise details" → Shapes).
 
-``list_attempts`` pages the attempts in one state oldest first (``GET /v1/ops/attempts``: the
+``list_attempts`` pages the attempts in one state by creation (``GET /v1/ops/attempts``: the
 Unknown ones are the backlog a person may have to chase). ``attempt_history`` is one attempt with
 its full event history, oldest first (``GET /v1/ops/attempts/{attempt_id}``), 404
 ``attempt.not_found`` for an id that names none. Neither returns the stored request body (it holds
@@ -14,26 +14,32 @@ import uuid
 from typing import Any, Literal
 
 from gateway.domain.errors import AttemptNotFound
+from gateway.domain.paging import Keyset, PageRequest
 from gateway.store.db import Database, fetch_all, fetch_one
+from gateway.store.keyset import FIRST_ROW, directed, page_params
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.payments", "operator.sql")
+_ATTEMPTS = directed(_SQL["attempts"])
 
 AttemptState = Literal["NotStarted", "Started", "Unknown", "Succeeded", "Failed", "NotApplied"]
 Row = dict[str, Any]
+KEYSET = Keyset("attempts", "created_at", "attempt_id", uuid.UUID)
 
 
-async def list_attempts(db: Database, state: AttemptState, *, limit: int, after: uuid.UUID | None) -> list[Row]:
-    """Attempts in ``state``, oldest first, after the attempt ``after`` (the previous page's last)."""
-    return await db.fetch_all(_SQL["attempts"], {"attempt_id": None, "state": state, "after": after, "limit": limit})
+async def list_attempts(db: Database, state: AttemptState, page: PageRequest, *, after: uuid.UUID | None) -> list[Row]:
+    """A page of the attempts in ``state`` by :data:`KEYSET`, beyond the attempt ``after`` (the last
+    of a previous page) when given."""
+    return await db.fetch_all(_ATTEMPTS[page.order], {"attempt_id": None, "state": state, "after": after,
+                                                      **page_params(page)})
 
 
 async def attempt_history(db: Database, attempt_id: uuid.UUID) -> tuple[Row, list[Row]]:
     """The attempt and its events from one snapshot, so the history ends where the row stands."""
     async with db.transaction() as conn:
         await conn.execute(_SQL["snapshot"])
-        attempt = await fetch_one(conn, _SQL["attempts"], {"attempt_id": attempt_id, "state": None, "after": None,
-                                                           "limit": 1})
+        attempt = await fetch_one(conn, _ATTEMPTS["asc"], {"attempt_id": attempt_id, "state": None, "after": None,
+                                                            **FIRST_ROW})
         if attempt is None:
             raise AttemptNotFound(f"no attempt {attempt_id}")
         return attempt, await fetch_all(conn, _SQL["attempt_events"], {"attempt_id": attempt_id})

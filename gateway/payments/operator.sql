@@ -9,11 +9,12 @@
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY;
 
 -- name: attempts
--- One attempt by id, or a page of the attempts in one state (the other selector is NULL), oldest
--- first by creation. Paging is by keyset: `after` is the last attempt id of the previous page, and
--- (created_at, attempt_id) orders rows that share a creation time (one ManualClock instant, a
--- batch), matching payment_attempts_by_state. An `after` that names no attempt yields an empty
--- page rather than silently restarting from the top.
+-- One attempt by id, or a page of the attempts in one state (the other selector is NULL), by
+-- creation. Keyset-paged by (created_at, attempt_id) in either order (docs/decisions/0036;
+-- gateway/store/keyset.py binds {beyond} and {direction}): the id orders rows that share a creation
+-- time (one ManualClock instant, a batch), matching payment_attempts_by_state. `after`, the last
+-- attempt id of a previous page, starts the page beyond that attempt; one that names no attempt
+-- yields an empty page rather than silently restarting from the top.
 SELECT attempt_id, order_id, customer_id, attempt_number, provider_account, endpoint, api_version,
        client_reference, idempotency_key, amount_minor, currency, state, provider_status,
        next_action ->> 'type' AS next_action_type, next_action_expires_at, outcome_reason,
@@ -23,9 +24,11 @@ SELECT attempt_id, order_id, customer_id, attempt_number, provider_account, endp
  WHERE (%(attempt_id)s::uuid IS NULL OR attempt_id = %(attempt_id)s::uuid)
    AND (%(state)s::text IS NULL OR state = %(state)s::text)
    AND (%(after)s::uuid IS NULL
-        OR (created_at, attempt_id) > (SELECT created_at, attempt_id FROM payment_attempts
-                                        WHERE attempt_id = %(after)s::uuid))
- ORDER BY created_at, attempt_id
+        OR (created_at, attempt_id) {beyond} (SELECT created_at, attempt_id FROM payment_attempts
+                                               WHERE attempt_id = %(after)s::uuid))
+   AND (%(cursor_at)s::timestamptz IS NULL
+        OR (created_at, attempt_id) {beyond} (%(cursor_at)s::timestamptz, %(cursor_id)s::uuid))
+ ORDER BY created_at {direction}, attempt_id {direction}
  LIMIT %(limit)s;
 
 -- name: attempt_events

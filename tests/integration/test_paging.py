@@ -1,0 +1,236 @@
+"""Paging that callers can follow (issue 15 item 2; docs/decisions/0036): every list endpoint answers a
+JSON array and, whenever more rows exist, an RFC 8288 ``Link: <...>; rel="next"`` header whose URL
+fetches the next page with the same filters; ``limit`` and ``order=asc|desc`` everywhere; keyset
+paging by (time, id), so a page boundary between rows stamped at the same instant neither skips nor
+repeats one, and a row inserted during a walk disturbs nothing.
+
+Every list route of the app must have an entry in :data:`LISTS` (how to add one of its rows), so a
+new list that does not page fails :func:`test_every_list_route_is_walked_here`."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+
+from gateway.app import routes
+from gateway.http.openapi import build
+from gateway.services import Services
+from tests.integration.outbox_support import World, receiver, settings, sink_http, world
+
+__all__ = ["receiver", "settings", "sink_http", "world"]
+
+NEXT = re.compile(r'^<(?P<url>/[^>]*)>; rel="next"$')
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One list endpoint: the filters a walk uses, the item's id and time fields, and how to add a
+    row the filters select (it returns the row's id as the list renders it)."""
+
+    filters: dict[str, str]
+    id: str
+    time: str
+    add: Callable[[World], Awaitable[Any]]
+
+
+async def _escalation(world: World) -> int:
+    return await world.escalate(f"attempt:{uuid.uuid4()}:deadline")
+
+
+async def _attempt(world: World) -> str:
+    return str(await world.attempt())
+
+
+async def _message(world: World) -> int:
+    return await world.effect(await world.attempt(), "order-confirmation")
+
+
+LISTS: dict[str, Listed] = {
+    "/v1/ops/escalations": Listed({"state": "open"}, "escalation_id", "raised_at", _escalation),
+    "/v1/ops/attempts": Listed({"state": "Started"}, "attempt_id", "created_at", _attempt),
+    "/v1/ops/outbox": Listed({"state": "pending"}, "message_id", "created_at", _message),
+}
+
+
+@pytest.fixture
+async def ops(client: httpx.AsyncClient, services: Services) -> httpx.AsyncClient:
+    client.headers["Authorization"] = f"Bearer {await services.tokens.create('operator', 'op-paging')}"
+    return client
+
+
+def _key(item: dict[str, Any], listed: Listed) -> tuple[str, Any]:
+    """The list's order as the database has it: time, then id (a uuid compares as its bytes)."""
+    identifier = item[listed.id]
+    return item[listed.time], uuid.UUID(identifier) if isinstance(identifier, str) else identifier
+
+
+async def seven_rows_in_two_instants(world: World, listed: Listed) -> None:
+    """Three rows at one instant, four at the next: with ``limit=2`` every page boundary falls
+    between two rows stamped at the same instant."""
+    for _ in range(3):
+        await listed.add(world)
+    world.clock.advance(1)
+    for _ in range(4):
+        await listed.add(world)
+
+
+async def everything(ops: httpx.AsyncClient, path: str, listed: Listed) -> list[dict[str, Any]]:
+    """Every item in one page (the reference the walks are checked against), in the database's order."""
+    response = await ops.get(path, params={**listed.filters, "limit": 1000})
+    assert response.status_code == 200 and "link" not in response.headers
+    items: list[dict[str, Any]] = response.json()
+    assert items == sorted(items, key=lambda item: _key(item, listed))
+    return items
+
+
+async def walk(ops: httpx.AsyncClient, path: str, listed: Listed, order: str, *, limit: int = 2,
+               between: Callable[[], Awaitable[Any]] | None = None) -> list[dict[str, Any]]:
+    """Follow ``rel="next"`` from the first page to the last; ``between`` runs after the first page."""
+    response = await ops.get(path, params={**listed.filters, "limit": limit, "order": order})
+    items: list[dict[str, Any]] = []
+    while True:
+        assert response.status_code == 200, response.text
+        page = response.json()
+        items += page
+        link = response.headers.get("link")
+        if link is None:
+            assert len(page) <= limit
+            return items
+        assert len(page) == limit
+        match = NEXT.match(link)
+        assert match, link
+        query = parse_qs(urlsplit(match["url"]).query)
+        assert {name: query[name] for name in listed.filters} == {k: [v] for k, v in listed.filters.items()}
+        assert (query["limit"], query["order"]) == ([str(limit)], [order])
+        if between is not None:
+            await between()
+            between = None
+        response = await ops.get(match["url"])
+
+
+@pytest.mark.parametrize("order", ["asc", "desc"])
+@pytest.mark.parametrize("path", sorted(LISTS))
+async def test_following_link_headers_shows_every_row_once_in_order(
+        ops: httpx.AsyncClient, world: World, path: str, order: str) -> None:
+    """Issue 15 item 2: the Link header's rel="next" URL fetches the next page with the same filters,
+    to the last page (no Link); a page boundary between rows with equal timestamps skips and repeats
+    nothing, in both orders."""
+    listed = LISTS[path]
+    await seven_rows_in_two_instants(world, listed)
+    expected = await everything(ops, path, listed)
+    assert len(expected) == 7
+    seen = await walk(ops, path, listed, order)
+    assert seen == (expected if order == "asc" else expected[::-1])
+
+
+@pytest.mark.parametrize("order", ["asc", "desc"])
+@pytest.mark.parametrize("path", sorted(LISTS))
+async def test_a_row_inserted_during_a_walk_disturbs_nothing(
+        ops: httpx.AsyncClient, world: World, path: str, order: str) -> None:
+    """Issue 15 item 2, keyset paging "stable under concurrent inserts": a row added after the first
+    page (later, as time moves on) neither shifts nor repeats a row; oldest first it comes last, newest
+    first it is beyond the walk's start."""
+    listed = LISTS[path]
+    await seven_rows_in_two_instants(world, listed)
+    before = await everything(ops, path, listed)
+    added: list[Any] = []
+
+    async def insert() -> None:
+        world.clock.advance(1)
+        added.append(await listed.add(world))
+
+    seen = await walk(ops, path, listed, order, between=insert)
+    ids = [item[listed.id] for item in seen]
+    expected = [item[listed.id] for item in before]
+    assert ids == (expected + added if order == "asc" else expected[::-1])
+
+
+async def test_limit_defaults_to_100_and_the_last_page_has_no_link(ops: httpx.AsyncClient, world: World) -> None:
+    """Issue 15 item 2: the default page is today's 100 items; the next one is announced, not silent."""
+    for _ in range(101):
+        await world.escalate(f"attempt:{uuid.uuid4()}:deadline")
+    first = await ops.get("/v1/ops/escalations")
+    assert len(first.json()) == 100
+    match = NEXT.match(first.headers["link"])
+    assert match
+    last = await ops.get(match["url"])
+    assert len(last.json()) == 1 and "link" not in last.headers
+    assert "link" not in (await ops.get("/v1/ops/escalations", params={"limit": 101})).headers
+
+
+async def test_after_keeps_working_and_the_link_keeps_it(ops: httpx.AsyncClient, world: World) -> None:
+    """API.md "Operations" is extended, never broken: ``after`` (only ids greater than it) still
+    filters, and is a filter the next page keeps."""
+    ids = [await world.escalate(f"attempt:{uuid.uuid4()}:deadline") for _ in range(5)]
+    first = await ops.get("/v1/ops/escalations", params={"after": ids[0], "limit": 2})
+    assert [item["escalation_id"] for item in first.json()] == ids[1:3]
+    match = NEXT.match(first.headers["link"])
+    assert match
+    assert parse_qs(urlsplit(match["url"]).query)["after"] == [str(ids[0])]
+    assert [item["escalation_id"] for item in (await ops.get(match["url"])).json()] == ids[3:]
+
+
+@pytest.mark.parametrize("path", sorted(LISTS))
+@pytest.mark.parametrize("params, code", [
+    ({"limit": "0"}, "page.limit_invalid"), ({"limit": "1001"}, "page.limit_invalid"),
+    ({"limit": "x"}, "page.limit_invalid"), ({"limit": "-1"}, "page.limit_invalid"),
+    ({"limit": ""}, "page.limit_invalid"), ({"limit": "２"}, "page.limit_invalid"),
+    ({"order": "newest"}, "page.order_invalid"), ({"order": "DESC"}, "page.order_invalid"),
+    ({"order": ""}, "page.order_invalid"),
+    ({"cursor": "!!"}, "page.cursor_invalid"), ({"cursor": ""}, "page.cursor_invalid"),
+    ({"cursor": "bm90IGEgY3Vyc29y"}, "page.cursor_invalid"),
+])
+async def test_bad_paging_parameters_are_400_with_a_stable_code(
+        ops: httpx.AsyncClient, path: str, params: dict[str, str], code: str) -> None:
+    """Issue 15 item 2: an invalid limit, order or cursor is a problem document, 400, with its own code."""
+    response = await ops.get(path, params=params)
+    assert (response.status_code, response.json()["code"]) == (400, code)
+    assert response.headers["content-type"] == "application/problem+json"
+
+
+async def test_a_cursor_of_another_list_or_order_is_refused(ops: httpx.AsyncClient, world: World) -> None:
+    """A cursor names its list and order: used elsewhere it is 400 ``page.cursor_invalid``, never a
+    silent restart or a skip."""
+    for _ in range(3):
+        await world.escalate(f"attempt:{uuid.uuid4()}:deadline")
+    match = NEXT.match((await ops.get("/v1/ops/escalations", params={"limit": 1})).headers["link"])
+    assert match
+    cursor = parse_qs(urlsplit(match["url"]).query)["cursor"][0]
+    assert (await ops.get("/v1/ops/escalations", params={"cursor": cursor})).status_code == 200
+    for path, order in [("/v1/ops/outbox", "asc"), ("/v1/ops/escalations", "desc")]:
+        response = await ops.get(path, params={"cursor": cursor, "order": order})
+        assert (response.status_code, response.json()["code"]) == (400, "page.cursor_invalid")
+
+
+def _list_routes(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every GET of the document whose 200 answer is a JSON array: the lists."""
+    return {path: item["get"] for path, item in document["paths"].items()
+            if "get" in item and item["get"]["responses"]["200"].get("content", {})
+            .get("application/json", {}).get("schema", {}).get("type") == "array"}
+
+
+def test_the_openapi_document_describes_paging_for_every_list() -> None:
+    """Issue 15 item 2: OpenAPI names limit, order and cursor, the Link header and the 400 codes of
+    every route whose answer is a list; a new list that does not page fails here."""
+    lists = _list_routes(build(routes()))
+    assert lists
+    for path, operation in lists.items():
+        parameters = {p["name"]: p for p in operation["parameters"] if p["in"] == "query"}
+        assert {"limit", "order", "cursor"} <= set(parameters), path
+        assert parameters["order"]["schema"]["enum"] == ["asc", "desc"], path
+        assert "Link" in operation["responses"]["200"].get("headers", {}), path
+        codes = operation["responses"]["400"]["content"]["application/problem+json"]["schema"]["allOf"][1]
+        assert set(codes["properties"]["code"]["enum"]) == {"page.limit_invalid", "page.order_invalid",
+                                                            "page.cursor_invalid"}, path
+
+
+def test_every_list_route_is_walked_here() -> None:
+    """Every list route of the app has an entry in LISTS, so the walks above run against it."""
+    assert set(_list_routes(build(routes()))) == set(LISTS)
