@@ -72,6 +72,13 @@ def request_record(request: Request, body: bytes, received_at: str) -> dict[str,
     }
 
 
+async def received(fake: CardCo, request: Request, body: bytes) -> None:
+    """Log the request for `GET /_control/requests`, then apply the changes due by now."""
+    async with fake.store.lock:
+        fake.store.requests.append(request_record(request, body, rfc3339(fake.clock.now())))
+        fake.settle()
+
+
 class ProviderApi:
     def __init__(self, fake: CardCo) -> None:
         self.fake = fake
@@ -106,9 +113,7 @@ class ProviderApi:
 
         async def endpoint(request: Request) -> Response:
             body = await request.body()
-            async with self.fake.store.lock:
-                self.fake.store.requests.append(request_record(request, body, rfc3339(self.fake.clock.now())))
-                self.fake.settle()
+            await received(self.fake, request, body)
             rule: FaultRule | None = None
             try:
                 account = self.fake.authenticate(request.headers.get("cardco-account"), bearer(request))

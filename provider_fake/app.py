@@ -21,17 +21,24 @@ from provider_fake.clock import rfc3339
 from provider_fake.config import config_from_env
 from provider_fake.control import ControlApi
 from provider_fake.fake import CardCo
+from provider_fake.stripe.api import PREFIX as STRIPE_PREFIX
+from provider_fake.stripe.api import StripeApi
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
-    """Unknown paths and methods answer in CardCo's error shape, and are logged for
-    `GET /_control/requests` like every other request outside `/_control/` (API.md)."""
+    """Unknown paths and methods answer in their mount's error shape (CardCo's, or Stripe's
+    "Unrecognized request URL"), and are logged for `GET /_control/requests` like every other
+    request outside `/_control/` (API.md)."""
     if not request.url.path.startswith("/_control"):
         cardco: CardCo = request.app.state.cardco
         body = await request.body()
         async with cardco.store.lock:
             cardco.store.requests.append(request_record(request, body, rfc3339(cardco.clock.now())))
     status = exc.status_code if isinstance(exc, HTTPException) else 500
+    if request.url.path.startswith(STRIPE_PREFIX + "/"):
+        path = request.url.path.removeprefix(STRIPE_PREFIX)
+        message = f"Unrecognized request URL ({request.method}: {path})."
+        return JSONResponse({"error": {"message": message, "type": "invalid_request_error"}}, status_code=status)
     code = {404: "not_found", 405: "method_not_allowed"}.get(status, "invalid_request")
     return JSONResponse({"error": {"code": code, "message": str(exc)}}, status_code=status)
 
@@ -46,7 +53,7 @@ def create_app(fake: CardCo | None = None) -> Starlette:
             yield
 
     app = Starlette(
-        routes=[*ProviderApi(cardco).routes(), *ControlApi(cardco).routes()],
+        routes=[*ProviderApi(cardco).routes(), *StripeApi(cardco).routes(), *ControlApi(cardco).routes()],
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error},
     )

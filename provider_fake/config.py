@@ -14,6 +14,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
@@ -22,16 +23,30 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 CONFIG_ENV = "CARDCO_CONFIG"
 
 
+# The API version a Stripe-dialect account is pinned to unless it says otherwise: the one the
+# official `stripe` package of the test extras sends (docs/decisions/0044).
+STRIPE_API_VERSION = "2026-10-28.endive"
+
+
 class Account(BaseModel):
-    """One CardCo account in one environment, e.g. `cardco:acct_store:test`."""
+    """One account in one environment, e.g. `cardco:acct_store:test`.
+
+    `dialect` says which mount the account talks to: `cardco` (`/v1/...`, the default) or
+    `stripe` (`/stripe/v1/...`, docs/rehearsing-incidents.md "Stripe dialect"). A Stripe account
+    is found by its secret key alone, renders its events in `api_version` and sends only its
+    `enabled_events` (`*`: every event) to its webhook endpoint.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(min_length=1)
     api_key: str = Field(min_length=1)
+    dialect: Literal["cardco", "stripe"] = "cardco"
     webhook_url: str | None = None
     webhook_secrets: list[str] = Field(default_factory=list)
     webhook_signing_key: str | None = None
+    api_version: str = STRIPE_API_VERSION
+    enabled_events: list[str] = Field(default_factory=lambda: ["*"])
 
     @field_validator("webhook_url")
     @classmethod
@@ -40,14 +55,18 @@ class Account(BaseModel):
             raise ValueError("webhook_url must be an absolute http(s) URL")
         return url
 
-    @field_validator("webhook_secrets")
-    @classmethod
-    def _secrets_are_whsec(cls, secrets: list[str]) -> list[str]:
-        for secret in secrets:
-            if not secret.startswith("whsec_"):
-                raise ValueError("webhook secrets are whsec_<base64>")
-            base64.b64decode(secret.removeprefix("whsec_"), validate=True)
-        return secrets
+    @model_validator(mode="after")
+    def _secrets_fit_the_dialect(self) -> Account:
+        """CardCo's secrets are `whsec_<base64 of the key bytes>`; Stripe's are `whsec_...` used
+        as they are (the key is the secret's UTF-8 bytes), and Stripe signs with no Ed25519 key."""
+        for secret in self.webhook_secrets:
+            if not secret.startswith("whsec_") or secret == "whsec_":
+                raise ValueError("webhook secrets are whsec_...")
+            if self.dialect == "cardco":
+                base64.b64decode(secret.removeprefix("whsec_"), validate=True)
+        if self.dialect == "stripe" and self.webhook_signing_key is not None:
+            raise ValueError("a stripe account signs with its webhook secrets only")
+        return self
 
     @field_validator("webhook_signing_key")
     @classmethod
@@ -58,6 +77,15 @@ class Account(BaseModel):
 
     def accepts_key(self, api_key: str) -> bool:
         return hmac.compare_digest(self.api_key.encode(), api_key.encode())
+
+    @property
+    def livemode(self) -> bool:
+        """Stripe: live objects are those made with a live key (`sk_live_...`)."""
+        return self.api_key.startswith(("sk_live_", "rk_live_"))
+
+    def sends(self, event_type: str) -> bool:
+        """Whether the webhook endpoint has this event type enabled."""
+        return "*" in self.enabled_events or event_type in self.enabled_events
 
     def signing_key(self) -> Ed25519PrivateKey | None:
         if self.webhook_signing_key is None:
@@ -98,9 +126,14 @@ class CardCoConfig(BaseModel):
     def account(self, account_id: str) -> Account | None:
         return next((a for a in self.accounts if a.id == account_id), None)
 
+    def account_with_key(self, dialect: str, api_key: str) -> Account | None:
+        """The account of `dialect` whose key this is (Stripe names no account: the key does)."""
+        return next((a for a in self.accounts if a.dialect == dialect and a.accepts_key(api_key)), None)
+
 
 def demo_config() -> CardCoConfig:
-    """Two accounts, test and live, with their own keys and secrets; no webhook URL."""
+    """Two CardCo accounts, test and live, and a Stripe-dialect test account, each with its own
+    key and secret; no webhook URL."""
     return CardCoConfig(
         accounts=[
             Account(
@@ -112,6 +145,12 @@ def demo_config() -> CardCoConfig:
                 id="cardco:acct_store:live",
                 api_key="ck_live_demo",
                 webhook_secrets=["whsec_" + base64.b64encode(b"cardco-demo-live-secret!").decode()],
+            ),
+            Account(
+                id="stripe:acct_store:test",
+                api_key="sk_test_demo",
+                dialect="stripe",
+                webhook_secrets=["whsec_stripe_demo_test_secret"],
             ),
         ]
     )

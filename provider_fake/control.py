@@ -115,7 +115,7 @@ class ControlApi:
     async def webhooks(self, request: Request) -> Document:
         webhooks = self.fake.webhooks
         return {
-            "events": [event.payload() | {"account": event.account} for event in webhooks.events.values()],
+            "events": [webhooks.payload(event) | {"account": event.account} for event in webhooks.events.values()],
             "deliveries": [delivery.public() for delivery in webhooks.deliveries],
         }
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
@@ -22,9 +23,10 @@ from provider_fake.config import Account, CardCoConfig, demo_config
 from provider_fake.errors import InternalError, InvalidRequest, ProviderError, Unauthorized
 from provider_fake.faults import FaultBook, FaultRule
 from provider_fake.objects import ProviderObject, Refund
-from provider_fake.replies import Reply, refusal
+from provider_fake.replies import ErrorReply, Reply, refusal
 from provider_fake.store import Store
-from provider_fake.webhooks import Delivery, Webhooks
+from provider_fake.stripe.webhooks import StripeEvents
+from provider_fake.webhooks import Delivery, StandardWebhooks, Webhooks
 
 BACKGROUND_TICK_S = 0.2
 
@@ -42,14 +44,20 @@ class CardCo:
         self.clock = clock or Clock()
         self.store = Store()
         self.faults = FaultBook()
-        self.webhooks = Webhooks(lambda: self.config, self.clock, self.faults, http_client)
+        self.webhooks = Webhooks(
+            lambda: self.config,
+            self.clock,
+            self.faults,
+            http_client,
+            formats={"cardco": StandardWebhooks(), "stripe": StripeEvents()},
+        )
 
     # Accounts -----------------------------------------------------------------------------
 
     def authenticate(self, account_id: str | None, api_key: str | None) -> Account:
-        """The account named by `CardCo-Account`, if the bearer key is that account's own."""
+        """The CardCo account named by `CardCo-Account`, if the bearer key is that account's own."""
         account = self.config.account(account_id or "")
-        if account is None or api_key is None or not account.accepts_key(api_key):
+        if account is None or account.dialect != "cardco" or api_key is None or not account.accepts_key(api_key):
             raise Unauthorized()
         return account
 
@@ -71,12 +79,13 @@ class CardCo:
         self.clock.reset()
 
     def settle(self) -> None:
-        """Apply every scheduled status change that is due by the fake clock, oldest first."""
+        """Apply every scheduled status change that is due by the fake clock, oldest first, until
+        none is (a change may schedule the next one: a Stripe payout's `in_transit` its landing)."""
         now = self.clock.now()
-        due = [(o.scheduled.at, o) for o in self.store.with_schedule() if o.scheduled and o.scheduled.at <= now]
-        for _, obj in sorted(due, key=lambda pair: pair[0]):
-            obj.apply_schedule()
-            self.announce(obj)
+        while due := [(o.scheduled.at, o) for o in self.store.with_schedule() if o.scheduled and o.scheduled.at <= now]:
+            for _, obj in sorted(due, key=lambda pair: pair[0]):
+                obj.apply_schedule()
+                self.announce(obj)
 
     def start_processing(
         self, obj: ProviderObject, rule: FaultRule | None, final_status: str, failure_code: str
@@ -94,18 +103,21 @@ class CardCo:
     def announce(self, obj: ProviderObject) -> None:
         """Emit the webhook event for the object's current status. A refund is announced through
         its payment: when it succeeds, the payment becomes `refunded` (naming the refund) and
-        `payment.refunded` is sent; a refund's other statuses are learned by lookup
-        (docs/decisions/0021)."""
+        its event is sent (CardCo's `payment.refunded`, Stripe's `charge.refunded`); a CardCo
+        refund's other statuses are learned by lookup (docs/decisions/0021), while a Stripe
+        refund also announces itself (`refund.created`, `refund.updated`, `refund.failed`)."""
+        account = self.config.account(obj.account)
+        if account is None:
+            return
+        if not isinstance(obj, Refund) or obj.announces_itself:
+            self.webhooks.emit(account, obj)
         if isinstance(obj, Refund):
             payment = self.store.payments.get(obj.payment)
             if obj.status != "succeeded" or payment is None:
                 return
             payment.change("refunded")
             payment.refund = {"id": obj.id, "client_reference": obj.client_reference}
-            obj = payment
-        account = self.config.account(obj.account)
-        if account is not None:
-            self.webhooks.emit(account, obj)
+            self.webhooks.emit(account, payment)
 
     def record(self, obj: ProviderObject, rule: FaultRule | None) -> None:
         """Store a new object and announce it. The visibility delay, or a create rule's
@@ -147,56 +159,63 @@ class CardCo:
         self,
         operation: str,
         account: Account,
-        key: str,
+        key: str | None,
         params: BaseModel,
         rule: FaultRule | None,
         effect: Callable[[], Reply],
+        errors: ErrorReply = Reply.error,
     ) -> Reply:
         """API.md: an idempotent create. Scope (account, key); the saved reply wins within
-        retention, different parameters are a 409; a reply is saved only when the effect ran.
-        On a replay the response faults still apply but the saved reply never changes.
+        retention (marked `replayed`), different parameters are refused (CardCo: 409); a reply is
+        saved only when the effect ran. On a replay the response faults still apply but the saved
+        reply never changes. Without a key (Stripe's keys are optional) nothing is saved.
         """
-        refused = refusal(rule)
+        refused = refusal(rule, errors)
         if refused is not None:
             return refused
         fingerprint = operation + ":" + json.dumps(params.model_dump(mode="json"), sort_keys=True)
         async with self.store.lock:
             now = self.clock.now()
             try:
-                saved = self.store.saved_reply(account.id, key, fingerprint, now)
+                saved = None if key is None else self.store.saved_reply(account.id, key, fingerprint, now)
                 if saved is not None:
-                    return _after_effect(saved, rule)
-                reply = _after_effect(effect(), rule)
+                    answer = _after_effect(saved, rule, errors)
+                    return dataclasses.replace(saved, replayed=True) if answer is saved else answer
+                reply = _after_effect(effect(), rule, errors)
             except ProviderError as error:
-                return Reply.error(error)
-            self.store.save_reply(
-                account.id, key, fingerprint, reply, now, self.config.idempotency_retention_s
-            )
+                return errors(error)
+            if key is not None:
+                self.store.save_reply(
+                    account.id, key, fingerprint, reply, now, self.config.idempotency_retention_s
+                )
             return reply
 
-    async def read(self, rule: FaultRule | None, produce: Callable[[], Reply]) -> Reply:
+    async def read(
+        self, rule: FaultRule | None, produce: Callable[[], Reply], errors: ErrorReply = Reply.error
+    ) -> Reply:
         """A lookup or other non-idempotent request under the request's fault rule."""
-        refused = refusal(rule)
+        refused = refusal(rule, errors)
         if refused is not None:
             return refused
         async with self.store.lock:
             try:
-                return _after_effect(produce(), rule)
+                return _after_effect(produce(), rule, errors)
             except ProviderError as error:
-                return Reply.error(error)
+                return errors(error)
 
-    def can_see(self, obj: ProviderObject, rule: FaultRule | None) -> bool:
-        """Lookups skip hidden objects, and those younger than a lookup rule's not_found_for_s."""
+    def can_see(self, obj: ProviderObject, rule: FaultRule | None, *, consistent: bool = False) -> bool:
+        """Lookups skip hidden objects, and those younger than a lookup rule's not_found_for_s.
+        A `consistent` read (Stripe's retrieve by id) sees objects the visibility delay hides."""
         now = self.clock.now()
-        if not obj.visible_at(now):
+        if not consistent and not obj.visible_at(now):
             return False
         if rule is not None and rule.action == "not_found_for_s":
             return now >= obj.created_at + timedelta(seconds=rule.not_found_for_s)
         return True
 
 
-def _after_effect(reply: Reply, rule: FaultRule | None) -> Reply:
+def _after_effect(reply: Reply, rule: FaultRule | None, errors: ErrorReply) -> Reply:
     """`error_500_after_effect`: the effect ran, the answer (and what the key saves) is a 500."""
     if rule is not None and rule.action == "error_500_after_effect":
-        return Reply.error(InternalError(), status=rule.status)
+        return errors(InternalError(), status=rule.status)
     return reply

@@ -29,6 +29,9 @@ Operation = Literal[
     "list_payouts",
     "create_recall",
     "list_recalls",
+    "cancel_payment",  # the Stripe dialect's (provider_fake/stripe/api.py)
+    "capture_payment",
+    "cancel_payout",
     "webhook",
 ]
 

@@ -102,6 +102,10 @@ class ProviderObject:
         """The webhook type announcing the current status."""
         return f"{self.kind}.{self.status}"
 
+    def event_object(self) -> dict[str, Any]:
+        """What that webhook carries as `data.object` (the API representation)."""
+        return self.public()
+
     def ledger_entry(self) -> dict[str, Any]:
         """API.md "CardCo control API": the ledger's view of one object."""
         return {
@@ -204,6 +208,7 @@ class Refund(ProviderObject):
 
     kind: ClassVar[str] = "refund"
     id_prefix: ClassVar[str] = "re"
+    announces_itself: ClassVar[bool] = False
     payment: str
     expires_at: datetime
 

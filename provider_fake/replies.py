@@ -5,7 +5,9 @@ open without answering until the client gives up (or 60 s), then close it; `malf
 and `empty_body` break the body; `delay_ms` delays the answer after the effect.
 
 A `Reply` is the complete answer (status, headers, exact body bytes); it is what the
-idempotency store saves, so a replay is byte-identical. `render()` turns a reply plus the
+idempotency store saves, so a replay is byte-identical (`replayed` marks one, for a dialect that
+says so in a header). How an error becomes a reply is the mount's dialect (`ErrorReply`):
+CardCo's `Reply.error`, or Stripe's (provider_fake/stripe/errors.py). `render()` turns a reply plus the
 response fault of the request into the ASGI response; the transport-level behaviour of a
 dropped answer lives in one place, `DroppedResponse`, for the server and in-process alike.
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -36,6 +38,7 @@ class Reply:
     status: int
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
+    replayed: bool = False
 
     @classmethod
     def ok(cls, document: dict[str, Any]) -> Reply:
@@ -46,7 +49,13 @@ class Reply:
         return cls(status or error.status, encode(error.body()), error.headers())
 
 
-def refusal(rule: FaultRule | None) -> Reply | None:
+class ErrorReply(Protocol):
+    """How a mount's dialect answers an error (CardCo: `Reply.error`)."""
+
+    def __call__(self, error: ProviderError, status: int | None = None) -> Reply: ...
+
+
+def refusal(rule: FaultRule | None, errors: ErrorReply = Reply.error) -> Reply | None:
     """The answer of a fault that ends the request before any effect, else None.
 
     `timeout_before_effect` gets a placeholder: `render` drops it.
@@ -54,10 +63,10 @@ def refusal(rule: FaultRule | None) -> Reply | None:
     if rule is None or rule.action not in BEFORE_EFFECT:
         return None
     if rule.action == "rate_limit":
-        return Reply.error(RateLimited(rule.retry_after_s))
+        return errors(RateLimited(rule.retry_after_s))
     if rule.action == "reject_invalid":
-        return Reply.error(InvalidRequest())
-    return Reply.error(InternalError(), status=rule.status)
+        return errors(InvalidRequest())
+    return errors(InternalError(), status=rule.status)
 
 
 class DroppedResponse(Response):
@@ -82,8 +91,9 @@ async def _until_disconnect(receive: Receive) -> None:
         pass
 
 
-async def render(reply: Reply, rule: FaultRule | None) -> Response:
-    """The response for `reply` under the request's fault rule (None: as is)."""
+async def render(reply: Reply, rule: FaultRule | None, headers: dict[str, str] | None = None) -> Response:
+    """The response for `reply` under the request's fault rule (None: as is), with the mount's
+    own `headers` added (they are not part of what a key saves)."""
     action = rule.action if rule else None
     if rule is not None and action in DROP_ACTIONS:
         return DroppedResponse(status_code=200)
@@ -94,4 +104,4 @@ async def render(reply: Reply, rule: FaultRule | None) -> Response:
         body = body[: max(1, len(body) // 2)]
     elif action == "empty_body":
         body = b""
-    return Response(body, reply.status, reply.headers, media_type="application/json")
+    return Response(body, reply.status, reply.headers | (headers or {}), media_type="application/json")

@@ -7,7 +7,8 @@ One asyncio lock guards the state so concurrent requests see a consistent check-
 Lookups by client reference, and the settling of scheduled changes that precedes every request,
 read indexes kept by :meth:`Store.add`, so their cost does not grow with the ledger: an object's
 kind, account and client reference never change once stored, and a scheduled change is only ever
-set when an object is created (processing, a 3-D Secure action), before it is stored.
+set when an object is created (processing, a 3-D Secure action), before it is stored, or by the
+object itself while it applies the previous one (a Stripe payout: `in_transit`, then its landing).
 """
 
 from __future__ import annotations

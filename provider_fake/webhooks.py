@@ -7,6 +7,10 @@ Webhook fault rules (operation `webhook`) are matched once per event when it is 
 
 Times are the fake clock's: a retry is due `webhook_retry_schedule_s[n-1]` seconds after the
 n-th failed attempt; after the last one the delivery is given up (`failed`).
+
+What a delivery looks like is the account's dialect (a `WebhookFormat`): CardCo's Standard
+Webhooks (`StandardWebhooks` here), or Stripe's Event objects with `Stripe-Signature`
+(provider_fake/stripe/webhooks.py). Queueing, retries, faults and redelivery are the same for both.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -42,14 +46,48 @@ class Event:
     account: str
     created: datetime
     object: dict[str, Any]
+    dialect: str = "cardco"
 
-    def payload(self) -> dict[str, Any]:
-        """API.md's CardCo payload."""
+
+class WebhookFormat(Protocol):
+    """One dialect's deliveries: the payload of an event (whose `data.object` has the money
+    amount under `amount_field`), and the headers, signature included, of one attempt."""
+
+    amount_field: str
+
+    def payload(self, event: Event, account: Account | None) -> dict[str, Any]: ...
+
+    def headers(self, account: Account, body: bytes, timestamp: int, forged: bool) -> dict[str, str]:
+        """`forged`: signed with wrong keys (the `bad_signature` fault)."""
+        ...
+
+
+class StandardWebhooks:
+    """CardCo's deliveries: API.md's payload, Standard Webhooks v1 (and v1a) signatures with a
+    new `webhook-id` per attempt."""
+
+    amount_field = "amount_minor"
+
+    def payload(self, event: Event, account: Account | None) -> dict[str, Any]:
         return {
-            "id": self.id,
-            "type": self.type,
-            "created": rfc3339(self.created),
-            "data": {"object": self.object},
+            "id": event.id,
+            "type": event.type,
+            "created": rfc3339(event.created),
+            "data": {"object": event.object},
+        }
+
+    def headers(self, account: Account, body: bytes, timestamp: int, forged: bool) -> dict[str, str]:
+        msg_id = new_id("msg")
+        secrets_, key = account.webhook_secrets, account.signing_key()
+        if forged:
+            secrets_ = ["whsec_" + base64.b64encode(secrets.token_bytes(24)).decode() for _ in secrets_]
+            key = Ed25519PrivateKey.generate() if key is not None else None
+        return {
+            "content-type": "application/json",
+            "user-agent": "CardCo-Webhooks/1",
+            "webhook-id": msg_id,
+            "webhook-timestamp": str(timestamp),
+            "webhook-signature": signature_header(secrets_, key, msg_id, timestamp, body),
         }
 
 
@@ -81,17 +119,6 @@ class Delivery:
         }
 
 
-def faulty_body(event: Event, rule: FaultRule | None) -> bytes:
-    """The payload as sent: `omit_event_id` drops `id`, `tamper_amount` adds one minor unit."""
-    payload = event.payload()
-    action = rule.action if rule else None
-    if action == "omit_event_id":
-        del payload["id"]
-    elif action == "tamper_amount":
-        payload["data"]["object"]["amount_minor"] += 1
-    return encode(payload)
-
-
 class Webhooks:
     """The event log and the delivery queue of one CardCo instance."""
 
@@ -101,11 +128,13 @@ class Webhooks:
         clock: Clock,
         faults: FaultBook,
         http_client: httpx.AsyncClient | None = None,
+        formats: dict[str, WebhookFormat] | None = None,
     ) -> None:
         self._config = config
         self._clock = clock
         self._faults = faults
         self._http_client = http_client
+        self._formats: dict[str, WebhookFormat] = formats or {"cardco": StandardWebhooks()}
         self._order = itertools.count()
         self.events: dict[str, Event] = {}
         self.deliveries: list[Delivery] = []
@@ -115,27 +144,43 @@ class Webhooks:
         self.events.clear()
         self.deliveries.clear()
 
+    def payload(self, event: Event) -> dict[str, Any]:
+        """The event as its account's dialect sends it."""
+        return self._formats[event.dialect].payload(event, self._config().account(event.account))
+
     def emit(self, account: Account, obj: ProviderObject) -> Event:
-        """Record `<kind>.<status>` (`obj.event_type()`) for the object's current state and queue its delivery."""
+        """Record `obj.event_type()` for the object's current state (`<kind>.<status>` in CardCo's
+        dialect) and queue its delivery if the account's endpoint has that type enabled."""
         event = Event(
             id=new_id("evt"),
             type=obj.event_type(),
             account=account.id,
             created=self._clock.now(),
-            object=obj.public(),
+            object=obj.event_object(),
+            dialect=account.dialect,
         )
         self.events[event.id] = event
-        if account.webhook_url is not None:
+        if account.webhook_url is not None and account.sends(event.type):
             self._queue(event, self._faults.match("webhook", obj.client_reference))
         return event
 
     def redeliver(self, event_id: str) -> Delivery:
         """Queue a clean new delivery of a recorded event, due now. KeyError if unknown."""
-        return self._add(self.events[event_id], encode(self.events[event_id].payload()))
+        return self._add(self.events[event_id], encode(self.payload(self.events[event_id])))
+
+    def _faulty_body(self, event: Event, rule: FaultRule | None) -> bytes:
+        """The payload as sent: `omit_event_id` drops `id`, `tamper_amount` adds one minor unit."""
+        payload = self.payload(event)
+        action = rule.action if rule else None
+        if action == "omit_event_id":
+            del payload["id"]
+        elif action == "tamper_amount":
+            payload["data"]["object"][self._formats[event.dialect].amount_field] += 1
+        return encode(payload)
 
     def _queue(self, event: Event, rule: FaultRule | None) -> None:
         action = rule.action if rule else None
-        delivery = self._add(event, faulty_body(event, rule))
+        delivery = self._add(event, self._faulty_body(event, rule))
         if rule is None:
             return
         if action == "drop":
@@ -213,16 +258,11 @@ class Webhooks:
             delivery.state = "failed"
             delivery.attempts.append({"at": rfc3339(now), "error": "no webhook URL configured"})
             return
-        msg_id = new_id("msg")
-        timestamp = int(now.timestamp())
-        headers = {
-            "content-type": "application/json",
-            "user-agent": "CardCo-Webhooks/1",
-            "webhook-id": msg_id,
-            "webhook-timestamp": str(timestamp),
-            "webhook-signature": self._signature(account, delivery, msg_id, timestamp),
-        }
-        attempt: dict[str, Any] = {"webhook_id": msg_id, "at": rfc3339(now)}
+        form = self._formats[account.dialect]
+        headers = form.headers(account, delivery.body, int(now.timestamp()), delivery.bad_signature)
+        attempt: dict[str, Any] = {"at": rfc3339(now)}
+        if "webhook-id" in headers:
+            attempt = {"webhook_id": headers["webhook-id"]} | attempt
         delivery.attempts.append(attempt)
         try:
             response = await client.post(
@@ -236,17 +276,6 @@ class Webhooks:
                 delivery.state = "delivered"
                 return
         self._schedule_retry(delivery, config.webhook_retry_schedule_s, now)
-
-    def _signature(self, account: Account, delivery: Delivery, msg_id: str, timestamp: int) -> str:
-        if not delivery.bad_signature:
-            return signature_header(
-                account.webhook_secrets, account.signing_key(), msg_id, timestamp, delivery.body
-            )
-        wrong_secrets = [
-            "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode() for _ in account.webhook_secrets
-        ]
-        wrong_key = Ed25519PrivateKey.generate() if account.webhook_signing_key else None
-        return signature_header(wrong_secrets, wrong_key, msg_id, timestamp, delivery.body)
 
     @staticmethod
     def _schedule_retry(delivery: Delivery, schedule: list[float], now: datetime) -> None:

@@ -10,8 +10,10 @@ from typing import Any
 
 import httpx
 import pytest
+import stripe
 
 from provider_fake import CardCo, Clock
+from tests.provider_fake.stripe_support import official_client
 from tests.provider_fake.support import CARDCO_URL, START, Receiver, client_for, make_config
 
 
@@ -52,4 +54,11 @@ async def client(fake: CardCo) -> AsyncIterator[httpx.AsyncClient]:
 @pytest.fixture
 async def control(fake: CardCo) -> AsyncIterator[httpx.AsyncClient]:
     async with client_for(fake, base_url=CARDCO_URL + "/_control") as client:
+        yield client
+
+
+@pytest.fixture
+async def stripe_client(fake: CardCo) -> AsyncIterator[stripe.StripeClient]:
+    """The official `stripe` client on the fake's Stripe mount (stripe_support.official_client)."""
+    async with official_client(fake) as client:
         yield client

@@ -24,6 +24,9 @@ SECRET = "whsec_" + base64.b64encode(b"test-account-secret-0001").decode()
 SEED = base64.b64encode(bytes(range(32))).decode()
 CARDCO_URL = "http://cardco.test"
 RECEIVER_URL = "http://receiver.test/hooks"
+STRIPE_ACCOUNT = "stripe:acct_store:test"
+STRIPE_KEY = "sk_test_k1"
+STRIPE_SECRET = "whsec_stripe_test_secret_0001"
 
 
 @dataclass
@@ -55,6 +58,8 @@ def make_config(**settings: Any) -> CardCoConfig:
     accounts = [
         Account(id=TEST_ACCOUNT, api_key=TEST_KEY, webhook_url=RECEIVER_URL, webhook_secrets=[SECRET]),
         Account(id=LIVE_ACCOUNT, api_key=LIVE_KEY, webhook_url=None, webhook_secrets=[SECRET]),
+        Account(id=STRIPE_ACCOUNT, api_key=STRIPE_KEY, dialect="stripe", webhook_url=RECEIVER_URL,
+                webhook_secrets=[STRIPE_SECRET]),
     ]
     return CardCoConfig(accounts=accounts, **settings)
 

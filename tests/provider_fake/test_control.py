@@ -99,7 +99,7 @@ def test_the_server_config_comes_from_cardco_config(tmp_path, monkeypatch) -> No
     config = config_from_env()
     assert ([a.id for a in config.accounts], config.visibility_delay_s) == (["cardco:acct_x:test"], 3)
     monkeypatch.delenv(CONFIG_ENV)
-    assert [a.id for a in config_from_env().accounts] == [TEST_ACCOUNT, LIVE_ACCOUNT]
+    assert [a.id for a in config_from_env().accounts] == [TEST_ACCOUNT, LIVE_ACCOUNT, "stripe:acct_store:test"]
 
 
 async def test_unknown_paths_and_wrong_methods_are_logged_too(fake: CardCo) -> None:
