@@ -118,14 +118,23 @@ def refund_payment(fake: CardCo, account: Account, key: str, params: RefundParam
                     idempotency_key=key, amount_minor=payment.amount_minor, currency=payment.currency,
                     status="failed", created_at=now, payment=payment.id, expires_at=params.expires_at)
     live = [r for r in fake.store.refunds.values() if r.payment == payment.id and r.status == "processing"]
+    refused = None
     if rule is not None and rule.action == "decline":
-        refund.failure_code = rule.code or "payment_not_refundable"
+        refused = rule.code or "payment_not_refundable"
     elif payment.status == "refunded" or live:
-        refund.failure_code = "already_refunded"
+        refused = "already_refunded"
     elif payment.status != "succeeded":
-        refund.failure_code = "payment_not_refundable"
+        refused = "payment_not_refundable"
+    return take_refund(fake, refund, rule, refused, "refund_rejected")
+
+
+def take_refund(fake: CardCo, refund: Refund, rule: FaultRule | None, refused: str | None, failure_code: str) -> Reply:
+    """A new refund object's outcome, recorded: `failed` with `refused` if set, else `processing`
+    under a `processing` rule (then `failure_code` if it fails), else `succeeded` at once."""
+    if refused is not None:
+        refund.status, refund.failure_code = "failed", refused
     elif rule is not None and rule.action == "processing":
-        fake.start_processing(refund, rule, "succeeded", "refund_rejected")
+        fake.start_processing(refund, rule, "succeeded", failure_code)
     else:
         refund.status = "succeeded"
     fake.record(refund, rule)

@@ -47,7 +47,7 @@ from provider_fake.stripe import payments, payouts
 from provider_fake.stripe.errors import StripeError, invalid_request, no_such, stripe_reply
 from provider_fake.stripe.forms import decode, validated
 from provider_fake.stripe.methods import payment_method_object
-from provider_fake.stripe.objects import PaymentIntent, StripePayout, StripeRefund
+from provider_fake.stripe.objects import STRIPE_NAMES, PaymentIntent, StripePayout, StripeRefund
 from provider_fake.stripe.payments import StripeParams
 from provider_fake.stripe.search import parse
 
@@ -182,7 +182,6 @@ class StripeApi:
         self,
         request: Request,
         account: Account,
-        body: bytes,
         operation: str,
         params: Params,
         reference: str | None,
@@ -206,7 +205,7 @@ class StripeApi:
         base_url = str(request.base_url).rstrip("/")
         params = validated(payments.PaymentIntentParams, decode(body))
         return await self._create(
-            request, account, body, "create_payment", params, params.client_reference,
+            request, account, "create_payment", params, params.client_reference,
             lambda key, p, rule: payments.create_payment_intent(self.fake, account, key, p, rule, base_url),
         )
 
@@ -215,7 +214,7 @@ class StripeApi:
     ) -> tuple[Reply, FaultRule | None]:
         params = validated(payments.CancelParams, decode(body) | {"intent": request.path_params["id"]})
         return await self._create(
-            request, account, body, "cancel_payment", params, self._reference_of(self.fake.store.payments, request),
+            request, account, "cancel_payment", params, self._reference_of(self.fake.store.payments, request),
             lambda key, p, rule: payments.cancel_payment_intent(self.fake, account, p),
         )
 
@@ -224,45 +223,44 @@ class StripeApi:
     ) -> tuple[Reply, FaultRule | None]:
         params = validated(payments.CaptureParams, decode(body) | {"intent": request.path_params["id"]})
         return await self._create(
-            request, account, body, "capture_payment", params, self._reference_of(self.fake.store.payments, request),
+            request, account, "capture_payment", params, self._reference_of(self.fake.store.payments, request),
             lambda key, p, rule: payments.capture_payment_intent(self.fake, account, p),
         )
 
     async def create_refund(self, request: Request, account: Account, body: bytes) -> tuple[Reply, FaultRule | None]:
         params = validated(payments.RefundParams, decode(body))
         return await self._create(
-            request, account, body, "refund_payment", params, params.client_reference,
+            request, account, "refund_payment", params, params.client_reference,
             lambda key, p, rule: payments.create_refund(self.fake, account, key, p, rule),
         )
 
     async def create_payout(self, request: Request, account: Account, body: bytes) -> tuple[Reply, FaultRule | None]:
         params = validated(payouts.PayoutParams, decode(body))
         return await self._create(
-            request, account, body, "create_payout", params, params.client_reference,
+            request, account, "create_payout", params, params.client_reference,
             lambda key, p, rule: payouts.create_payout(self.fake, account, key, p, rule),
         )
 
     async def cancel_payout(self, request: Request, account: Account, body: bytes) -> tuple[Reply, FaultRule | None]:
         params = validated(payouts.PayoutCancelParams, decode(body) | {"payout": request.path_params["id"]})
         return await self._create(
-            request, account, body, "cancel_payout", params, self._reference_of(self.fake.store.payouts, request),
+            request, account, "cancel_payout", params, self._reference_of(self.fake.store.payouts, request),
             lambda key, p, rule: payouts.cancel_payout(self.fake, account, p),
         )
 
     def one_of(self, operation: str, objects: Mapping[str, ProviderObject], kind: type[ProviderObject]) -> Handler:
         """`GET /v1/<objects>/{id}`: a consistent read; 404 `resource_missing` for unknown and
         other accounts' objects, and under a lookup rule's `not_found_for_s`."""
-        name = {PaymentIntent: "payment_intent", StripeRefund: "refund", StripePayout: "payout"}[kind]
 
         async def get(request: Request, account: Account, body: bytes) -> tuple[Reply, FaultRule | None]:
             object_id = request.path_params["id"]
             obj = objects.get(object_id)
-            found = obj if isinstance(obj, kind) and obj.account == account.id else None
-            rule = self.fake.faults.match(operation, found.client_reference if found else None)
+            rule = self.fake.faults.match(operation, obj.client_reference if obj else None)
 
             def produce() -> Reply:
-                if found is None or not self.fake.can_see(found, rule, consistent=True):
-                    raise no_such(name, object_id, "intent" if kind is PaymentIntent else "id")
+                found = payments.owned(objects, kind, account, object_id)
+                if not self.fake.can_see(found, rule, consistent=True):
+                    raise no_such(STRIPE_NAMES[kind][0], object_id, STRIPE_NAMES[kind][1])
                 return Reply.ok(found.public())
 
             return await self.fake.read(rule, produce, stripe_reply), rule

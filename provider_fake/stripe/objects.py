@@ -255,3 +255,11 @@ class StripePayout(Payout):
             return "payout.created"
         stripe_status = self.public()["status"]
         return f"payout.{stripe_status}" if stripe_status in ("paid", "failed", "canceled") else "payout.updated"
+
+
+# Each object's name in Stripe's "No such <name>" errors, and the parameter naming it in a path.
+STRIPE_NAMES: dict[type, tuple[str, str]] = {
+    PaymentIntent: ("payment_intent", "intent"),
+    StripeRefund: ("refund", "id"),
+    StripePayout: ("payout", "payout"),
+}

@@ -16,22 +16,25 @@ docs/decisions/0021): `succeeded` at once, `pending` under a `processing` rule, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from provider_fake.faults import FaultRule
-from provider_fake.objects import new_id
+from provider_fake.objects import ProviderObject, new_id
 from provider_fake.payment_methods import expired_at
+from provider_fake.payments import take_refund
 from provider_fake.replies import Reply
 from provider_fake.stripe.errors import StripeError, invalid_request, no_such, stripe_reply, unexpected_state
 from provider_fake.stripe.methods import AUTHENTICATING_METHODS, DECLINING_METHODS, payment_error
-from provider_fake.stripe.objects import PaymentIntent, StripeRefund
+from provider_fake.stripe.objects import STRIPE_NAMES, PaymentIntent, StripeRefund
 
 if TYPE_CHECKING:
     from provider_fake.config import Account
     from provider_fake.fake import CardCo
 
+Found = TypeVar("Found", bound=ProviderObject)
 Amount = Annotated[int, Field(gt=0)]
 Currency = Annotated[str, Field(pattern=r"^[a-zA-Z]{3}$"), AfterValidator(str.lower)]
 Metadata = dict[Annotated[str, Field(max_length=40)], Annotated[str, Field(max_length=500)]]
@@ -156,12 +159,17 @@ def card_error(intent: PaymentIntent) -> Reply:
                                     payment_intent=intent.public(), **fields))
 
 
+def owned(objects: Mapping[str, ProviderObject], kind: type[Found], account: Account, object_id: str) -> Found:
+    """The account's Stripe object of `kind` (a consistent read), else 404 `resource_missing`."""
+    obj = objects.get(object_id)
+    if not isinstance(obj, kind) or obj.account != account.id:
+        name, param = STRIPE_NAMES[kind]
+        raise no_such(name, object_id, param)
+    return obj
+
+
 def find_intent(fake: CardCo, account: Account, intent_id: str) -> PaymentIntent:
-    """The account's PaymentIntent (a consistent read), else 404 `resource_missing`."""
-    intent = fake.store.payments.get(intent_id)
-    if not isinstance(intent, PaymentIntent) or intent.account != account.id:
-        raise no_such("payment_intent", intent_id, "intent")
-    return intent
+    return owned(fake.store.payments, PaymentIntent, account, intent_id)
 
 
 def cancel_payment_intent(fake: CardCo, account: Account, params: CancelParams) -> Reply:
@@ -218,14 +226,8 @@ def create_refund(
         created_at=now, payment=intent.id, expires_at=now, charge=intent.latest_charge,
         metadata=dict(params.metadata), reason=params.reason,
     )
-    if rule is not None and rule.action == "decline":
-        refund.failure_code = rule.code or "unknown"
-    elif rule is not None and rule.action == "processing":
-        fake.start_processing(refund, rule, "succeeded", "unknown")
-    else:
-        refund.status = "succeeded"
-    fake.record(refund, rule)
-    return Reply.ok(refund.public())
+    refused = (rule.code or "unknown") if rule is not None and rule.action == "decline" else None
+    return take_refund(fake, refund, rule, refused, "unknown")
 
 
 def _refunded_intent(fake: CardCo, account: Account, params: RefundParams) -> PaymentIntent:

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Literal
 from provider_fake.faults import FaultRule
 from provider_fake.objects import new_id
 from provider_fake.replies import Reply
-from provider_fake.stripe.errors import invalid_request, no_such
+from provider_fake.stripe.errors import invalid_request
 from provider_fake.stripe.objects import StripePayout
-from provider_fake.stripe.payments import Amount, Currency, StripeParams
+from provider_fake.stripe.payments import Amount, Currency, StripeParams, owned
 
 if TYPE_CHECKING:
     from provider_fake.config import Account
@@ -60,16 +60,9 @@ def create_payout(
     return Reply.ok(payout.public())
 
 
-def find_payout(fake: CardCo, account: Account, payout_id: str) -> StripePayout:
-    payout = fake.store.payouts.get(payout_id)
-    if not isinstance(payout, StripePayout) or payout.account != account.id:
-        raise no_such("payout", payout_id, "payout")
-    return payout
-
-
 def cancel_payout(fake: CardCo, account: Account, params: PayoutCancelParams) -> Reply:
     """The effect of `POST /v1/payouts/{id}/cancel`: only a pending payout can be canceled."""
-    payout = find_payout(fake, account, params.payout)
+    payout = owned(fake.store.payouts, StripePayout, account, params.payout)
     if payout.status != "processing":
         raise invalid_request(f"Payout {payout.id} cannot be canceled: only a pending payout can be canceled.",
                               param="payout")
