@@ -278,6 +278,18 @@ CREATE TABLE IF NOT EXISTS provider_pauses (
     reason            text        NOT NULL
 );
 
+-- Lookup token buckets (seed 004: lookups run "at a rate the provider's limits allow";
+-- docs/decisions/0042): one per rate-limit scope, shared by every worker process. tokens is what
+-- remained at refilled_at (the injected clock's time of the last take); rate and burst are
+-- settings, passed with every take, so a changed setting applies at once. A 429 empties the bucket
+-- and moves refilled_at to the end of the pause: nothing refills before it.
+CREATE TABLE IF NOT EXISTS provider_lookup_buckets (
+    scope             text        PRIMARY KEY,
+    tokens            numeric     NOT NULL CHECK (tokens >= 0),
+    refilled_at       timestamptz NOT NULL,
+    granted           integer     NOT NULL DEFAULT 0 CHECK (granted >= 0)  -- what the last take granted
+);
+
 -- Append-only enforcement (seed 004, "Event History": "a requirement to enforce, not a property
 -- this schema has by itself"). History rows can be inserted, never changed or removed.
 CREATE OR REPLACE FUNCTION paygate_reject_history_change() RETURNS trigger

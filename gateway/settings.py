@@ -45,6 +45,13 @@ def _positive_duration(value: float) -> float:
 
 Duration = Annotated[float, AfterValidator(_positive_duration)]
 
+# Provider lookups per second and the burst a quiet account may spend at once (seed 004: lookups
+# run "at a rate the provider's limits allow"; docs/decisions/0042). The burst holds at least the
+# three reads one recovery pass may make (by id, by reference, the payment-method check), which it
+# takes together: a smaller bucket could never start such a pass.
+LookupRate = Annotated[float, Field(gt=0, le=100_000)]
+LookupBurst = Annotated[int, Field(ge=3, le=1_000_000)]
+
 ACCOUNT_ID = re.compile(r"^[a-z0-9-]+:[A-Za-z0-9_]+:(test|live)$")
 
 
@@ -80,6 +87,9 @@ class ProviderAccount(_Model):
     maximum_call_duration_s: Duration = 30
     processing_allowance_s: Duration = 10
     lookup_backoff_s: list[Duration] = Field(default_factory=lambda: [60.0, 120.0, 300.0, 900.0])
+    # This account's own lookup rate and burst (docs/decisions/0042); None: the top-level setting.
+    lookup_rate_per_s: LookupRate | None = None
+    lookup_burst: LookupBurst | None = None
 
     @model_validator(mode="after")
     def _coherent(self) -> ProviderAccount:
@@ -184,6 +194,11 @@ class Settings(_Model):
     # Passes one recovery worker runs at once, each on an attempt of its own (docs/decisions/0033).
     recovery_concurrency: int = Field(default=1, gt=0, le=64)
     readonly_cadence_s: Duration = 900
+    # Every process's provider lookups (recovery and the pipeline reconciler) share one token bucket
+    # per provider account in PostgreSQL, refilled at this rate up to this burst; an account may
+    # override both (docs/decisions/0042).
+    lookup_rate_per_s: LookupRate = 20
+    lookup_burst: LookupBurst = 100
     reminder_interval_s: Duration = 900
     acknowledged_reminder_interval_s: Duration = 3_600
     outbox_backoff_initial_s: Duration = 5
@@ -237,6 +252,12 @@ class Settings(_Model):
                     f"+ resend call_budget_s {account.call_budget_s:g} + record_budget_s "
                     f"{account.record_budget_s:g} + recovery_lease_margin_s {self.recovery_lease_margin_s:g} "
                     f"= {needed:g}")
+
+    def lookup_limit(self, account: ProviderAccount) -> tuple[float, int]:
+        """The lookup rate (per second) and burst of ``account``: its own, else the top-level ones."""
+        rate = self.lookup_rate_per_s if account.lookup_rate_per_s is None else account.lookup_rate_per_s
+        burst = self.lookup_burst if account.lookup_burst is None else account.lookup_burst
+        return rate, burst
 
     def account(self, account_id: str) -> ProviderAccount | None:
         """The configured account with this id, or None when it is not (or no longer) configured."""

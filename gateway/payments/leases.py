@@ -66,20 +66,30 @@ class Leases:
         self._settings = settings
 
     async def claim_due(self, limit: int, owner: str, passed: Collection[uuid.UUID] = (),
-                        attempt_id: uuid.UUID | None = None) -> list[dict[str, Any]]:
-        """Up to ``limit`` due attempts not in ``passed`` (only ``attempt_id``, if given), claimed by
-        ``owner`` in one autocommit statement that skips the ones other workers are claiming
-        (leases.sql ``claim_due``), each with ``passes`` and ``last_send_event``, in due order."""
+                        attempt_id: uuid.UUID | None = None, spent: Collection[str] = ()) -> list[dict[str, Any]]:
+        """Up to ``limit`` due attempts not in ``passed`` nor of a ``spent`` account (only
+        ``attempt_id``, if given), claimed by ``owner`` in one autocommit statement that skips the
+        ones other workers are claiming (leases.sql ``claim_due``), each with ``passes`` and
+        ``last_send_event``, in due order."""
         now = self._clock.now()
         rows = await self._db.fetch_all(_SQL["claim_due"], {
             "owner": owner, "now": now, "limit": limit, "passed": list(passed), "attempt_id": attempt_id,
-            "lease_expires_at": now + timedelta(seconds=self._settings.recovery_lease_s)})
+            "spent": list(spent), "lease_expires_at": now + timedelta(seconds=self._settings.recovery_lease_s)})
         return sorted(rows, key=lambda row: (row["next_check_at"], row["created_at"], row["attempt_id"]))
 
     async def claim(self, attempt_id: uuid.UUID, owner: str) -> dict[str, Any] | None:
         """The claimed attempt, or None if it is not due or not free (a lost claim costs one round trip)."""
         claimed = await self.claim_due(1, owner, attempt_id=attempt_id)
         return claimed[0] if claimed else None
+
+    async def defer(self, attempts: Collection[dict[str, Any]], owner: str) -> None:
+        """Release the leases of claimed attempts whose passes wait for lookup tokens, in one
+        statement, changing nothing else (leases.sql ``defer``)."""
+        if attempts:
+            async with self._db.connection() as conn:
+                await conn.execute(_SQL["defer"], {"owner": owner,
+                                                   "attempt_ids": [a["attempt_id"] for a in attempts],
+                                                   "tokens": [a["lease_token"] for a in attempts]})
 
     async def finish(self, attempt_id: uuid.UUID, lease: Lease, delay_s: float,
                      event: tuple[str, dict[str, Any]] | None = None) -> bool:

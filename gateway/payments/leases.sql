@@ -19,6 +19,8 @@ WITH next AS (
                         WHERE p.scope = a.provider_account AND p.paused_until > %(now)s)
        -- At most one pass per attempt in a sweep: the ones this sweep already passed over.
        AND a.attempt_id <> ALL(%(passed)s::uuid[])
+       -- Nor the accounts whose lookup tokens this sweep found spent (docs/decisions/0042).
+       AND a.provider_account <> ALL(%(spent)s::text[])
        -- One named attempt (a pass over it alone), or any.
        AND (%(attempt_id)s::uuid IS NULL OR a.attempt_id = %(attempt_id)s::uuid)
      ORDER BY a.next_check_at, a.created_at, a.attempt_id
@@ -53,6 +55,16 @@ RETURNING attempt_id;
 UPDATE payment_attempts
    SET recovery_owner = NULL, lease_token = NULL, lease_acquired_at = NULL, lease_expires_at = NULL
  WHERE attempt_id = %(attempt_id)s AND recovery_owner = %(owner)s AND lease_token = %(token)s;
+
+-- name: defer
+-- Passes a worker claimed and may not make yet, because their account's lookup tokens are spent
+-- (docs/decisions/0042): each lease is released (this owner's, this token's) and nothing else
+-- changes. The attempts stay due, in their order, for the next sweep; no lookup event is written,
+-- so their backoff does not advance: a deferred lookup is neither "not found" nor a failure.
+UPDATE payment_attempts a
+   SET recovery_owner = NULL, lease_token = NULL, lease_acquired_at = NULL, lease_expires_at = NULL
+  FROM unnest(%(attempt_ids)s::uuid[], %(tokens)s::uuid[]) AS d (attempt_id, lease_token)
+ WHERE a.attempt_id = d.attempt_id AND a.recovery_owner = %(owner)s AND a.lease_token = d.lease_token;
 
 -- name: lock_owned
 -- Re-read under lock: still live and still this worker's (escalate and finish, close never-sent).

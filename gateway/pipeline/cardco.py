@@ -26,6 +26,20 @@ class CredentialUnavailable(Exception):
     """The provider credential could not be acquired; nothing may be sent."""
 
 
+class RateLimited(Exception):
+    """A lookup answered 429: not "not found" and not a record; the account is to pause
+    (seed 004, "pause the sweep"; docs/decisions/0008)."""
+
+    def __init__(self, retry_after_s: float) -> None:
+        super().__init__(retry_after_s)
+        self.retry_after_s = retry_after_s
+
+
+def _retry_after_s(response: httpx.Response) -> float:
+    retry_after = response.headers.get("retry-after", "0")
+    return float(retry_after) if retry_after.isdigit() else 0.0
+
+
 def destination_digest(pepper: str, token: str) -> str:
     """What evidence may hold about a destination token: its HMAC under the server's pepper."""
     return hmac.new(pepper.encode(), token.encode(), hashlib.sha256).hexdigest()
@@ -60,12 +74,11 @@ class ProviderCalls:
             return NoResponse("timeout")
         except httpx.TransportError:
             return NoResponse("transport")
-        retry_after = response.headers.get("retry-after", "0")
-        return ProviderResponse(response.status_code, response.content,
-                                float(retry_after) if retry_after.isdigit() else 0.0)
+        return ProviderResponse(response.status_code, response.content, _retry_after_s(response))
 
     async def list(self, path: str, params: dict[str, str]) -> list[dict[str, Any]] | None:
-        """The provider's records for a query; None when the lookup itself failed."""
+        """The provider's records for a query; None when the lookup itself failed; raises
+        :class:`RateLimited` on a 429."""
         try:
             async with self.clock.budget(self.account.call_budget_s):
                 response = await self.http.get(self.url(path), params=params,
@@ -73,6 +86,8 @@ class ProviderCalls:
             data = response.json()["data"] if response.status_code == 200 else None
         except (TimeoutError, httpx.HTTPError, ValueError, KeyError, TypeError, CredentialUnavailable):
             return None
+        if response.status_code == 429:
+            raise RateLimited(_retry_after_s(response))
         if not isinstance(data, list):
             return None
         return [self._without_token(record) for record in data if isinstance(record, dict)]

@@ -11,6 +11,12 @@ completed -> Succeeded; rejected -> Failed; still processing -> leave; a mismatc
 record -> escalate ``mismatch``; not found -> leave unless the attempt is Unknown and all three of
 the seed's conditions hold (``not_applied_allowed``), then NotApplied; past the escalation
 deadline a still unresolved attempt is escalated ``deadline``. It never resends.
+
+Lookups run at the rate the account's limits allow (seed 004; docs/decisions/0042): each round
+takes, per account, the lookup tokens for its due checks in one statement, and claims only as many
+checks as it was granted; the rest stay due for a later round. A 429 pauses the account and empties
+its bucket (docs/decisions/0008), and the round's remaining checks of that account are made due
+again, uncounted.
 """
 
 from __future__ import annotations
@@ -25,8 +31,9 @@ from gateway.domain.payout_timing import PayoutTimings, not_applied_allowed
 from gateway.effects.certify import Certifier
 from gateway.pipeline import transitions
 from gateway.pipeline.accounts import NOT_CONFIGURED, stored_account
-from gateway.pipeline.cardco import ProviderCalls
+from gateway.pipeline.cardco import ProviderCalls, RateLimited
 from gateway.pipeline.kind import AttemptKind, Row
+from gateway.ratelimits.buckets import LookupTokens
 from gateway.settings import Settings
 from gateway.store.db import Connection, Database
 
@@ -44,15 +51,32 @@ class Reconciler:
         self.settings = settings
         self.http = http
         self.actor = f"{kind.slug}-reconciler"
+        self.tokens = LookupTokens(db, clock, settings)
 
     async def run_once(self) -> int:
+        """One round over at most ``BATCH`` due checks, per account as many as its lookup tokens
+        allow; how many attempts were looked up (or escalated without a lookup)."""
         backoff = self.kind.timings(self.settings, None).lookup_backoff_s
-        due = await self.kind.rows.due_checks(self.db, self.clock.now(), backoff, BATCH)
-        for attempt in due:
-            await self.reconcile(attempt)
-        return len(due)
+        reconciled = 0
+        for provider_account, due in await self.kind.rows.due_accounts(self.db, self.clock.now(), BATCH):
+            account = self.settings.account(provider_account)
+            # An account no longer configured is escalated without a lookup: no tokens to take.
+            granted = due if account is None else await self.tokens.take(account, due)
+            if not granted:
+                continue
+            batch = await self.kind.rows.due_checks(self.db, self.clock.now(), backoff, granted, provider_account)
+            if account is not None:  # checks another reconciler claimed first leave their tokens
+                await self.tokens.give_back(account, granted - len(batch))
+            for index, attempt in enumerate(batch):
+                reconciled += 1
+                if await self.reconcile(attempt):
+                    await self.kind.rows.defer_checks(self.db, self.clock.now(), batch[index + 1:])
+                    break
+        return reconciled
 
-    async def reconcile(self, attempt: Row) -> None:
+    async def reconcile(self, attempt: Row) -> bool:
+        """Look one claimed check up and write what it established; True when the lookup was
+        answered 429 (the account is then paused)."""
         account = stored_account(self.settings, attempt)
         if account is None:  # never ask another account, never conclude anything from silence
             async with self.db.transaction() as conn:
@@ -60,25 +84,32 @@ class Reconciler:
                 if current is not None and AttemptState(current["state"]) in IN_FLIGHT:
                     await self._escalate(conn, self.clock.now(), current, NOT_CONFIGURED,
                                          provider_account=current["provider_account"])
-            return
+            return False
         calls = ProviderCalls(account, self.clock, self.http, self.settings.token_pepper.get_secret_value())
+        timings = self.kind.timings(self.settings, account)
         lookup_started_at = self.clock.now()  # condition (3): when *this* lookup began
-        found = await self.kind.lookup(calls, attempt)
+        rate_limited = False
+        try:
+            found = await self.kind.lookup(calls, attempt)
+        except RateLimited as limited:  # a failed lookup, never "not found"; the account pauses
+            found, rate_limited = None, True
+            await self.tokens.pause(account.id, limited.retry_after_s or timings.lookup_backoff_s[0],
+                                    "provider.rate-limited")
         now = self.clock.now()
         async with self.db.transaction() as conn:
             current = await self.kind.rows.lock(conn, attempt["attempt_id"])
             if current is None:
-                return
+                return rate_limited
             await self.kind.history(conn, current[self.kind.parent], "reconciliation", actor=self.actor, now=now,
                                     attempt_id=current["attempt_id"],
                                     detail={"method": METHOD, "records": None if found is None else len(found),
                                             "lookup_started_at": lookup_started_at.isoformat()})
             if AttemptState(current["state"]) not in IN_FLIGHT:
-                return  # resolved while we looked (a notification, the executor): its evidence stands
-            resolved = await self._apply(conn, now, current, found, lookup_started_at,
-                                         self.kind.timings(self.settings, account))
+                return rate_limited  # resolved while we looked (a notification, the executor): its evidence stands
+            resolved = await self._apply(conn, now, current, found, lookup_started_at, timings)
             if not resolved and now >= current["escalation_deadline"]:
                 await self._escalate(conn, now, current, "deadline")
+        return rate_limited
 
     async def _apply(self, conn: Connection, now: datetime, current: Row, found: list[Row] | None,
                      lookup_started_at: datetime, timings: PayoutTimings) -> bool:

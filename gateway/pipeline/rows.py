@@ -53,10 +53,24 @@ class Rows:
         return await fetch_one(conn, self.sql["fence_lapsed"], {
             "attempt_id": lapsed["attempt_id"], "state": lapsed["state"], "epoch": lapsed["lease_epoch"], "now": now})
 
-    async def due_checks(self, db: Database, now: datetime, backoff: Sequence[float],
-                         limit: int) -> list[dict[str, Any]]:
+    async def due_accounts(self, db: Database, now: datetime, limit: int) -> list[tuple[str, int]]:
+        """(provider account, due checks) among the next ``limit`` due checks."""
+        rows = await db.fetch_all(self.sql["due_accounts"], {"now": now, "limit": limit})
+        return [(row["provider_account"], row["due"]) for row in rows]
+
+    async def due_checks(self, db: Database, now: datetime, backoff: Sequence[float], limit: int,
+                         provider_account: str) -> list[dict[str, Any]]:
         async with db.transaction() as conn:
-            return await fetch_all(conn, self.sql["due_checks"], {"now": now, "backoff": list(backoff), "limit": limit})
+            return await fetch_all(conn, self.sql["due_checks"], {
+                "now": now, "backoff": list(backoff), "limit": limit, "provider_account": provider_account})
+
+    async def defer_checks(self, db: Database, now: datetime, claimed: Sequence[dict[str, Any]]) -> None:
+        """Make claimed checks due again, uncounted (rows.sql ``defer_checks``)."""
+        if claimed:
+            async with db.connection() as conn:
+                await conn.execute(self.sql["defer_checks"], {
+                    "now": now, "attempt_ids": [row["attempt_id"] for row in claimed],
+                    "checks": [row["checks"] for row in claimed]})
 
     async def lock_attempt(self, conn: Connection, provider_account: str, *, client_reference: str | None,
                            provider_id: str | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:

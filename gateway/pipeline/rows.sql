@@ -60,19 +60,42 @@ UPDATE {attempts}
    AND lease_expires_at <= %(now)s
 RETURNING *;
 
+-- name: due_accounts
+-- The provider accounts of the reconciler's next batch (the oldest :limit due checks, in
+-- due_checks' order) and how many checks each has there: the reconciler takes that many lookup
+-- tokens of each account before it claims any (docs/decisions/0042).
+SELECT next.provider_account, count(*)::int AS due
+  FROM (SELECT provider_account FROM {attempts}
+         WHERE state IN ('Started', 'Unknown') AND lease_expires_at IS NULL AND next_check_at <= %(now)s
+         ORDER BY claimed_at LIMIT %(limit)s) next
+ GROUP BY next.provider_account
+ ORDER BY next.provider_account;
+
 -- name: due_checks
--- The reconciler's batch: Unknown attempts, and accepted (Started, unowned) ones awaiting a status
--- check, oldest first. Moving next_check_at along the backoff claims them, so a second reconciler
--- does not look up the same attempt in the same round.
+-- The reconciler's batch of one provider account: Unknown attempts, and accepted (Started, unowned)
+-- ones awaiting a status check, oldest first, as many as it holds lookup tokens for. Moving
+-- next_check_at along the backoff claims them, so a second reconciler does not look up the same
+-- attempt in the same round.
 UPDATE {attempts} a
    SET next_check_at = %(now)s + make_interval(
            secs => (%(backoff)s::float8[])[LEAST(a.checks + 1, cardinality(%(backoff)s::float8[]))]),
        checks = a.checks + 1
  WHERE a.attempt_id IN (SELECT attempt_id FROM {attempts}
                          WHERE state IN ('Started', 'Unknown') AND lease_expires_at IS NULL
-                           AND next_check_at <= %(now)s
+                           AND next_check_at <= %(now)s AND provider_account = %(provider_account)s
                          ORDER BY claimed_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
 RETURNING a.*;
+
+-- name: defer_checks
+-- Checks the reconciler claimed and did not make because their account answered 429 meanwhile
+-- (docs/decisions/0042): due again, with the check not counted, so neither "not found" nor a failed
+-- lookup is recorded and the backoff does not advance. Only where nothing moved them since: a
+-- notification that resolved one, or another round's claim (checks changed), wins.
+UPDATE {attempts} a
+   SET next_check_at = %(now)s, checks = a.checks - 1
+  FROM unnest(%(attempt_ids)s::uuid[], %(checks)s::int[]) AS d (attempt_id, checks)
+ WHERE a.attempt_id = d.attempt_id AND a.checks = d.checks
+   AND a.state IN ('Started', 'Unknown') AND a.lease_expires_at IS NULL;
 
 -- name: attempt_of_grant
 SELECT * FROM {attempts} WHERE grant_id = %(grant_id)s;

@@ -41,13 +41,16 @@ from gateway.payments.attempts import Attempts, VersionConflict, stored_request
 from gateway.payments.client import NotBuildable, PaymentClient
 from gateway.payments.leases import Lease, Leases
 from gateway.payments.sends import PaymentSends
-from gateway.recovery.pauses import pause_scope
+from gateway.ratelimits.buckets import Allowance, LookupTokens, NoToken
 from gateway.settings import ProviderAccount, Settings
 from gateway.store.db import Database
 
 log = structlog.get_logger("gateway.recovery")
 
 UNCONFIRMED = (psycopg.Error, TimeoutError, OSError)
+# A pass that waits for its account's lookup tokens: lease released, nothing else changed
+# (docs/decisions/0042).
+DEFERRED = "deferred:lookup-rate"
 
 
 def worker_name() -> str:
@@ -62,6 +65,12 @@ def timings(account: ProviderAccount | None, settings: Settings) -> Timings:
     return Timings(abandonment_threshold_s=account.abandonment_threshold_s, call_budget_s=account.call_budget_s,
                    record_budget_s=account.record_budget_s, processing_allowance_s=account.processing_allowance_s,
                    lookup_backoff_s=tuple(account.lookup_backoff_s), readonly_cadence_s=settings.readonly_cadence_s)
+
+
+def reads(attempt: dict[str, Any]) -> int:
+    """The provider reads a reconciling pass may make, each a lookup token: by provider payment ID
+    if recorded, by client reference, and the payment-method check before a resend."""
+    return 3 if attempt["provider_payment_id"] else 2
 
 
 def view(attempt: dict[str, Any]) -> AttemptView:
@@ -90,6 +99,7 @@ class Recovery:
         self._attempts = attempts
         self._client = client
         self._leases = Leases(db, clock, settings)
+        self._tokens = LookupTokens(db, clock, settings)
         self._sends = PaymentSends(SendGate(db, clock, settings.reminder_interval_s), client)  # seed 001 (issue 8)
         self.owner = owner or worker_name()
 
@@ -97,28 +107,69 @@ class Recovery:
         """One sweep: at most ``limit`` passes over due attempts, in due order. Attempts are claimed
         ``concurrency`` at a time in one statement that skips those other workers are claiming
         (docs/decisions/0033), and the passes of one claim run together; a claim is made only
-        when the previous passes have finished, so no lease waits for a pass that has not begun."""
+        when the previous passes have finished, so no lease waits for a pass that has not begun.
+        Lookups run at the rate the account's limits allow (docs/decisions/0042): a claim's passes
+        take their lookup tokens together, one statement per account; those left without one are
+        deferred, and the sweep claims nothing more of that account."""
         report = SweepReport()
         passed: list[uuid.UUID] = []  # one pass per attempt per sweep, as a listing of the due ones gave
+        spent: set[str] = set()  # accounts whose tokens this sweep found spent
         while report.claimed < limit:
             claimed = await self._leases.claim_due(min(self._concurrency, limit - report.claimed), self.owner,
-                                                   passed)
+                                                   passed, spent=spent)
             if not claimed:
                 break
             report.claimed += len(claimed)
             passed.extend(attempt["attempt_id"] for attempt in claimed)
-            for outcome in await asyncio.gather(*(self._claimed_pass(attempt) for attempt in claimed)):
+            allowance = Allowance(self._tokens)
+            ready = await self._admit(claimed, allowance, spent)
+            for outcome in await asyncio.gather(*(self._claimed_pass(attempt, allowance) for attempt in ready)):
                 report.count(outcome)
+            for _ in range(len(claimed) - len(ready)):
+                report.count(DEFERRED)
+            await allowance.give_back()
         return report
+
+    async def _admit(self, claimed: list[dict[str, Any]], allowance: Allowance,
+                     spent: set[str]) -> list[dict[str, Any]]:
+        """The claimed attempts whose passes may run now: those that look nothing up, and, per
+        account in due order, those that look up for which its bucket grants every read they may
+        make (one take per account for the whole claim; what they do not spend goes back). From
+        the first that does not fit on, the account's attempts are deferred (their leases released,
+        nothing else changed) and the account is ``spent`` for the rest of the sweep."""
+        now = self._clock.now()
+        looking: dict[str, tuple[ProviderAccount, list[dict[str, Any]]]] = {}
+        for attempt in claimed:
+            account = self._settings.account(attempt["provider_account"])
+            if account is not None and first_step(view(attempt), timings(account, self._settings),
+                                                  now).kind == "reconcile":
+                looking.setdefault(account.id, (account, []))[1].append(attempt)
+        deferred: list[dict[str, Any]] = []
+        for account, attempts in looking.values():
+            granted = await allowance.take(account, sum(map(reads, attempts)))
+            fitting = 0
+            while fitting < len(attempts) and reads(attempts[fitting]) <= granted:
+                granted -= reads(attempts[fitting])
+                fitting += 1
+            if fitting < len(attempts):
+                spent.add(account.id)
+                deferred.extend(attempts[fitting:])
+                log.info("recovery_lookups_deferred", provider_account=account.id, deferred=len(attempts) - fitting)
+        await self._leases.defer(deferred, self.owner)
+        waiting = {attempt["attempt_id"] for attempt in deferred}
+        return [attempt for attempt in claimed if attempt["attempt_id"] not in waiting]
 
     async def run_pass(self, attempt_id: uuid.UUID) -> str:
         """One pass over one attempt; returns what it did (for logs, metrics and tests)."""
         attempt = await self._leases.claim(attempt_id, self.owner)
         if attempt is None:
             return "not-claimed"
-        return await self._claimed_pass(attempt)
+        allowance = Allowance(self._tokens)
+        outcome = await self._claimed_pass(attempt, allowance)
+        await allowance.give_back()
+        return outcome
 
-    async def _claimed_pass(self, attempt: dict[str, Any]) -> str:
+    async def _claimed_pass(self, attempt: dict[str, Any], allowance: Allowance) -> str:
         attempt_id = attempt["attempt_id"]
         account = self._settings.account(attempt["provider_account"])
         times = timings(account, self._settings)
@@ -126,12 +177,16 @@ class Recovery:
                       next_delay_s=backoff_s(times, int(attempt["passes"])), escalated_delay_s=times.readonly_cadence_s)
         with structlog.contextvars.bound_contextvars(attempt_id=str(attempt_id), order_id=attempt["order_id"],
                                                      recovery_owner=self.owner):
-            outcome = await self._pass(attempt, account, times, lease)
+            try:
+                outcome = await self._pass(attempt, account, times, lease, allowance)
+            except NoToken:  # the account's tokens ran out before one of this pass's reads
+                await self._leases.defer([attempt], self.owner)
+                outcome = DEFERRED
             log.info("recovery_pass", outcome=outcome, state=attempt["state"], passes=attempt["passes"])
             return outcome
 
     async def _pass(self, attempt: dict[str, Any], account: ProviderAccount | None, times: Timings,
-                    lease: Lease) -> str:
+                    lease: Lease, allowance: Allowance) -> str:
         step = first_step(view(attempt), times, self._clock.now())
         if step.kind == "close-never-sent":
             return await self._close_never_sent(attempt, times, lease)
@@ -141,7 +196,7 @@ class Recovery:
             # Nothing can be looked up or resent without the account's credentials.
             return await self._perform(attempt, lease, Step("escalate-and-finish", times.readonly_cadence_s,
                                                             "resend-not-safe:account-not-configured"))
-        return await self._reconcile(attempt, account, times, lease)
+        return await self._reconcile(attempt, account, times, lease, allowance)
 
     async def _perform(self, attempt: dict[str, Any], lease: Lease, step: Step,
                        event: tuple[str, dict[str, Any]] | None = None) -> str:
@@ -166,28 +221,32 @@ class Recovery:
         """What remains of the pass's lookup budget (never zero: the call then times out at once)."""
         return max((deadline - self._clock.now()).total_seconds(), MIN_DELAY_S)
 
-    async def _look_up(self, attempt: dict[str, Any], account: ProviderAccount, deadline: datetime) -> Lookup:
+    async def _look_up(self, attempt: dict[str, Any], account: ProviderAccount, deadline: datetime,
+                       allowance: Allowance) -> Lookup:
         """By provider payment ID if recorded; if that misses or finds another reference, by
         account and client reference too, before concluding anything. Both calls share the
-        pass's one lookup budget, so a pass stays inside the lease (settings: worst_case_pass_s)."""
+        pass's one lookup budget, so a pass stays inside the lease (settings: worst_case_pass_s),
+        and each spends a lookup token."""
         if attempt["provider_payment_id"]:
+            await allowance.spend(account)
             by_id = await self._client.find_payment(account.id, provider_payment_id=attempt["provider_payment_id"],
                                                     budget_s=self._left(deadline))
             if by_id.outcome != "not-found" and not (
                     by_id.payment and by_id.payment.client_reference not in (None, attempt["client_reference"])):
                 return by_id
+        await allowance.spend(account)
         return await self._client.find_payment(account.id, client_reference=attempt["client_reference"],
                                                budget_s=self._left(deadline))
 
     async def _reconcile(self, attempt: dict[str, Any], account: ProviderAccount, times: Timings,
-                         lease: Lease) -> str:
+                         lease: Lease, allowance: Allowance) -> str:
         ambiguous = attempt["last_send_event"] == "send_intent"
         lookup_deadline = self._clock.now() + timedelta(seconds=account.call_budget_s)
-        found = await self._look_up(attempt, account, lookup_deadline)
+        found = await self._look_up(attempt, account, lookup_deadline, allowance)
         observation = {"outcome": found.outcome, "reason": found.reason, "ambiguous_send_boundary": ambiguous}
         if found.outcome == "rate-limited":
-            await pause_scope(self._db, self._clock, account.id, found.retry_after_s or lease.next_delay_s,
-                              "provider.rate-limited")
+            await self._tokens.pause(account.id, found.retry_after_s or lease.next_delay_s, "provider.rate-limited")
+            allowance.revoke(account.id)
         if found.outcome in ("failed", "rate-limited"):
             # Not "not found": the attempt stays as it is and is looked up again on the backoff.
             return await self._perform(attempt, lease, Step("finish", lease.next_delay_s), ("lookup", observation))
@@ -197,15 +256,15 @@ class Recovery:
         if found.payment is not None:
             return await self._apply(attempt, object_evidence(account.id, found.payment, lookup="recovery"), lease,
                                      times, kind="lookup")
-        conditions = await self._conditions(attempt, account, lookup_deadline)
+        conditions = await self._conditions(attempt, account, lookup_deadline, allowance)
         step = after_not_found(view(attempt), conditions, times, self._clock.now())
         if step.kind != "reconcile":
             observation["payment_method_usable"] = conditions.payment_method_usable
             return await self._perform(attempt, lease, step, ("lookup", observation))
         return await self._resend(attempt, account, times, lease, observation)
 
-    async def _conditions(self, attempt: dict[str, Any], account: ProviderAccount,
-                          lookup_deadline: datetime) -> ResendConditions:
+    async def _conditions(self, attempt: dict[str, Any], account: ProviderAccount, lookup_deadline: datetime,
+                          allowance: Allowance) -> ResendConditions:
         try:
             self._client.build(stored_request(attempt))
             buildable = True
@@ -214,12 +273,12 @@ class Recovery:
         drift = await self._sends.drifted(stored_request(attempt), attempt["attempt_id"])
         return ResendConditions(order_payable=await self._leases.order_state(attempt["order_id"]) == "Open",
                                 request_buildable=buildable,
-                                payment_method_usable=await self._payment_method_usable(attempt, account,
-                                                                                        lookup_deadline),
+                                payment_method_usable=await self._payment_method_usable(
+                                    attempt, account, lookup_deadline, allowance),
                                 request_unchanged=drift is None)
 
     async def _payment_method_usable(self, attempt: dict[str, Any], account: ProviderAccount,
-                                     lookup_deadline: datetime) -> bool | None:
+                                     lookup_deadline: datetime, allowance: Allowance) -> bool | None:
         """Whether the stored request's payment method is still usable, asked of CardCo within
         the pass's lookup budget (seed 004 resend conditions; docs/decisions/0027). A stored body
         naming no payment method cannot be resent."""
@@ -229,6 +288,7 @@ class Recovery:
             return False
         if not isinstance(method, str):
             return False
+        await allowance.spend(account)
         return await self._client.payment_method_usable(account.id, method, budget_s=self._left(lookup_deadline))
 
     async def _resend(self, attempt: dict[str, Any], account: ProviderAccount, times: Timings, lease: Lease,

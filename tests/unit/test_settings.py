@@ -128,3 +128,26 @@ def test_rehearsal_timings_satisfy_the_lease_rule_with_a_12_s_lease() -> None:
     assert settings.recovery_lease_s == 12
     with pytest.raises(ConfigError, match="recovery_lease_s"):
         build_settings({**config, "recovery_lease_s": 10})
+
+
+def test_lookup_rate_and_burst_default_and_an_account_overrides_either() -> None:
+    """Issue 15 item 4 (docs/decisions/0042): one lookup rate and burst for every account, unless
+    the account sets its own; the environment sets the top-level ones."""
+    settings = load_settings({**accounts_env(account(), account(id="cardco:acct_other:live", lookup_burst=7,
+                                                                webhook_endpoint_id="other")),
+                              "PAYGATE_LOOKUP_RATE_PER_S": "2.5"})
+    store, other = settings.provider_accounts
+    assert settings.lookup_limit(store) == (2.5, 100)
+    assert settings.lookup_limit(other) == (2.5, 7)
+    assert load_settings(accounts_env(account())).lookup_limit(store) == (20, 100)
+
+
+@pytest.mark.parametrize("change", [{"PAYGATE_LOOKUP_RATE_PER_S": "0"}, {"PAYGATE_LOOKUP_BURST": "2"}])
+def test_a_lookup_rate_that_is_not_positive_or_a_burst_below_one_pass_fails_naming_the_setting(
+        change: dict[str, str]) -> None:
+    """Issue 15 item 4: a zero rate would stop every lookup, and a burst below the three reads one
+    recovery pass takes together could never start one."""
+    with pytest.raises(ConfigError, match=next(iter(change)).removeprefix("PAYGATE_").lower()):
+        load_settings({**BASE, **change})
+    with pytest.raises(ConfigError, match="provider_accounts.0.lookup_burst"):
+        load_settings(accounts_env(account(lookup_burst=1)))

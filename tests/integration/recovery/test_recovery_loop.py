@@ -124,6 +124,10 @@ async def test_a_429_pauses_lookups_for_that_account_only(shop: Shop, worker: Wo
     clock.advance(60)
     assert (await worker().sweep()).outcomes is None, "the test account is still paused"
     clock.advance(60)
+    # The pause is over; the 429 emptied the account's lookup bucket and it refills from the end of
+    # the pause (docs/decisions/0042): the first claim waits, and the sweep claims no more of it.
+    assert (await worker().sweep()).outcomes == {"deferred:lookup-rate": 1}
+    clock.advance(1)
     assert (await worker().sweep()).outcomes == {"found:succeeded->Succeeded": 2}
 
 
