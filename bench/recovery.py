@@ -12,6 +12,12 @@ every pass claims a lease, looks the payment up by client reference, verifies it
 Succeeded with its confirmation row. Ceilings, in the same run with the same number of clients:
 - pgbench running the SQL of one pass (bench/recovery_txn.sql) for ``--duration`` seconds;
 - CardCo's lookup rate: the same processes and payment client, looking up without the database.
+
+``--lookup-rate R`` (issue 15 item 4, docs/decisions/0042) configures the account's
+``lookup_rate_per_s`` (burst ``--lookup-burst``, default one second's worth) and prints, per run, the
+configured rate against the achieved one: CardCo's lookups of the backlog per second of the run,
+the most it received in any one second, and the ``R x seconds + burst`` they may not exceed. Without
+it the account's rate is the largest the settings accept, so the loop itself is measured.
 """
 
 from __future__ import annotations
@@ -19,10 +25,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +55,7 @@ from gateway.clock import SystemClock  # noqa: E402
 from gateway.logs import configure_logging  # noqa: E402
 from gateway.payments.attempts import Attempts  # noqa: E402
 from gateway.payments.client import PaymentClient  # noqa: E402
-from gateway.recovery.loop import Recovery  # noqa: E402
+from gateway.recovery.loop import DEFERRED, Recovery  # noqa: E402
 from gateway.settings import Settings, build_settings  # noqa: E402
 from gateway.store.db import Database  # noqa: E402
 
@@ -57,6 +65,8 @@ MAX_RUN_S = 60
 MAX_CEILING_S = 20
 SEED_CONCURRENCY = 32
 WIRE_COUNT = 200  # attempts reconciled through the wire counter
+UNLIMITED = (100_000.0, 1_000_000)  # the largest lookup rate and burst the settings accept
+IDLE_S = 0.05  # a worker whose sweep could only defer waits this long (the clock's tick, shortened)
 
 # What Checkout leaves when the first send's answer is lost: Started -> Unknown with the send's
 # intent and result, the escalation deadline stamped (key window 24 h minus the 1 h margin), and
@@ -94,10 +104,10 @@ UPDATE payment_attempts SET next_check_at = now() + interval '1 day'
 """
 
 
-def settings_for(url: str, cardco: str, concurrency: int = 1) -> Settings:
+def settings_for(url: str, cardco: str, concurrency: int = 1, limit: tuple[float, int] = UNLIMITED) -> Settings:
     return build_settings({
         "database_url": url, "redis_url": "redis://127.0.0.1:1/0", "token_pepper": "bench", "log_level": "warning",
-        "recovery_concurrency": concurrency,
+        "recovery_concurrency": concurrency, "lookup_rate_per_s": limit[0], "lookup_burst": limit[1],
         "provider_accounts": [{"id": ACCOUNT, "base_url": cardco, "api_key": API_KEY,
                                "webhook_endpoint_id": "cardco-test"}]})
 
@@ -130,10 +140,12 @@ async def _take_payments(cardco: str, sends: list[tuple[str, str]]) -> None:
         await asyncio.gather(*(sender() for _ in range(SEED_CONCURRENCY)))
 
 
-async def reconcile(index: int, url: str, cardco: str, concurrency: int, start: Callable[[], None]) -> dict[str, Any]:
-    """One worker process: sweep until nothing is due (or MAX_RUN_S)."""
+async def reconcile(index: int, url: str, cardco: str, concurrency: int, limit: tuple[float, int],
+                    start: Callable[[], None]) -> dict[str, Any]:
+    """One worker process: sweep until nothing is due (or MAX_RUN_S); a sweep that could only defer
+    (the account's lookup tokens spent) is followed by a short wait, as the clock's tick would."""
     configure_logging("json", "warning")
-    settings = settings_for(url, cardco, concurrency)
+    settings = settings_for(url, cardco, concurrency, limit)
     clock = SystemClock()
     db = await Database.open(url, size=max(2, concurrency), name=f"bench-recovery-{index}")
     outcomes: Counter[str] = Counter()
@@ -146,6 +158,8 @@ async def reconcile(index: int, url: str, cardco: str, concurrency: int, start: 
             if not report.outcomes:
                 break
             outcomes.update(report.outcomes)
+            if set(report.outcomes) == {DEFERRED}:
+                await asyncio.sleep(IDLE_S)
         seconds = time.perf_counter() - began
     await db.close()
     return {"seconds": seconds, "outcomes": outcomes}
@@ -183,7 +197,7 @@ def wire_trips(url: str, cardco: str, count: int) -> float:
     prefix = "W-"
     prepare_backlog(url, cardco, prefix, count)
     with WireCounter(url) as counter:
-        results = in_processes(reconcile, 1, counter.url, cardco, 1)
+        results = in_processes(reconcile, 1, counter.url, cardco, 1, UNLIMITED)
         trips, _ = counter.count()
     run_sql(url, _PARK, {"like": f"{prefix}%"})
     return trips / max(1, results[0]["outcomes"]["found:succeeded->Succeeded"])
@@ -204,15 +218,36 @@ def check_resolved(url: str, prefix: str, count: int) -> str | None:
     return None
 
 
-def run(url: str, cardco: str, workers: int, count: int, duration: int, concurrency: int) -> dict[str, Any]:
+def lookups_received(cardco: str, prefix: str) -> list[float]:
+    """When CardCo received each lookup of the backlog ``prefix`` (its request log), in seconds."""
+    log = httpx.get(f"{cardco}/_control/requests", timeout=60).json()["requests"]
+    return sorted(datetime.fromisoformat(r["received_at"].replace("Z", "+00:00")).timestamp() for r in log
+                  if r["method"] == "GET" and r["path"].startswith(f"/v1/payments?client_reference={prefix}"))
+
+
+def busiest_second(times: list[float]) -> int:
+    """The most lookups CardCo received within any one second."""
+    most, first = 0, 0
+    for last, moment in enumerate(times):
+        while moment - times[first] >= 1.0:
+            first += 1
+        most = max(most, last - first + 1)
+    return most
+
+
+def run(url: str, cardco: str, workers: int, count: int, duration: int, concurrency: int,
+        limit: tuple[float, int] | None) -> dict[str, Any]:
     """One backlog run down by ``workers`` processes, then CardCo's lookup rate for as many."""
     prefix = f"R{workers}-"
     progress(f"preparing {count} Unknown attempts and their CardCo payments")
     prepare_backlog(url, cardco, prefix, count)
-    progress(f"{workers} recovery worker(s), {concurrency} pass(es) each at once, running the backlog down")
-    results = in_processes(reconcile, workers, url, cardco, concurrency)
+    pace = "" if limit is None else f", lookups at {limit[0]:g}/s (burst {limit[1]})"
+    progress(f"{workers} recovery worker(s), {concurrency} pass(es) each at once{pace}, running the backlog down")
+    results = in_processes(reconcile, workers, url, cardco, concurrency, limit or UNLIMITED)
     outcomes: Counter[str] = sum((r["outcomes"] for r in results), Counter())
+    deferred = outcomes.pop(DEFERRED, 0)
     seconds = max(r["seconds"] for r in results)
+    received = lookups_received(cardco, prefix)
     capped = seconds >= MAX_RUN_S
     problem = None if capped else check_resolved(url, prefix, count)
     # A run stopped at MAX_RUN_S leaves attempts due; the next run must not sweep them.
@@ -230,6 +265,14 @@ def run(url: str, cardco: str, workers: int, count: int, duration: int, concurre
         "other": {k: v for k, v in outcomes.items() if k != "found:succeeded->Succeeded"},
         "problem": problem,
         "capped": capped,
+        "lookup_rate": None if limit is None else limit[0],
+        "lookup_burst": None if limit is None else limit[1],
+        "lookups": len(received),
+        "achieved_lookup_rate": len(received) / seconds,
+        # What the rate alone allowed: the lookups beyond the first burst, per second of the run.
+        "achieved_after_burst": (len(received) - (0 if limit is None else limit[1])) / seconds,
+        "busiest_second": busiest_second(received),
+        "deferred": deferred,
         "lookup_ceiling": sum(r["lookups"] for r in lookups) / max(r["seconds"] for r in lookups),
     }
 
@@ -241,8 +284,12 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8, help="passes each worker runs at once "
                         "(recovery_concurrency); CardCo's ceiling keeps as many lookups in flight")
     parser.add_argument("--duration", type=int, default=10, help=f"seconds per ceiling (at most {MAX_CEILING_S})")
+    parser.add_argument("--lookup-rate", type=float, help="the account's lookup_rate_per_s (default: unlimited)")
+    parser.add_argument("--lookup-burst", type=int, help="its lookup_burst (default: one second's worth, at least 3)")
     parser.add_argument("--json", type=Path, help="write the figures to this file (bench/README.md)")
     args = parser.parse_args()
+    limit = None if args.lookup_rate is None else (
+        args.lookup_rate, args.lookup_burst or max(3, math.ceil(args.lookup_rate)))
     duration = min(args.duration, MAX_CEILING_S)
     configure_logging("json", "warning")
     with embedded_database() as (url, work):
@@ -251,7 +298,8 @@ def main() -> None:
         with uvicorn(["provider_fake.app:app"], {"CARDCO_CONFIG": str(config)}) as cardco:
             progress("counting round trips on the wire")
             trips = wire_trips(url, cardco, WIRE_COUNT)
-            rows = [run(url, cardco, workers, args.attempts, duration, args.concurrency) for workers in args.workers]
+            rows = [run(url, cardco, workers, args.attempts, duration, args.concurrency, limit)
+                    for workers in args.workers]
             # Only now: pgbench's attempts stay due, and no worker may sweep them.
             insert_backlog(url, cardco, "PGB-", args.attempts)
             for row in rows:
@@ -278,6 +326,13 @@ def report(rows: list[dict[str, Any]], count: int, duration: int) -> None:
     if len(rows) > 1:
         print(f"  {rows[-1]['workers']} workers vs {rows[0]['workers']}: {rows[-1]['rate'] / rows[0]['rate']:.2f}x")
     for row in rows:
+        if row["lookup_rate"] is not None:
+            allowed = row["lookup_rate"] * row["seconds"] + row["lookup_burst"]
+            print(f"  {row['workers']} worker(s): lookup rate configured {row['lookup_rate']:g}/s (burst "
+                  f"{row['lookup_burst']}), achieved {row['achieved_lookup_rate']:.1f}/s "
+                  f"({row['achieved_after_burst']:.1f}/s beyond the burst): {row['lookups']} lookups in "
+                  f"{row['seconds']:.1f} s (rate x seconds + burst = {allowed:.0f}), at most "
+                  f"{row['busiest_second']} in any one second; {row['deferred']} passes deferred")
         if row["other"]:
             print(f"  {row['workers']} worker(s), other outcomes: {row['other']}")
         if row["capped"]:
