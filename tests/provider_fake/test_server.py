@@ -1,4 +1,5 @@
-"""CardCo as a real server (API.md: `uvicorn provider_fake.app:app`), and the lost response.
+"""CardCo as a real server (API.md: `uvicorn provider_fake.app:app`), and the lost response,
+on CardCo's mount and on the Stripe dialect's.
 
 API.md "CardCo control API": `drop_response` commits the effect, then holds the connection
 without answering until the client gives up (or 60 s), then closes it. Over real TCP the
@@ -15,12 +16,14 @@ from contextlib import contextmanager
 import httpx
 import pytest
 import respx
+import stripe
 import uvicorn
 
 from provider_fake import CardCo, replies
 from provider_fake.app import create_app
 from provider_fake.inprocess import mount
-from tests.provider_fake.support import TEST_ACCOUNT, TEST_KEY, make_config, payment_body
+from tests.provider_fake.stripe_support import OFFICIAL_CLIENT_WARNINGS, intent_params
+from tests.provider_fake.support import STRIPE_KEY, TEST_ACCOUNT, TEST_KEY, make_config, payment_body
 
 HEADERS = {"Authorization": f"Bearer {TEST_KEY}", "CardCo-Account": TEST_ACCOUNT, "Idempotency-Key": "k"}
 DROP = {"rules": [{"operation": "create_payment", "action": "drop_response"}]}
@@ -81,3 +84,23 @@ async def test_drop_response_through_respx_commits_the_effect_and_times_the_call
             [payment] = (await client.get("/_control/ledger")).json()["payments"]
             resent = await client.post("/v1/payments", json=payment_body(), headers=HEADERS)
             assert resent.json()["id"] == payment["id"]
+
+
+@OFFICIAL_CLIENT_WARNINGS
+def test_the_stripe_mount_over_tcp_with_the_official_client_and_a_lost_request() -> None:
+    """The Stripe dialect served by uvicorn, the official client (synchronous, 1 s timeout) as
+    the caller: `timeout_before_effect` loses the request (a connection error, nothing in the
+    ledger), and the resend under the same key takes effect once (docs/rehearsing-incidents.md
+    "Stripe dialect")."""
+    with serving(CardCo(make_config())) as url:
+        http_client = stripe.HTTPXClient(timeout=1.0, allow_sync_methods=True)
+        client = stripe.StripeClient(STRIPE_KEY, base_addresses={"api": url + "/stripe"}, http_client=http_client,
+                                     max_network_retries=0)
+        rule = {"operation": "create_payment", "action": "timeout_before_effect"}
+        httpx.post(f"{url}/_control/faults", json={"rules": [rule]}).raise_for_status()
+        with pytest.raises(stripe.APIConnectionError):
+            client.v1.payment_intents.create(intent_params(), {"idempotency_key": "k"})  # type: ignore[arg-type]
+        assert httpx.get(f"{url}/_control/ledger").json()["payments"] == []
+        intent = client.v1.payment_intents.create(intent_params(), {"idempotency_key": "k"})  # type: ignore[arg-type]
+        assert [p["id"] for p in httpx.get(f"{url}/_control/ledger").json()["payments"]] == [intent.id]
+        http_client.close()
