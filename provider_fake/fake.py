@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 import json
 from collections.abc import AsyncIterator, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import httpx
 from pydantic import BaseModel, ValidationError
@@ -83,9 +83,9 @@ class CardCo:
         none is (a change may schedule the next one: a Stripe payout's `in_transit` its landing)."""
         now = self.clock.now()
         while due := [(o.scheduled.at, o) for o in self.store.with_schedule() if o.scheduled and o.scheduled.at <= now]:
-            for _, obj in sorted(due, key=lambda pair: pair[0]):
+            for at, obj in sorted(due, key=lambda pair: pair[0]):
                 obj.apply_schedule()
-                self.announce(obj)
+                self.announce(obj, at)
 
     def start_processing(
         self, obj: ProviderObject, rule: FaultRule | None, final_status: str, failure_code: str
@@ -100,24 +100,32 @@ class CardCo:
             failure_code = rule.code or failure_code
         obj.start_processing(self.clock.now(), after_s, final_status, failure_code)
 
-    def announce(self, obj: ProviderObject) -> None:
+    def announce(self, obj: ProviderObject, at: datetime | None = None) -> None:
         """Emit the webhook event for the object's current status. A refund is announced through
         its payment: when it succeeds, the payment becomes `refunded` (naming the refund) and
         its event is sent (CardCo's `payment.refunded`, Stripe's `charge.refunded`); a CardCo
         refund's other statuses are learned by lookup (docs/decisions/0021), while a Stripe
-        refund also announces itself (`refund.created`, `refund.updated`, `refund.failed`)."""
+        refund also announces itself (`refund.created`, `refund.updated`, `refund.failed`).
+        `at`: when the change happened by the fake clock, if earlier than now (a scheduled one)."""
+        at = at or self.clock.now()
         account = self.config.account(obj.account)
         if account is None:
             return
         if not isinstance(obj, Refund) or obj.announces_itself:
-            self.webhooks.emit(account, obj)
+            self._emit(account, obj, at)
         if isinstance(obj, Refund):
             payment = self.store.payments.get(obj.payment)
             if obj.status != "succeeded" or payment is None:
                 return
             payment.change("refunded")
             payment.refund = {"id": obj.id, "client_reference": obj.client_reference}
-            self.webhooks.emit(account, payment)
+            self._emit(account, payment, at)
+
+    def _emit(self, account: Account, obj: ProviderObject, at: datetime) -> None:
+        """Every change is announced: the object remembers its new state and when (for a lagging
+        index), and its event is queued."""
+        obj.remember(at)
+        self.webhooks.emit(account, obj)
 
     def record(self, obj: ProviderObject, rule: FaultRule | None) -> None:
         """Store a new object and announce it. The visibility delay, or a create rule's

@@ -106,6 +106,9 @@ class ProviderObject:
         """What that webhook carries as `data.object` (the API representation)."""
         return self.public()
 
+    def remember(self, now: datetime) -> None:
+        """Called with each announced change: an object a lagging index shows keeps its states."""
+
     def ledger_entry(self) -> dict[str, Any]:
         """API.md "CardCo control API": the ledger's view of one object."""
         return {

@@ -19,7 +19,7 @@ Point a Stripe client's API base at `<fake>/stripe`. Every request is logged for
 
 Retrieving by id and listing are consistent reads (Stripe's list and retrieve APIs are); search
 lags: objects younger than `visibility_delay_s` (or a create's or search's `not_found_for_s`) are
-not found by it.
+not found by it, and the others are shown (and matched) as they were `visibility_delay_s` ago.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import base64
 import binascii
 import re
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import timedelta
 from typing import Annotated, Literal, TypeVar
 
 from pydantic import Field
@@ -280,13 +281,14 @@ class StripeApi:
 
         def produce() -> Reply:
             store = self.fake.store
+            as_of = self.fake.clock.now() - timedelta(seconds=self.fake.config.visibility_delay_s)
             candidates = (store.by_reference(PaymentIntent.kind, account.id, reference) if reference is not None
                           else list(store.payments.values()))
-            found = [
-                document for obj in reversed(candidates)
+            shown = [
+                obj.indexed(as_of) for obj in reversed(candidates)
                 if isinstance(obj, PaymentIntent) and obj.account == account.id and self.fake.can_see(obj, rule)
-                and query.matches(document := obj.public())
             ]
+            found = [document for document in shown if document is not None and query.matches(document)]
             end = offset + params.limit
             return Reply.ok({
                 "object": "search_result",

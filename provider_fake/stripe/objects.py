@@ -69,6 +69,7 @@ class PaymentIntent(Payment):
     canceled_at: datetime | None = None
     cancellation_reason: str | None = None
     client_secret: str = field(default_factory=lambda: new_id("secret"))
+    versions: list[tuple[datetime, dict[str, Any]]] = field(default_factory=list)  # (announced at, public())
 
     def change(self, status: str, failure_code: str | None = None) -> None:
         super().change(status, failure_code)
@@ -152,6 +153,17 @@ class PaymentIntent(Payment):
 
     def event_type(self) -> str:
         return INTENT_EVENTS.get(self.status, "payment_intent.created")
+
+    def remember(self, now: datetime) -> None:
+        self.versions.append((now, self.public()))
+
+    def indexed(self, as_of: datetime) -> dict[str, Any] | None:
+        """What Stripe's search index shows: the last state announced by `as_of` (None before the
+        first), the current one if none was ever announced."""
+        if not self.versions:
+            return self.public()
+        shown = [document for at, document in self.versions if at <= as_of]
+        return shown[-1] if shown else None
 
     def event_object(self) -> dict[str, Any]:
         return self.charge() if self.status == "refunded" else self.public()

@@ -43,6 +43,22 @@ async def test_search_lags_behind_writes_while_retrieve_does_not(stripe_client, 
     assert await search(stripe_client) == [intent.id]
 
 
+async def test_search_shows_an_updated_payment_intent_as_it_was_before_the_lag(
+    stripe_client, fake: CardCo, control
+) -> None:
+    """The index lags updates too: within the delay after processing completed, search still
+    shows (and matches) `processing` while retrieve already says `succeeded`."""
+    await set_faults(control, {"operation": "create_payment", "action": "processing", "complete_after_s": 10})
+    intent = await create_intent(stripe_client)
+    fake.clock.advance(35)
+    assert (await stripe_client.v1.payment_intents.retrieve_async(intent.id)).status == "succeeded"
+    [shown] = (await stripe_client.v1.payment_intents.search_async({"query": BY_REFERENCE})).data
+    assert shown.status == "processing"
+    assert await search(stripe_client, "status:'succeeded'") == []
+    fake.clock.advance(5)
+    assert await search(stripe_client, "status:'succeeded'") == [intent.id]
+
+
 async def test_a_create_rule_hides_the_object_from_search_for_longer(stripe_client, fake: CardCo, control) -> None:
     await set_faults(control, {"operation": "create_payment", "action": "not_found_for_s", "not_found_for_s": 120})
     intent = await create_intent(stripe_client)
