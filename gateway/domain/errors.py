@@ -46,23 +46,6 @@ class RequestInvalid(PaygateError):
     code, status = "request.invalid", 422
 
 
-class PageLimitInvalid(PaygateError):
-    """The page limit is not valid."""
-
-    code, status = "page.limit_invalid", 400
-
-
-class PageOrderInvalid(PaygateError):
-    """The page order is not valid."""
-
-    code, status = "page.order_invalid", 400
-
-
-class PageCursorInvalid(PaygateError):
-    """The page cursor is not valid."""
-
-    code, status = "page.cursor_invalid", 400
-
 
 class RequestTooLarge(PaygateError):
     """The request body is too large."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from gateway.domain.errors import PageCursorInvalid, PageLimitInvalid, PageOrderInvalid
+from gateway.domain.errors import RequestInvalid
 
 Order = Literal["asc", "desc"]
 ORDERS: tuple[Order, ...] = ("asc", "desc")
@@ -52,6 +52,12 @@ class Cursor:
     id: Key
 
 
+
+def _invalid(parameter: str, message: str) -> RequestInvalid:
+    """A bad paging parameter is a query error like any other (API.md: 422 ``request.invalid`` with
+    the field errors), naming the parameter, so a client can tell a stale cursor from a bad filter."""
+    return RequestInvalid(message, errors=[{"field": parameter, "message": message}])
+
 @dataclass(frozen=True)
 class PageRequest:
     limit: int
@@ -64,7 +70,7 @@ def parse_limit(text: str | None) -> int:
     if text is None:
         return DEFAULT_LIMIT
     if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_LIMIT:
-        raise PageLimitInvalid(f"limit must be a whole number from 1 to {MAX_LIMIT}")
+        raise _invalid("limit", f"limit must be a whole number from 1 to {MAX_LIMIT}")
     return int(text)
 
 
@@ -75,7 +81,7 @@ def parse_order(text: str | None) -> Order:
     for order in ORDERS:
         if text == order:
             return order
-    raise PageOrderInvalid("order must be asc or desc")
+    raise _invalid("order", "order must be asc or desc")
 
 
 def write_cursor(keyset: Keyset, order: Order, cursor: Cursor) -> str:
@@ -85,7 +91,7 @@ def write_cursor(keyset: Keyset, order: Order, cursor: Cursor) -> str:
 
 
 def read_cursor(keyset: Keyset, order: Order, token: str) -> Cursor:
-    """The cursor a token of :func:`write_cursor` holds; 400 ``page.cursor_invalid`` for a token
+    """The cursor a token of :func:`write_cursor` holds; 422 ``request.invalid`` (field ``cursor``) for a token
     that is damaged or belongs to another list or order."""
     try:
         text = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
@@ -94,10 +100,10 @@ def read_cursor(keyset: Keyset, order: Order, token: str) -> Cursor:
             raise ValueError("another list or order")
         cursor = Cursor(datetime.fromisoformat(at), keyset.read_id(key))
     except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise PageCursorInvalid("the cursor is not one this list gave for this order; start again without it") \
+        raise _invalid("cursor", "the cursor is not one this list gave for this order; start again without it") \
             from None
     if cursor.at.tzinfo is None:
-        raise PageCursorInvalid("the cursor is not one this list gave; start again without it")
+        raise _invalid("cursor", "the cursor is not one this list gave; start again without it")
     return cursor
 
 

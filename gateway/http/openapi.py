@@ -38,17 +38,16 @@ _HEADERS: dict[str, Schema] = {
 # The paging parameters of every list (gateway.http.paging).
 _PAGING: list[dict[str, Any]] = [
     {"name": "limit", "in": "query", "required": False,
-     "description": "At most this many items (400 page.limit_invalid otherwise)",
+     "description": "At most this many items (422 request.invalid otherwise)",
      "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}},
     {"name": "order", "in": "query", "required": False,
-     "description": "asc: oldest first; desc: newest first (400 page.order_invalid otherwise)",
+     "description": "asc: oldest first; desc: newest first (422 request.invalid otherwise)",
      "schema": {"type": "string", "enum": list(ORDERS), "default": "asc"}},
     {"name": "cursor", "in": "query", "required": False,
      "description": "Where the page starts: only from the URL of a Link rel=\"next\" header of the same list "
-                    "and order (400 page.cursor_invalid otherwise)",
+                    "and order (422 request.invalid otherwise)",
      "schema": {"type": "string", "minLength": 1}},
 ]
-_PAGING_ERRORS: tuple[type[e.PaygateError], ...] = (e.PageLimitInvalid, e.PageOrderInvalid, e.PageCursorInvalid)
 
 
 def documented_routes(routes: Iterable[BaseRoute]) -> list[tuple[str, str, Route]]:
@@ -137,10 +136,8 @@ def _responses(operation: Operation, *, takes_body: bool, has_path_parameters: b
         refusals += [e.AuthMissing, e.AuthInvalid, operation.refusal]
     if takes_body:
         refusals += [e.RequestTooLarge]
-    if operation.body or operation.query:
+    if operation.body or operation.query or operation.paged:
         refusals += [e.RequestInvalid]
-    if operation.paged:
-        refusals += _PAGING_ERRORS
     responses: dict[str, Any] = {str(status): _success(reply, paged=operation.paged and status == 200)
                                  for status, reply in operation.ok.items()}
     for status, codes in _by_status([*operation.errors, *refusals]).items():

@@ -3,11 +3,11 @@ docs/decisions/0036).
 
 The body stays a JSON array. Every list accepts ``limit`` (1 to 1000, default 100), ``order``
 (``asc``, oldest first, the default; ``desc``, newest first) and ``cursor`` (an opaque token the
-list gave); a bad one is 400 ``page.limit_invalid``, ``page.order_invalid`` or
-``page.cursor_invalid``. Whenever more rows exist beyond the page, the response carries an
-RFC 8288 ``Link: </v1/...?...&cursor=...>; rel="next"`` header: a root-relative URL repeating the
-request's own query (its filters, ``limit`` and ``order``) with the cursor of the page's last row.
-The last page has no ``Link`` header. A client follows ``rel="next"`` until it is absent.
+list gave); a bad one is 422 ``request.invalid`` whose field errors name it (API.md). Whenever
+more rows exist beyond the page, the response carries an RFC 8288
+``Link: </v1/...?...&cursor=...>; rel="next"`` header: a root-relative URL repeating the
+request's own query (its filters, ``limit`` and ``order``) with the cursor of the page's last
+row. The last page has no ``Link`` header. A client follows ``rel="next"`` until it is absent.
 
 :func:`listing` builds such an endpoint from the list's role, filter model, :class:`Keyset`, a
 fetch of ``page.limit + 1`` rows (gateway/store/keyset.py) and a renderer.

@@ -46,11 +46,11 @@ async def test_lists_attempts_in_one_state_oldest_first_with_keyset_paging(
 
 
 @pytest.mark.parametrize("params", [{"state": "unknown"}, {"state": "Lost"}, {"after": "not-a-uuid"},
-                                    {"colour": "red"}])
+                                    {"limit": "0"}, {"limit": "1001"}, {"colour": "red"}])
 async def test_an_invalid_query_is_request_invalid(webhooks: Webhooks, operator: dict[str, str],
                                                    params: dict[str, str]) -> None:
-    """API.md Conventions: schema errors are 422 ``request.invalid`` with the field errors (the paging
-    parameters' 400 codes: tests/integration/test_paging.py)."""
+    """API.md Conventions: schema errors are 422 ``request.invalid`` with the field errors (the
+    paging parameters too: tests/integration/test_paging.py)."""
     response = await webhooks.http.get("/v1/ops/attempts", headers=operator, params=params)
     assert (response.status_code, response.json()["code"]) == (422, "request.invalid")
     assert response.json()["errors"]

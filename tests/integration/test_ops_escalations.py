@@ -111,7 +111,8 @@ async def test_a_resolve_without_a_usable_note_is_422_and_changes_nothing(
     assert await world.db.fetch_one("SELECT resolved_at FROM payment_escalations") == {"resolved_at": None}
 
 
-@pytest.mark.parametrize("params", [{"state": "closed"}, {"after": "-1"}, {"color": "red"}])
+@pytest.mark.parametrize("params", [{"state": "closed"}, {"limit": "0"}, {"limit": "x"}, {"after": "-1"},
+                                    {"color": "red"}])
 async def test_a_bad_query_is_422(ops: httpx.AsyncClient, params: dict[str, str]) -> None:
     response = await ops.get("/v1/ops/escalations", params=params)
     assert (response.status_code, response.json()["code"]) == (422, "request.invalid")

@@ -178,25 +178,27 @@ async def test_after_keeps_working_and_the_link_keeps_it(ops: httpx.AsyncClient,
 
 
 @pytest.mark.parametrize("path", sorted(LISTS))
-@pytest.mark.parametrize("params, code", [
-    ({"limit": "0"}, "page.limit_invalid"), ({"limit": "1001"}, "page.limit_invalid"),
-    ({"limit": "x"}, "page.limit_invalid"), ({"limit": "-1"}, "page.limit_invalid"),
-    ({"limit": ""}, "page.limit_invalid"), ({"limit": "２"}, "page.limit_invalid"),
-    ({"order": "newest"}, "page.order_invalid"), ({"order": "DESC"}, "page.order_invalid"),
-    ({"order": ""}, "page.order_invalid"),
-    ({"cursor": "!!"}, "page.cursor_invalid"), ({"cursor": ""}, "page.cursor_invalid"),
-    ({"cursor": "bm90IGEgY3Vyc29y"}, "page.cursor_invalid"),
+@pytest.mark.parametrize("params, field", [
+    ({"limit": "0"}, "limit"), ({"limit": "1001"}, "limit"),
+    ({"limit": "x"}, "limit"), ({"limit": "-1"}, "limit"),
+    ({"limit": ""}, "limit"), ({"limit": "２"}, "limit"),
+    ({"order": "newest"}, "order"), ({"order": "DESC"}, "order"),
+    ({"order": ""}, "order"),
+    ({"cursor": "!!"}, "cursor"), ({"cursor": ""}, "cursor"),
+    ({"cursor": "bm90IGEgY3Vyc29y"}, "cursor"),
 ])
-async def test_bad_paging_parameters_are_400_with_a_stable_code(
-        ops: httpx.AsyncClient, path: str, params: dict[str, str], code: str) -> None:
-    """Issue 15 item 2: an invalid limit, order or cursor is a problem document, 400, with its own code."""
+async def test_bad_paging_parameters_are_422_naming_the_parameter(
+        ops: httpx.AsyncClient, path: str, params: dict[str, str], field: str) -> None:
+    """Issue 15 item 2 with API.md's error rule: an invalid limit, order or cursor is a problem
+    document, 422 ``request.invalid`` (as a bad ``limit`` always was), whose field errors name it."""
     response = await ops.get(path, params=params)
-    assert (response.status_code, response.json()["code"]) == (400, code)
+    assert (response.status_code, response.json()["code"]) == (422, "request.invalid")
+    assert [error["field"] for error in response.json()["errors"]] == [field]
     assert response.headers["content-type"] == "application/problem+json"
 
 
 async def test_a_cursor_of_another_list_or_order_is_refused(ops: httpx.AsyncClient, world: World) -> None:
-    """A cursor names its list and order: used elsewhere it is 400 ``page.cursor_invalid``, never a
+    """A cursor names its list and order: used elsewhere it is 422 ``request.invalid`` naming ``cursor``, never a
     silent restart or a skip."""
     for _ in range(3):
         await world.escalate(f"attempt:{uuid.uuid4()}:deadline")
@@ -206,7 +208,8 @@ async def test_a_cursor_of_another_list_or_order_is_refused(ops: httpx.AsyncClie
     assert (await ops.get("/v1/ops/escalations", params={"cursor": cursor})).status_code == 200
     for path, order in [("/v1/ops/outbox", "asc"), ("/v1/ops/escalations", "desc")]:
         response = await ops.get(path, params={"cursor": cursor, "order": order})
-        assert (response.status_code, response.json()["code"]) == (400, "page.cursor_invalid")
+        assert (response.status_code, response.json()["code"]) == (422, "request.invalid")
+        assert [error["field"] for error in response.json()["errors"]] == ["cursor"]
 
 
 def _list_routes(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -217,7 +220,7 @@ def _list_routes(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def test_the_openapi_document_describes_paging_for_every_list() -> None:
-    """Issue 15 item 2: OpenAPI names limit, order and cursor, the Link header and the 400 codes of
+    """Issue 15 item 2: OpenAPI names limit, order and cursor, the Link header and the 422 answer of
     every route whose answer is a list; a new list that does not page fails here."""
     lists = _list_routes(build(routes()))
     assert lists
@@ -226,9 +229,8 @@ def test_the_openapi_document_describes_paging_for_every_list() -> None:
         assert {"limit", "order", "cursor"} <= set(parameters), path
         assert parameters["order"]["schema"]["enum"] == ["asc", "desc"], path
         assert "Link" in operation["responses"]["200"].get("headers", {}), path
-        codes = operation["responses"]["400"]["content"]["application/problem+json"]["schema"]["allOf"][1]
-        assert set(codes["properties"]["code"]["enum"]) == {"page.limit_invalid", "page.order_invalid",
-                                                            "page.cursor_invalid"}, path
+        codes = operation["responses"]["422"]["content"]["application/problem+json"]["schema"]["allOf"][1]
+        assert "request.invalid" in codes["properties"]["code"]["enum"], path
 
 
 def test_every_list_route_is_walked_here() -> None:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from gateway.domain.errors import PageCursorInvalid, PageLimitInvalid, PageOrderInvalid
+from gateway.domain.errors import RequestInvalid
 from gateway.domain.paging import Cursor, Keyset, PageRequest, cut, fetch_size, read_cursor, read_page, write_cursor
 
 ESCALATIONS = Keyset("escalations", "raised_at", "escalation_id", int)
@@ -23,14 +23,16 @@ def test_defaults_are_todays_100_oldest_first() -> None:
 
 @pytest.mark.parametrize("limit", ["0", "1001", "-1", "1.5", "", " 5", "x", "٣"])
 def test_a_limit_outside_1_to_1000_is_refused(limit: str) -> None:
-    with pytest.raises(PageLimitInvalid):
+    with pytest.raises(RequestInvalid) as refused:
         read_page(ESCALATIONS, limit=limit, order=None, cursor=None)
+    assert refused.value.extra["errors"][0]["field"] == "limit"
 
 
 @pytest.mark.parametrize("order", ["", "ASC", "newest", "asc "])
 def test_an_order_other_than_asc_or_desc_is_refused(order: str) -> None:
-    with pytest.raises(PageOrderInvalid):
+    with pytest.raises(RequestInvalid) as refused:
         read_page(ESCALATIONS, limit=None, order=order, cursor=None)
+    assert refused.value.extra["errors"][0]["field"] == "order"
 
 
 @pytest.mark.parametrize("keyset, key", [(ESCALATIONS, 42), (ATTEMPTS, uuid.uuid4())])
@@ -47,8 +49,9 @@ def test_a_cursor_is_refused_by_another_list_another_order_or_when_damaged() -> 
                                 (ESCALATIONS, "asc", token[:-3]), (ESCALATIONS, "asc", "%%%"),
                                 (ESCALATIONS, "asc", write_cursor(ESCALATIONS, "asc", Cursor(AT.replace(tzinfo=None), 7))),
                                 (ATTEMPTS, "asc", write_cursor(ATTEMPTS, "asc", Cursor(AT, 7)))]:
-        with pytest.raises(PageCursorInvalid):
+        with pytest.raises(RequestInvalid) as refused:
             read_cursor(keyset, order, text)  # type: ignore[arg-type]
+        assert refused.value.extra["errors"][0]["field"] == "cursor"
 
 
 def test_a_batch_one_longer_than_the_page_yields_the_cursor_of_its_last_shown_row() -> None:
