@@ -25,13 +25,13 @@ OFFICIAL_CLIENT_WARNINGS = pytest.mark.filterwarnings(
 
 
 @asynccontextmanager
-async def official_client(fake: CardCo) -> AsyncIterator[stripe.StripeClient]:
+async def official_client(fake: CardCo, key: str = STRIPE_KEY) -> AsyncIterator[stripe.StripeClient]:
     """The official `stripe` package, its API base at the fake's Stripe mount, served in-process
     (respx routes its httpx calls into the fake's ASGI app); no automatic retries."""
     with respx.mock(assert_all_called=False) as router:
         mount(router, fake, CARDCO_URL)
         http_client = stripe.HTTPXClient()
-        yield stripe.StripeClient(STRIPE_KEY, base_addresses={"api": CARDCO_URL + PREFIX},
+        yield stripe.StripeClient(key, base_addresses={"api": CARDCO_URL + PREFIX},
                                   http_client=http_client, max_network_retries=0)
         await http_client.close_async()
 

@@ -100,6 +100,7 @@ async def test_a_500_after_the_effect_is_saved_and_replayed(stripe_client, contr
         await create_intent(stripe_client, key="k")
     assert (first.value.http_status, first.value.error.type) == (500, "api_error")
     assert second.value.http_body == first.value.http_body
+    assert second.value.headers["idempotent-replayed"] == "true"
     assert [p["status"] for p in await ledger(control)] == ["succeeded"]
 
 

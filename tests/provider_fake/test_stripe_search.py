@@ -69,7 +69,6 @@ async def test_a_create_rule_hides_the_object_from_search_for_longer(stripe_clie
 
 
 async def test_a_search_rule_skips_young_objects(stripe_client, fake: CardCo, control) -> None:
-    fake.clock.advance(0)
     intent = await create_intent(stripe_client)
     fake.clock.advance(30)
     await set_faults(control, {"operation": "list_payments", "action": "not_found_for_s", "not_found_for_s": 60,

@@ -162,3 +162,14 @@ async def test_only_enabled_event_types_are_sent(stripe_client, fake: CardCo, re
     await fake.deliver_pending()
     assert receiver.received == []
     assert [e["type"] for e in (await control.get("/webhooks")).json()["events"]] == ["payment_intent.succeeded"]
+
+
+async def test_a_live_key_makes_live_objects_and_events(fake: CardCo, receiver) -> None:
+    """`livemode` follows the key, as Stripe's does: `sk_live_...` objects and events are live."""
+    live = Account(id="stripe:acct_store:live", api_key="sk_live_k1", dialect="stripe", webhook_url=RECEIVER_URL,
+                   webhook_secrets=[STRIPE_SECRET])
+    fake.replace_accounts([*fake.config.accounts, live])
+    async with official_client(fake, key="sk_live_k1") as client:
+        intent = await create_intent(client)
+    await fake.deliver_pending()
+    assert intent.livemode is True and verified(receiver.received[0]).livemode is True
