@@ -1021,3 +1021,54 @@ CREATE OR REPLACE TRIGGER effect_certificates_append_only
 CREATE OR REPLACE TRIGGER effect_certificates_no_truncate
     BEFORE TRUNCATE ON effect_certificates
     FOR EACH STATEMENT EXECUTE FUNCTION paygate_reject_history_change();
+
+-- ============================================================================================
+-- Metrics (issue 15 item 3; docs/decisions/0040 and 0041). Counters and histogram buckets of
+-- events, summed over every process of the fleet: each process adds its deltas
+-- (gateway/store/counters.sql), and /metrics reads the sums, so every web process reports the
+-- same value and a restart loses nothing flushed. Labels are bounded (gateway/instruments.py):
+-- kind names and reason codes only, never an id, account, token or free text.
+-- ============================================================================================
+CREATE TABLE IF NOT EXISTS metric_counters (
+    name              text        NOT NULL,  -- the sample name: '<counter>_total', '<histogram>_bucket', ...
+    labels            jsonb       NOT NULL,  -- {"kind": "payout", "reason": "grant.expired"}
+    value             float8      NOT NULL,
+    PRIMARY KEY (name, labels),
+    CONSTRAINT ck_metric_counter_value CHECK (value >= 0)
+);
+
+-- A decision is a row: the database counts it in the deciding transaction, so the count commits
+-- (or rolls back) with the decision itself, under the attempt kind the table decides for.
+CREATE OR REPLACE FUNCTION paygate_count_decision() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO metric_counters (name, labels, value)
+    VALUES ('paygate_payout_decisions_total',
+            jsonb_build_object('kind', CASE TG_TABLE_NAME WHEN 'payout_decisions' THEN 'payout'
+                                                          WHEN 'payout_recall_decisions' THEN 'payout_recall'
+                                                          WHEN 'payment_refund_decisions' THEN 'payment_refund' END,
+                               'outcome', NEW.outcome,
+                               'reason', CASE WHEN NEW.reason ~ '^[a-z]+([._-][a-z]+)*$' AND length(NEW.reason) <= 64
+                                              THEN NEW.reason ELSE 'other' END),
+            1)
+    ON CONFLICT (name, labels) DO UPDATE SET value = metric_counters.value + 1;
+    RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER payout_decisions_counted
+    AFTER INSERT ON payout_decisions
+    FOR EACH ROW EXECUTE FUNCTION paygate_count_decision();
+
+CREATE OR REPLACE TRIGGER payout_recall_decisions_counted
+    AFTER INSERT ON payout_recall_decisions
+    FOR EACH ROW EXECUTE FUNCTION paygate_count_decision();
+
+CREATE OR REPLACE TRIGGER payment_refund_decisions_counted
+    AFTER INSERT ON payment_refund_decisions
+    FOR EACH ROW EXECUTE FUNCTION paygate_count_decision();
+
+-- /metrics counts the dead letters nobody has retried or discarded yet, per message kind.
+CREATE INDEX IF NOT EXISTS outbox_messages_dead
+    ON outbox_messages (kind)
+    WHERE dead_lettered_at IS NOT NULL AND discarded_at IS NULL;

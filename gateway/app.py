@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -36,6 +38,7 @@ from gateway.http.middleware import RequestEnvelope
 from gateway.logs import configure_logging
 from gateway.services import Services
 from gateway.settings import Settings, load_settings
+from gateway.store.counters import flush_every, flush_logged
 
 
 def routes() -> list[BaseRoute]:
@@ -70,9 +73,14 @@ def create_app(settings: Settings, *, clock: Clock | None = None, services: Serv
             return
         opened = await Services.open(settings, clock)
         app.state.services = opened
+        flusher = asyncio.create_task(flush_every(opened.db, opened.clock, settings.metrics_flush_s))
         try:
             yield
         finally:
+            flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await flusher
+            await flush_logged(opened.db)  # what this process counted since, before its pool closes
             await opened.close()
 
     app = Starlette(

@@ -207,6 +207,9 @@ class Settings(_Model):
     # How long one outbox delivery may take; the claim's row locks are held that long at most.
     outbox_delivery_budget_s: Duration = 10
     clock_tick_s: Duration = 5
+    # How often a web process adds the events it counted to the fleet's sums in PostgreSQL
+    # (docs/decisions/0041; workers add theirs after every message, every process before a scrape).
+    metrics_flush_s: Duration = 5
     # Payouts (seed 000; API.md "Payout timing").
     payout_grant_lead_s: Duration = 300
     payout_grant_window_s: Duration = 1_800

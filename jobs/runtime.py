@@ -3,21 +3,25 @@
 The pool is opened lazily by the first actor that runs, on the worker's event-loop thread (an
 asyncio pool belongs to the loop that opened it), and closed by :class:`RuntimeLifecycle` before
 that loop stops. Settings come from the environment unless a test has called :func:`configure`
-with its own settings and manual clock.
+with its own settings and manual clock. What an actor counted (``gateway.instruments``) is added
+to the fleet's sums after every message and before the pool closes (docs/decisions/0041).
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import Any
 
 import dramatiq
 import httpx
 from dramatiq.asyncio import get_event_loop_thread
+from dramatiq.broker import MessageProxy
 
 from gateway.clock import Clock, SystemClock
 from gateway.outbox.dispatcher import http_client
 from gateway.settings import Settings, load_settings
+from gateway.store.counters import flush_logged
 from gateway.store.db import Database
 
 
@@ -64,12 +68,28 @@ async def close() -> None:
     _opening = None
     if _current is not None:
         opened, _current = _current, None
+        await flush_logged(opened.db)
         await opened.http.aclose()
         await opened.db.close()
 
 
+async def _flush() -> None:
+    if _current is not None:
+        await flush_logged(_current.db)
+
+
 class RuntimeLifecycle(dramatiq.Middleware):
-    """Closes the runtime's pool on the worker's event loop before the worker shuts it down."""
+    """Flushes what each message counted, and closes the runtime's pool on the worker's event
+    loop before the worker shuts it down."""
+
+    def after_process_message(self, broker: dramatiq.Broker, message: MessageProxy, *,
+                              result: Any = None, exception: BaseException | None = None) -> None:
+        loop_thread = get_event_loop_thread()
+        if loop_thread is not None:
+            loop_thread.run_coroutine(_flush())
+
+    def after_skip_message(self, broker: dramatiq.Broker, message: MessageProxy) -> None:
+        self.after_process_message(broker, message)
 
     def before_worker_shutdown(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
         loop_thread = get_event_loop_thread()

@@ -23,6 +23,7 @@ import pytest
 import respx
 from psycopg.conninfo import make_conninfo
 
+from gateway import instruments
 from gateway.app import create_app
 from gateway.clock import ManualClock
 from gateway.local.servers import EmbeddedPostgres, EmbeddedValkey, free_port
@@ -99,6 +100,13 @@ def redis_url() -> Iterator[str]:
         yield server.url
     finally:
         server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _no_counts_from_earlier_tests() -> None:
+    """Events counted in this process (gateway.instruments) are flushed into whichever database
+    the next flush uses: drop what an earlier test counted, so each test's database holds its own."""
+    instruments.take()
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ never whichever account is a default. Every way a call ends without an answer â€
 that cannot be built, the caller's budget, the client's maximum call duration, a transport error,
 an incomplete or unreadable response, a 5xx â€” is ``unknown`` with a reason. A programming or
 configuration error is allowed to surface for alerting instead of being disguised as an outcome.
+Every call is timed and counted (``gateway.instruments.provider_call``; issue 15 item 3).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import httpx
 from gateway.clock import Clock
 from gateway.domain.attempts import Evidence
 from gateway.domain.cardco import Lookup, lookup_result, payment_evidence, payment_method_usable
+from gateway.instruments import PAYMENT_PROVIDER_CALLS, provider_call
 from gateway.settings import ProviderAccount, Settings
 
 PAYMENTS_PATH = "/v1/payments"
@@ -95,7 +97,8 @@ class PaymentClient:
             async with self._clock.budget(self.ceiling_s(account)):
                 try:
                     async with self._clock.budget(budget_s):
-                        response = await self._http.send(request)
+                        response = await provider_call(PAYMENT_PROVIDER_CALLS, self._http.send(request),
+                                                   operation="create")
                 except TimeoutError:
                     return _unknown(account, "provider.no-response.caller")
         except TimeoutError:
@@ -118,7 +121,9 @@ class PaymentClient:
         try:
             async with self._clock.budget(min(budget_s or account.maximum_call_duration_s,
                                               account.maximum_call_duration_s)):
-                response = await self._http.get(url, params=params, headers=self._credentials(account))
+                response = await provider_call(
+                    PAYMENT_PROVIDER_CALLS, self._http.get(url, params=params, headers=self._credentials(account)),
+                    operation="lookup")
         except TimeoutError:
             return Lookup("failed", reason="provider.no-response")
         except httpx.HTTPError as error:
@@ -137,7 +142,9 @@ class PaymentClient:
         try:
             async with self._clock.budget(min(budget_s or account.maximum_call_duration_s,
                                               account.maximum_call_duration_s)):
-                response = await self._http.get(url, headers=self._credentials(account))
+                response = await provider_call(PAYMENT_PROVIDER_CALLS,
+                                               self._http.get(url, headers=self._credentials(account)),
+                                               operation="payment_method")
         except (TimeoutError, httpx.HTTPError):
             return None
         return payment_method_usable(response.status_code, response.content)

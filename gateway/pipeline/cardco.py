@@ -6,7 +6,8 @@ The API key is read here, at the call, and only after a confirmed claim (seed 00
 Is Presenter Identity"). Calls go through the process's shared HTTP client (``Services.http``, the
 jobs runtime's ``http``) and are cut off by a budget on the injected clock; every way a create ends
 without an answer becomes a :class:`NoResponse`. Lookup records replace a destination token with
-its digest before anything else sees them.
+its digest before anything else sees them. Every call is timed and counted under the attempt kind
+it serves (``gateway.instruments.provider_call``; issue 15 item 3).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import httpx
 
 from gateway.clock import Clock
 from gateway.domain.payout_outcomes import NoResponse, Observation, ProviderResponse
+from gateway.instruments import PAYOUT_PROVIDER_CALLS, provider_call
 from gateway.settings import ProviderAccount
 
 
@@ -46,11 +48,13 @@ def destination_digest(pepper: str, token: str) -> str:
 
 
 class ProviderCalls:
-    def __init__(self, account: ProviderAccount, clock: Clock, http: httpx.AsyncClient, pepper: str) -> None:
+    def __init__(self, account: ProviderAccount, clock: Clock, http: httpx.AsyncClient, pepper: str, *,
+                 kind: str) -> None:
         self.account = account
         self.clock = clock
         self.http = http
         self.pepper = pepper
+        self.kind = kind  # the attempt kind these calls serve: the ``kind`` label of their metrics
 
     def credential(self) -> str:
         key = self.account.api_key.get_secret_value()
@@ -69,7 +73,9 @@ class ProviderCalls:
         headers = self._headers(key) | {"Idempotency-Key": idempotency_key}
         try:
             async with self.clock.budget(self.account.call_budget_s):
-                response = await self.http.post(self.url(path), content=body, headers=headers)
+                response = await provider_call(
+                    PAYOUT_PROVIDER_CALLS, self.http.post(self.url(path), content=body, headers=headers),
+                    kind=self.kind, operation="create")
         except (TimeoutError, httpx.TimeoutException):
             return NoResponse("timeout")
         except httpx.TransportError:
@@ -81,8 +87,10 @@ class ProviderCalls:
         :class:`RateLimited` on a 429."""
         try:
             async with self.clock.budget(self.account.call_budget_s):
-                response = await self.http.get(self.url(path), params=params,
-                                               headers=self._headers(self.credential()))
+                response = await provider_call(
+                    PAYOUT_PROVIDER_CALLS, self.http.get(self.url(path), params=params,
+                                                         headers=self._headers(self.credential())),
+                    kind=self.kind, operation="lookup")
             data = response.json()["data"] if response.status_code == 200 else None
         except (TimeoutError, httpx.HTTPError, ValueError, KeyError, TypeError, CredentialUnavailable):
             return None

@@ -23,7 +23,7 @@ from gateway.clock import Clock
 from gateway.domain.payout_outcomes import AttemptState, Classification, classify
 from gateway.effects.certify import Certifier
 from gateway.effects.gate import SendGate
-from gateway.pipeline import transitions
+from gateway.pipeline import signals, transitions
 from gateway.pipeline.accounts import stored_account
 from gateway.pipeline.cardco import CredentialUnavailable, ProviderCalls
 from gateway.pipeline.effects import open_send
@@ -71,8 +71,10 @@ class Executor:
         admitted = await self.kind.admit(self.db, self.clock.now(), job, self.presenter)
         if isinstance(admitted, Postponed):
             log.info(f"{self.kind.name}_delivery_postponed", code=admitted.code, **ids)
+            signals.postponed(self.kind, admitted)
             return admitted
         if isinstance(admitted, Refused):
+            signals.refused(self.kind, admitted)
             await self._record_delivery(job, admitted.code, admitted.grant, admitted.detail)
             return admitted.code
         try:
@@ -80,8 +82,10 @@ class Executor:
                                             self.presenter.service_id)
         except Exception as error:  # noqa: BLE001 - the commit may have happened: never send, let recovery read
             log.warning(f"{self.kind.name}_claim_unconfirmed", error_type=type(error).__name__, **ids)
+            signals.unconfirmed(self.kind, "claim")
             return "claim.unconfirmed"
         if isinstance(claimed, Refused):
+            signals.refused(self.kind, claimed)
             await self._record_delivery(job, claimed.code, claimed.grant)
             return claimed.code
         return await self._start_and_send(claimed, ids | {"attempt_id": str(claimed.attempt["attempt_id"])})
@@ -104,7 +108,8 @@ class Executor:
         account = stored_account(self.settings, attempt)
         if account is None:  # a claim stores a configured account (or refuses): a broken invariant
             raise RuntimeError(f"{self.kind.label} attempt {attempt['attempt_id']} claimed on an unconfigured account")
-        calls = ProviderCalls(account, self.clock, self.http, self.settings.token_pepper.get_secret_value())
+        calls = ProviderCalls(account, self.clock, self.http, self.settings.token_pepper.get_secret_value(),
+                              kind=self.kind.name)
         try:
             key = calls.credential()
         except CredentialUnavailable:
@@ -113,6 +118,7 @@ class Executor:
             return "credential.unavailable"
         if not await transitions.mark_started(self.kind, self.db, self.clock.now(), attempt, epoch):
             log.warning(f"{self.kind.name}_not_sent", code="start.unconfirmed", **ids)
+            signals.unconfirmed(self.kind, "start")
             return "start.unconfirmed"
         return await self._send(calls, account, attempt, epoch, claimed.secret, key, ids)
 
@@ -141,6 +147,7 @@ class Executor:
         if isinstance(classification, str):
             return classification
         if classification.row.resend:  # sends exhausted: Started with a recorded send failure; recovery follows
+            signals.executed(self.kind, AttemptState.STARTED.value)
             return classification.reason
         await self._resolve(attempt, epoch, classification.state, classification.reason, AttemptState.STARTED,
                             classification)
@@ -174,6 +181,9 @@ class Executor:
         except Exception as error:  # noqa: BLE001 - the lease lapses and the sweeper records Unknown
             log.warning(f"{self.kind.name}_record_failed", attempt_id=str(attempt["attempt_id"]),
                         error_type=type(error).__name__)
+            signals.unconfirmed(self.kind, "record")
             return
         if written is None:
             log.warning(f"{self.kind.name}_record_fenced", attempt_id=str(attempt["attempt_id"]), lease_epoch=epoch)
+            return
+        signals.executed(self.kind, state.value)

@@ -25,6 +25,7 @@ from datetime import datetime
 
 import httpx
 
+from gateway import instruments
 from gateway.clock import Clock
 from gateway.domain.payout_outcomes import MISMATCH, AttemptState, Classification, classify_record
 from gateway.domain.payout_timing import PayoutTimings, not_applied_allowed
@@ -38,6 +39,11 @@ from gateway.settings import Settings
 from gateway.store.db import Connection, Database
 
 BATCH = 50
+ALREADY_RESOLVED = "already_resolved"
+RATE_LIMITED = "rate_limited"  # a failed lookup answered 429: the account pauses
+# The outcomes that resolve the attempt (issue 15 item 3: "reconciliation outcomes").
+RESOLVED = {AttemptState.SUCCEEDED: "succeeded", AttemptState.FAILED: "failed",
+            AttemptState.NOT_APPLIED: "not_applied"}
 METHOD = "lookup:client_reference"
 IN_FLIGHT = (AttemptState.STARTED, AttemptState.UNKNOWN)
 
@@ -75,8 +81,13 @@ class Reconciler:
         return reconciled
 
     async def reconcile(self, attempt: Row) -> bool:
-        """Look one claimed check up and write what it established; True when the lookup was
-        answered 429 (the account is then paused)."""
+        """Look one claimed check up and write what it established, counted by its outcome once
+        its transaction committed; True when the lookup was answered 429 (the account is then paused)."""
+        outcome = await self._reconcile(attempt)
+        instruments.count(instruments.RECONCILIATIONS, kind=self.kind.name, outcome=outcome)
+        return outcome == RATE_LIMITED
+
+    async def _reconcile(self, attempt: Row) -> str:
         account = stored_account(self.settings, attempt)
         if account is None:  # never ask another account, never conclude anything from silence
             async with self.db.transaction() as conn:
@@ -84,8 +95,9 @@ class Reconciler:
                 if current is not None and AttemptState(current["state"]) in IN_FLIGHT:
                     await self._escalate(conn, self.clock.now(), current, NOT_CONFIGURED,
                                          provider_account=current["provider_account"])
-            return False
-        calls = ProviderCalls(account, self.clock, self.http, self.settings.token_pepper.get_secret_value())
+            return "account_not_configured"
+        calls = ProviderCalls(account, self.clock, self.http, self.settings.token_pepper.get_secret_value(),
+                              kind=self.kind.name)
         timings = self.kind.timings(self.settings, account)
         lookup_started_at = self.clock.now()  # condition (3): when *this* lookup began
         rate_limited = False
@@ -99,36 +111,38 @@ class Reconciler:
         async with self.db.transaction() as conn:
             current = await self.kind.rows.lock(conn, attempt["attempt_id"])
             if current is None:
-                return rate_limited
+                return RATE_LIMITED if rate_limited else ALREADY_RESOLVED
             await self.kind.history(conn, current[self.kind.parent], "reconciliation", actor=self.actor, now=now,
                                     attempt_id=current["attempt_id"],
                                     detail={"method": METHOD, "records": None if found is None else len(found),
                                             "lookup_started_at": lookup_started_at.isoformat()})
             if AttemptState(current["state"]) not in IN_FLIGHT:
-                return rate_limited  # resolved while we looked (a notification, the executor): its evidence stands
-            resolved = await self._apply(conn, now, current, found, lookup_started_at, timings)
-            if not resolved and now >= current["escalation_deadline"]:
+                # Resolved while we looked (a notification, the executor): its evidence stands.
+                return RATE_LIMITED if rate_limited else ALREADY_RESOLVED
+            outcome = await self._apply(conn, now, current, found, lookup_started_at, timings)
+            if outcome not in RESOLVED.values() and now >= current["escalation_deadline"]:
                 await self._escalate(conn, now, current, "deadline")
-        return rate_limited
+        return RATE_LIMITED if rate_limited else outcome
 
     async def _apply(self, conn: Connection, now: datetime, current: Row, found: list[Row] | None,
-                     lookup_started_at: datetime, timings: PayoutTimings) -> bool:
-        """Write what the lookup established about the attempt as locked; True when it resolved it."""
+                     lookup_started_at: datetime, timings: PayoutTimings) -> str:
+        """Write what the lookup established about the attempt as locked; the outcome (one of
+        ``RESOLVED`` when it resolved it)."""
         if found is None:  # the lookup failed: nothing learned
-            return False
+            return "lookup_failed"
         if not found:
             cutoff = timings.not_applied_cutoff(current["send_deadline"])
             if current["state"] != AttemptState.UNKNOWN.value or not not_applied_allowed(lookup_started_at, cutoff):
-                return False
+                return "not_found"
             return await self._resolve(conn, now, current, AttemptState.NOT_APPLIED, "reconciled.not-found", None)
         seen = self._verify(current, found)
         if seen.row is MISMATCH:
             await self._escalate(conn, now, current, "mismatch",
                                  **{self.kind.rows.provider_id: seen.provider_payout_id
                                     or current[self.kind.rows.provider_id]})
-            return False
+            return "mismatch"
         if seen.state not in (AttemptState.SUCCEEDED, AttemptState.FAILED):
-            return False  # still processing, or a status no row documents: look again later
+            return "processing"  # still processing, or a status no row documents: look again later
         return await self._resolve(conn, now, current, seen.state, seen.reason, seen)
 
     def _verify(self, attempt: Row, found: list[Row]) -> Classification:
@@ -141,14 +155,14 @@ class Reconciler:
         return classify_record(found[0], self.kind.expected(attempt), self.kind.table)
 
     async def _resolve(self, conn: Connection, now: datetime, current: Row, state: AttemptState, reason: str,
-                       seen: Classification | None) -> bool:
+                       seen: Classification | None) -> str:
         written = await transitions.resolve(
             self.kind, conn, now, current, state, reason, actor=self.actor,
             from_states=[AttemptState(current["state"])],  # exactly the state decided from, under the lock
             provider_id=seen.provider_payout_id if seen else None,
             provider_status=seen.provider_status if seen else None,
             certifier=Certifier.of(self.settings))  # seed 001 (issue 8)
-        return written is not None
+        return RESOLVED[state] if written is not None else ALREADY_RESOLVED
 
     async def _escalate(self, conn: Connection, now: datetime, current: Row, cause: str, **facts: object) -> None:
         """Payments operations own what reconciliation cannot resolve (seed 000, section 2)."""

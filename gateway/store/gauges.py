@@ -1,17 +1,37 @@
-"""The gauges ``/metrics`` reads from the database (``gauges.sql``): the fleet-wide truth, one
-statement and one round trip per scrape; the clock's now is a parameter like everywhere."""
+"""The gauges ``/metrics`` reads from the database (``gauges.sql``): the fleet-wide truth, a few
+cheap statements per scrape on one connection; the clock's now is a parameter like everywhere."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from gateway.store.db import Database
+from gateway.store.db import Database, fetch_all
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.store", "gauges.sql")
+# Unknown attempts by age (seed 000 section 21): a minute to three days, in seconds.
+AGE_BOUNDS = (60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 14400.0, 43200.0, 86400.0, 259200.0)
+
+Rows = list[dict[str, Any]]
 
 
-async def database_gauges(db: Database, now: datetime) -> list[dict[str, Any]]:
-    """``(name, labels, value)`` rows, labels already in exposition form."""
-    return await db.fetch_all(_SQL["database_gauges"], {"now": now})
+@dataclass(frozen=True)
+class DatabaseGauges:
+    gauges: Rows  # (name, labels, value): one sample each
+    unknown_ages: Rows  # (series, le, value, age_sum): cumulative buckets per series
+    outbox: Rows  # (kind, pending, lag, dead) per outbox message kind
+    escalations: Rows  # (reason, kind, open, oldest) per open reason
+
+
+async def database_gauges(db: Database, now: datetime) -> DatabaseGauges:
+    bounds = [*AGE_BOUNDS, float("inf")]
+    async with db.connection() as conn:
+        gauges = await fetch_all(conn, _SQL["database_gauges"], {"now": now})
+        gauges += await fetch_all(conn, _SQL["pipeline_gauges"], {"now": now})
+        ages = await fetch_all(conn, _SQL["unknown_ages"], {
+            "now": now, "bounds": bounds, "le": ["+Inf" if b == float("inf") else repr(b) for b in bounds]})
+        outbox = await fetch_all(conn, _SQL["outbox_kinds"], {"now": now})
+        escalations = await fetch_all(conn, _SQL["open_escalations"], {"now": now})
+    return DatabaseGauges(gauges, ages, outbox, escalations)

@@ -1,39 +1,133 @@
 -- What /metrics reads from the database, the fleet-wide truth (attempts and refund attempts by
 -- state, orders paid after their cancellation, outbox backlog, open escalations, process liveness,
--- grants that expired unused or are due and unclaimed).
+-- grants that expired unused or are due and unclaimed; issue 15 item 3: the attempt pipeline's
+-- attempts in flight, Unknown attempts by age, the reconciler's backlog, outbox lag and dead
+-- letters per message kind, open escalations per reason). Every label value is a state, a kind
+-- or a reason code the code writes, never an id; each statement reads a partial index or a small
+-- table, not the history.
 
 -- name: database_gauges
 -- One statement, one round trip: every gauge the database knows, as (name, labels, value) rows.
-SELECT 'paygate_payment_attempts' AS name, 'state="' || state || '"' AS labels, count(*)::float8 AS value
+SELECT 'paygate_payment_attempts' AS name, jsonb_build_object('state', state) AS labels,
+       count(*)::float8 AS value
   FROM payment_attempts GROUP BY state
 UNION ALL
-SELECT 'paygate_outbox_messages', 'state="' || CASE
+SELECT 'paygate_outbox_messages', jsonb_build_object('state', CASE
            WHEN dispatched_at IS NOT NULL THEN 'dispatched'
-           WHEN dead_lettered_at IS NOT NULL THEN 'dead' ELSE 'pending' END || '"', count(*)
+           WHEN dead_lettered_at IS NOT NULL THEN 'dead' ELSE 'pending' END), count(*)
   FROM outbox_messages GROUP BY 2
 UNION ALL
-SELECT 'paygate_payment_refund_attempts', 'state="' || state || '"', count(*)
+SELECT 'paygate_payment_refund_attempts', jsonb_build_object('state', state), count(*)
   FROM payment_refund_attempts GROUP BY state
 UNION ALL
-SELECT 'paygate_orders_paid_after_cancel', '', count(*) FROM orders WHERE state = 'PaidAfterCancel'
+SELECT 'paygate_orders_paid_after_cancel', '{}', count(*) FROM orders WHERE state = 'PaidAfterCancel'
 UNION ALL
-SELECT 'paygate_open_escalations', '', count(*) FROM payment_escalations WHERE resolved_at IS NULL
+SELECT 'paygate_open_escalations', '{}', count(*) FROM payment_escalations WHERE resolved_at IS NULL
 UNION ALL
-SELECT 'paygate_process_last_seen_age_seconds', 'kind="' || kind || '"',
+SELECT 'paygate_process_last_seen_age_seconds', jsonb_build_object('kind', kind),
        min(extract(epoch FROM (%(now)s - seen_at)))::float8
   FROM process_heartbeats GROUP BY kind
 UNION ALL
 -- Seed 000 section 21, "Grants issued but never consumed" (issue 11 item 1, docs/decisions/0023):
 -- grants whose window closed unclaimed, and grants due now that nobody has claimed yet (a backlog,
--- or lost jobs the redelivery sweep is publishing again). One label, two values: the operation.
-SELECT 'paygate_payout_grants_expired_unused', 'operation="payout.submit"', count(*)
-  FROM payout_grants WHERE state = 'Expired'
+-- or lost jobs the redelivery sweep is publishing again). One label: the grant's operation.
+SELECT 'paygate_payout_grants_expired_unused', jsonb_build_object('operation', g.operation), count(x.*)
+  FROM (VALUES ('payout.submit'), ('payout.recall'), ('payment.refund')) AS g (operation)
+  LEFT JOIN (SELECT 'payout.submit' AS operation FROM payout_grants WHERE state = 'Expired'
+             UNION ALL SELECT 'payout.recall' FROM payout_recall_grants WHERE state = 'Expired'
+             UNION ALL SELECT 'payment.refund' FROM payment_refund_grants WHERE state = 'Expired') AS x
+    ON x.operation = g.operation
+ GROUP BY g.operation
 UNION ALL
-SELECT 'paygate_payout_grants_expired_unused', 'operation="payout.recall"', count(*)
-  FROM payout_recall_grants WHERE state = 'Expired'
+SELECT 'paygate_payout_grants_due_unclaimed', jsonb_build_object('operation', g.operation), count(x.*)
+  FROM (VALUES ('payout.submit'), ('payout.recall'), ('payment.refund')) AS g (operation)
+  LEFT JOIN (SELECT 'payout.submit' AS operation FROM payout_grants
+              WHERE state = 'Issued' AND not_before <= %(now)s AND expires_at > %(now)s
+             UNION ALL SELECT 'payout.recall' FROM payout_recall_grants
+              WHERE state = 'Issued' AND not_before <= %(now)s AND expires_at > %(now)s
+             UNION ALL SELECT 'payment.refund' FROM payment_refund_grants
+              WHERE state = 'Issued' AND not_before <= %(now)s AND expires_at > %(now)s) AS x
+    ON x.operation = g.operation
+ GROUP BY g.operation;
+
+-- name: pipeline_gauges
+-- The attempt pipeline per kind (issue 15 item 3): attempts in flight by state (the
+-- one-unresolved partial indexes), and the reconciler's backlog: how long the most overdue
+-- check has been due (the checks-due partial indexes; 0 when nothing is due). Every kind and
+-- state has a row, zero included, so an alert never meets a missing series.
+WITH in_flight (kind, state, value) AS (
+    SELECT 'payout', state, count(*) FROM payout_attempts
+     WHERE state IN ('Claimed', 'Started', 'Unknown') GROUP BY state
+    UNION ALL
+    SELECT 'payout_recall', state, count(*) FROM payout_recall_attempts
+     WHERE state IN ('Claimed', 'Started', 'Unknown') GROUP BY state
+    UNION ALL
+    SELECT 'payment_refund', state, count(*) FROM payment_refund_attempts
+     WHERE state IN ('Claimed', 'Started', 'Unknown') GROUP BY state
+), overdue (kind, since) AS (
+    SELECT 'payout', min(next_check_at) FROM payout_attempts
+     WHERE state IN ('Started', 'Unknown') AND next_check_at IS NOT NULL AND next_check_at <= %(now)s
+    UNION ALL
+    SELECT 'payout_recall', min(next_check_at) FROM payout_recall_attempts
+     WHERE state IN ('Started', 'Unknown') AND next_check_at IS NOT NULL AND next_check_at <= %(now)s
+    UNION ALL
+    SELECT 'payment_refund', min(next_check_at) FROM payment_refund_attempts
+     WHERE state IN ('Started', 'Unknown') AND next_check_at IS NOT NULL AND next_check_at <= %(now)s
+), kinds (kind) AS (VALUES ('payout'), ('payout_recall'), ('payment_refund'))
+SELECT 'paygate_payout_attempts_in_flight' AS name, jsonb_build_object('kind', k.kind, 'state', s.state) AS labels,
+       COALESCE(f.value, 0)::float8 AS value
+  FROM kinds k CROSS JOIN (VALUES ('Claimed'), ('Started'), ('Unknown')) AS s (state)
+  LEFT JOIN in_flight f ON f.kind = k.kind AND f.state = s.state
 UNION ALL
-SELECT 'paygate_payout_grants_due_unclaimed', 'operation="payout.submit"', count(*)
-  FROM payout_grants WHERE state = 'Issued' AND not_before <= %(now)s AND expires_at > %(now)s
+SELECT 'paygate_payout_reconciliation_backlog_seconds', jsonb_build_object('kind', k.kind),
+       COALESCE(GREATEST(extract(epoch FROM (%(now)s - o.since)), 0), 0)::float8
+  FROM kinds k LEFT JOIN overdue o ON o.kind = k.kind;
+
+-- name: unknown_ages
+-- Seed 000 section 21, "Unknown attempts by age. The most important payout metric in this design":
+-- a histogram of the attempts Unknown now, by seconds since their Started write (checkout: since
+-- first_sent_at), cumulative per bucket bound. %(bounds)s ends with Infinity (the +Inf bucket);
+-- %(le)s are the bounds as exposed. A snapshot, not a running count: it falls when attempts settle.
+WITH unknown (series, age) AS (
+    SELECT 'payout', extract(epoch FROM (%(now)s - started_at))::float8
+      FROM payout_attempts WHERE state = 'Unknown'
+    UNION ALL
+    SELECT 'payout_recall', extract(epoch FROM (%(now)s - started_at))::float8
+      FROM payout_recall_attempts WHERE state = 'Unknown'
+    UNION ALL
+    SELECT 'payment_refund', extract(epoch FROM (%(now)s - started_at))::float8
+      FROM payment_refund_attempts WHERE state = 'Unknown'
+    UNION ALL
+    SELECT 'payment', extract(epoch FROM (%(now)s - first_sent_at))::float8
+      FROM payment_attempts WHERE state = 'Unknown'
+)
+SELECT s.series, b.le, count(u.age) FILTER (WHERE u.age <= b.bound)::float8 AS value,
+       COALESCE(sum(u.age) FILTER (WHERE b.bound = 'Infinity'), 0)::float8 AS age_sum
+  FROM (VALUES ('payout'), ('payout_recall'), ('payment_refund'), ('payment')) AS s (series)
+ CROSS JOIN unnest(%(bounds)s::float8[], %(le)s::text[]) AS b (bound, le)
+  LEFT JOIN unknown u ON u.series = s.series
+ GROUP BY s.series, b.bound, b.le
+ ORDER BY s.series, b.bound;
+
+-- name: outbox_kinds
+-- Per message kind: undelivered rows and the age of the oldest (outbox lag; the pending partial
+-- index), and dead letters nobody has retried or discarded (outbox_messages_dead).
+SELECT kind, count(*)::float8 AS pending, extract(epoch FROM (%(now)s - min(created_at)))::float8 AS lag,
+       0::float8 AS dead
+  FROM outbox_messages WHERE dispatched_at IS NULL AND dead_lettered_at IS NULL GROUP BY kind
 UNION ALL
-SELECT 'paygate_payout_grants_due_unclaimed', 'operation="payout.recall"', count(*)
-  FROM payout_recall_grants WHERE state = 'Issued' AND not_before <= %(now)s AND expires_at > %(now)s;
+SELECT kind, 0, 0, count(*)
+  FROM outbox_messages WHERE dead_lettered_at IS NOT NULL AND discarded_at IS NULL GROUP BY kind;
+
+-- name: open_escalations
+-- Open episodes per reason (one_open_escalation_per_key covers them), with the oldest one's age.
+-- ``kind`` names the attempt-pipeline kind the episode belongs to, from the key prefixes its
+-- raisers use (gateway.effects.ledger, gateway.payouts.grant_sweep, gateway.domain.refunds);
+-- NULL for checkout, outbox and notification episodes.
+SELECT reason,
+       CASE WHEN escalation_key LIKE 'payout-recall-%%' THEN 'payout_recall'
+            WHEN escalation_key LIKE 'payout-%%' THEN 'payout'
+            WHEN escalation_key LIKE 'payment-refund-%%' OR reason LIKE 'payment-refund-%%'
+                 OR reason = 'refund-owed' THEN 'payment_refund' END AS kind,
+       count(*)::float8 AS open, extract(epoch FROM (%(now)s - min(raised_at)))::float8 AS oldest
+  FROM payment_escalations WHERE resolved_at IS NULL GROUP BY 1, 2;

@@ -200,7 +200,8 @@ async def test_a_paused_worker_that_sends_after_expiry_is_rejected_with_no_effec
     await world.executor(db=lossy).run(job)
     world.clock.advance(300 + 31)
     attempt = await _attempt(world)
-    provider = ProviderCalls(payout_account(world.settings), world.clock, world.services.http, "pepper")
+    provider = ProviderCalls(payout_account(world.settings), world.clock, world.services.http, "pepper",
+                             kind="payout")
     # The paused worker had passed every local check before it paused; now it wakes and sends.
     request = PAYOUT.request(attempt, "dst_tok_secret_77")
     answer = await provider.create(request.path, request.body, attempt["idempotency_key"], provider.credential())

@@ -1,0 +1,186 @@
+"""Counters and histograms of events that leave no row behind (issue 15 item 3; seed 000 section 21,
+"Observability and Evidence"; docs/decisions/0040 names and labels, 0041 how they are counted).
+
+Every family is declared here, in :data:`FAMILIES`, with its labels and the values each label may
+take: a label value is an enumerated code, a kind name or a pattern-checked reason code, never an
+id, account, token or free text; anything else is counted under ``other``. A process counts into
+its own pending deltas (:func:`count`, :func:`observe`, :func:`provider_call`); the store flushes
+them into PostgreSQL (``gateway.store.counters``), and ``/metrics`` reads the sums of every
+process from there, so each web process reports the fleet's value and a restart loses nothing
+that was flushed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+import httpx
+
+OTHER = "other"
+# A reason code is lowercase words joined by ".", "-" or "_" ("grant.expired", "payout-deadline"):
+# no digits, so no id, uuid, reference or amount can pass for one.
+_CODE = re.compile(r"^(?=.{1,64}$)[a-z]+(?:[._-][a-z]+)*$")
+# The attempt pipeline's kinds (gateway.pipeline.kind.AttemptKind.name): the ``kind`` label of
+# every paygate_payout_* family (docs/decisions/0040: recalls and refunds are kinds, not prefixes).
+PIPELINE_KINDS = ("payout", "payout_recall", "payment_refund")
+CALL_OUTCOMES = ("ok", "rejected", "rate_limited", "server_error", "timeout", "transport", "error")
+LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+Allowed = tuple[str, ...] | Literal["code"]
+
+
+@dataclass(frozen=True)
+class Family:
+    """One metric family: its exposed name, type, help and the values each label may take
+    (a tuple, or ``"code"``: any reason code matching ``_CODE``)."""
+
+    name: str
+    type: Literal["counter", "histogram"]
+    help: str
+    labels: Mapping[str, Allowed] = field(default_factory=dict)
+    buckets: tuple[float, ...] = ()
+
+    def bounded(self, values: Mapping[str, str]) -> dict[str, str]:
+        """The label set as counted: every declared label, each value allowed or ``other``."""
+        if set(values) != set(self.labels):
+            raise ValueError(f"{self.name} takes labels {sorted(self.labels)}, not {sorted(values)}")
+        return {label: _allowed(values[label], allowed) for label, allowed in self.labels.items()}
+
+
+def _allowed(value: str, allowed: Allowed) -> str:
+    if allowed == "code":
+        return code(value)
+    return value if value in allowed else OTHER
+
+
+def code(value: str | None) -> str:
+    """A reason code as a label value: itself when it looks like one (``grant.expired``), else ``other``."""
+    return value if value is not None and _CODE.match(value) else OTHER
+
+
+def _pipeline(name: str, help_text: str, **labels: Allowed) -> Family:
+    return Family(name, "counter", help_text, {"kind": PIPELINE_KINDS, **labels})
+
+
+VALIDATION_REFUSALS = _pipeline(
+    "paygate_payout_validation_refusals", "Deliveries refused by worker validation, by reason code", reason="code")
+DELIVERIES_POSTPONED = _pipeline(
+    "paygate_payout_deliveries_postponed", "Deliveries postponed (context unavailable, grant not yet valid)",
+    reason="code")
+DUPLICATE_DELIVERIES = _pipeline(
+    "paygate_payout_duplicate_deliveries", "Deliveries of a grant already consumed by this payout's attempt")
+CLAIMS_LOST = _pipeline("paygate_payout_claims_lost", "Claims lost to another worker (claim.lost)")
+FENCE_ROLLBACKS = _pipeline(
+    "paygate_payout_context_fence_rollbacks", "Claims rolled back by the context fence (claim.context-changed)")
+UNCONFIRMED_WRITES = _pipeline(
+    "paygate_payout_unconfirmed_writes", "Claim, Started or outcome writes whose commit could not be confirmed",
+    step=("claim", "start", "record"))
+EXECUTIONS = _pipeline(
+    "paygate_payout_executions", "Claimed attempts by the state the executor recorded (Started: sends exhausted)",
+    state=("Succeeded", "Failed", "Unknown", "Started", "NotStarted"))
+RECONCILIATIONS = _pipeline(
+    "paygate_payout_reconciliations", "Reconciler passes over one attempt, by outcome",
+    outcome=("succeeded", "failed", "not_applied", "not_found", "processing", "mismatch", "lookup_failed",
+             "rate_limited", "account_not_configured", "already_resolved"))
+PAYOUT_PROVIDER_CALLS = Family(
+    "paygate_payout_provider_call_seconds", "histogram", "Provider calls of the attempt pipeline, by outcome",
+    {"kind": PIPELINE_KINDS, "operation": ("create", "lookup"), "outcome": CALL_OUTCOMES}, LATENCY_BUCKETS)
+PAYMENT_PROVIDER_CALLS = Family(
+    "paygate_payment_provider_call_seconds", "histogram", "Provider calls of checkout and its recovery, by outcome",
+    {"operation": ("create", "lookup", "payment_method"), "outcome": CALL_OUTCOMES}, LATENCY_BUCKETS)
+# Counted by the database itself, in the deciding transaction (schema.sql, paygate_count_decision):
+# a decision is a row, so its count commits with it. Declared here so /metrics knows its shape.
+DECISIONS = _pipeline("paygate_payout_decisions", "Decisions by outcome and reason code",
+                      outcome=("Allowed", "Denied", "Deferred", "AcknowledgmentRequired", "EscalationRecommended"),
+                      reason="code")
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    VALIDATION_REFUSALS, DELIVERIES_POSTPONED, DUPLICATE_DELIVERIES, CLAIMS_LOST, FENCE_ROLLBACKS,
+    UNCONFIRMED_WRITES, EXECUTIONS, RECONCILIATIONS, PAYOUT_PROVIDER_CALLS, PAYMENT_PROVIDER_CALLS, DECISIONS)}
+
+# (sample name, sorted label items) -> delta not yet flushed. Sample names are the exposition's:
+# ``<counter>_total``, ``<histogram>_bucket`` (with ``le``), ``_sum``, ``_count``.
+Key = tuple[str, tuple[tuple[str, str], ...]]
+_pending: dict[Key, float] = {}
+_lock = threading.Lock()  # actors of one worker run on one loop, but nothing here should depend on it
+
+
+def _add(sample: str, labels: Mapping[str, str], value: float) -> None:
+    key = (sample, tuple(sorted(labels.items())))
+    with _lock:
+        _pending[key] = _pending.get(key, 0.0) + value
+
+
+def count(family: Family, amount: float = 1.0, **labels: str) -> None:
+    """Count ``amount`` events of a counter family in this process (flushed later)."""
+    if family.type != "counter":
+        raise ValueError(f"{family.name} is a {family.type}")
+    _add(f"{family.name}_total", family.bounded(labels), amount)
+
+
+def observe(family: Family, value: float, **labels: str) -> None:
+    """One observation of a histogram family: its cumulative buckets, sum and count."""
+    if family.type != "histogram":
+        raise ValueError(f"{family.name} is a {family.type}")
+    bounded = family.bounded(labels)
+    for bound in (*family.buckets, float("inf")):
+        if value <= bound:
+            _add(f"{family.name}_bucket", bounded | {"le": _le(bound)}, 1.0)
+    _add(f"{family.name}_sum", bounded, value)
+    _add(f"{family.name}_count", bounded, 1.0)
+
+
+def _le(bound: float) -> str:
+    return "+Inf" if bound == float("inf") else repr(bound)
+
+
+def take() -> dict[Key, float]:
+    """Everything counted since the last take, removed from the pending deltas."""
+    global _pending
+    with _lock:
+        taken, _pending = _pending, {}
+    return taken
+
+
+def give_back(taken: Mapping[Key, float]) -> None:
+    """Return deltas whose flush failed, to go with the next one."""
+    for (sample, labels), value in taken.items():
+        _add(sample, dict(labels), value)
+
+
+def call_outcome(status: int | None, error: BaseException | None) -> str:
+    """What one provider call came to: its HTTP status class, or how it ended without one."""
+    if error is not None:
+        if isinstance(error, (TimeoutError, httpx.TimeoutException, asyncio.CancelledError)):
+            return "timeout"  # a budget on the clock cancels the call: it ended without an answer
+        return "transport" if isinstance(error, httpx.TransportError) else "error"
+    if status is None or status < 300:
+        return "ok"
+    if status == 429:
+        return "rate_limited"
+    return "server_error" if status >= 500 else "rejected"
+
+
+async def provider_call(family: Family, call: Awaitable[httpx.Response], **labels: str) -> httpx.Response:
+    """The one place a provider call is timed and counted (issue 15 item 3): await ``call``,
+    observe its duration under its outcome, and return or raise exactly what it did. Durations
+    are measured on the monotonic counter: they are measurements, not deadlines, which stay on
+    the injected clock."""
+    started = time.perf_counter()
+    status: int | None = None
+    error: BaseException | None = None
+    try:
+        response = await call
+        status = response.status_code
+        return response
+    except BaseException as raised:
+        error = raised
+        raise
+    finally:
+        observe(family, time.perf_counter() - started, outcome=call_outcome(status, error), **labels)

@@ -1,0 +1,202 @@
+"""Payout observability (issue 15 item 3; seed 000 section 21, "Observability and Evidence"): real
+flows through the executor and the reconciler against CardCo, and a real ``/metrics`` scrape that
+must move as the seed's signals say. Counters are read back from PostgreSQL, where every process
+adds what it counted (docs/decisions/0041)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from gateway.payouts.attempts import EXECUTOR
+from gateway.pipeline.kind import Presenter
+from gateway.store.db import Connection, Database
+from tests.integration.metrics_support import scrape
+from tests.integration.payouts.conftest import World
+
+PAYOUT = {"kind": "payout"}
+
+
+class BeforeClaim(Database):
+    """Runs ``hook`` as each task opens its second transaction (the executor's claim, after the
+    validation's read): what another writer does between a worker's validation and its claim."""
+
+    def __init__(self, inner: Database, hook: Callable[[], Awaitable[None]]) -> None:
+        super().__init__(inner.pool)
+        self.hook = hook
+        self.opened: dict[asyncio.Task[object] | None, int] = {}
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Connection]:
+        task = asyncio.current_task()
+        self.opened[task] = self.opened.get(task, 0) + 1
+        if self.opened[task] == 2:
+            await self.hook()
+        async with super().transaction() as conn:
+            yield conn
+
+
+async def test_a_payout_whose_response_is_lost_shows_in_unknown_by_age_until_reconciliation_settles_it(
+        world: World) -> None:
+    """Seed 000 section 21: "Unknown attempts by age. The most important payout metric in this
+    design" and "Reconciliation outcomes"; issue 15 item 3: provider calls by operation and outcome.
+    The histogram is a snapshot: the attempt ages through the buckets, and leaves them when
+    reconciliation finds the payout completed."""
+    await world.faults({"operation": "create_payout", "action": "drop_response"})
+    job = await world.approved()
+    assert await world.run(job) == "Unknown"
+
+    seen = await scrape(world.http)
+    age = "paygate_payout_unknown_attempt_age_seconds"
+    assert seen.value(f"{age}_count", **PAYOUT) == 1
+    assert seen.value("paygate_payout_attempts_in_flight", kind="payout", state="Unknown") == 1
+    assert seen.value("paygate_payout_executions_total", kind="payout", state="Unknown") == 1
+    assert seen.value("paygate_payout_provider_call_seconds_count", kind="payout", operation="create",
+                      outcome="timeout") == 1
+
+    world.clock.advance(2 * 3600)  # past the escalation deadline: a person must look
+    seen = await scrape(world.http)
+    assert seen.value(f"{age}_bucket", kind="payout", le="3600.0") == 0
+    assert seen.value(f"{age}_bucket", kind="payout", le="7200.0") == 1
+    assert seen.value(f"{age}_sum", **PAYOUT) == 2 * 3600
+    assert seen.value("paygate_payout_reconciliation_backlog_seconds", **PAYOUT) > 3600
+
+    assert await world.reconcile() == 1
+    seen = await scrape(world.http)
+    assert (await world.payout())["state"] == "Paid"
+    assert seen.value(f"{age}_count", **PAYOUT) == 0
+    assert seen.value("paygate_payout_attempts_in_flight", kind="payout", state="Unknown") == 0
+    assert seen.value("paygate_payout_reconciliations_total", kind="payout", outcome="succeeded") == 1
+    assert seen.value("paygate_payout_reconciliation_backlog_seconds", **PAYOUT) == 0
+    assert seen.value("paygate_payout_provider_call_seconds_count", kind="payout", operation="lookup",
+                      outcome="ok") == 1
+
+
+async def test_reconciliation_that_cannot_tell_counts_its_failed_lookups_and_opens_a_deadline_escalation(
+        world: World) -> None:
+    """Seed 000 section 21, reconciliation outcomes ("or escalation"); seed 004 "Escalations":
+    open episodes by reason and their age (issue 15 item 3: "escalations open by reason")."""
+    await world.faults({"operation": "create_payout", "action": "drop_response"},
+                       {"operation": "list_payouts", "action": "error_500_before_effect", "times": 0})
+    job = await world.approved()
+    await world.run(job)
+    for _ in range(5):
+        world.clock.advance(900)
+        await world.reconcile()
+    seen = await scrape(world.http)
+    failed_lookups = seen.value("paygate_payout_reconciliations_total", kind="payout", outcome="lookup_failed")
+    assert failed_lookups == len(world.lookups()) >= 2
+    assert seen.value("paygate_payout_provider_call_seconds_count", kind="payout", operation="lookup",
+                      outcome="server_error") == failed_lookups
+    assert seen.value("paygate_escalations_open", reason="payout-deadline") == 1
+    assert seen.value("paygate_payout_escalations_open", kind="payout", reason="payout-deadline") == 1
+    raised_for = seen.value("paygate_payout_escalations_oldest_open_seconds", kind="payout", reason="payout-deadline")
+    world.clock.advance(600)
+    seen = await scrape(world.http)
+    assert seen.value("paygate_payout_escalations_oldest_open_seconds", kind="payout",
+                      reason="payout-deadline") == raised_for + 600
+
+
+async def test_two_workers_racing_for_one_grant_count_one_execution_and_one_lost_claim(world: World) -> None:
+    """Seed 000 section 10: "The loser of a race sees claim.lost"; section 21: "Claims lost ...
+    Expected at a low rate". Both workers pass validation before either claims (two connections
+    racing on the grant row); a redelivery afterwards is a duplicate delivery."""
+    job = await world.approved()
+    both_validated = asyncio.Barrier(2)
+
+    async def wait_for_the_other() -> None:
+        await both_validated.wait()
+
+    racing = BeforeClaim(world.services.db, wait_for_the_other)
+    results = await asyncio.gather(world.executor(db=racing).run(job), world.executor(db=racing).run(job))
+    assert sorted(results) == ["Started", "claim.lost"]
+    assert await world.run(job) == "grant.consumed"
+
+    seen = await scrape(world.http)
+    assert seen.value("paygate_payout_claims_lost_total", **PAYOUT) == 1
+    assert seen.value("paygate_payout_executions_total", kind="payout", state="Started") == 1
+    assert seen.value("paygate_payout_duplicate_deliveries_total", **PAYOUT) == 1
+    assert seen.value("paygate_payout_validation_refusals_total", kind="payout", reason="grant.consumed") == 1
+    assert seen.value("paygate_payout_context_fence_rollbacks_total", **PAYOUT) == 0
+    assert len(world.submits()) == 1
+
+
+async def test_a_change_between_validation_and_claim_counts_a_context_fence_rollback(world: World) -> None:
+    """Seed 000 section 10, the context fence; section 21: "context-fence rollbacks ... a high rate
+    points at context that changes faster than the batch runs"."""
+    job = await world.approved()
+
+    async def suspend_beneficiary() -> None:
+        await world.beneficiary(status="Suspended")
+
+    assert await world.executor(db=BeforeClaim(world.services.db, suspend_beneficiary)).run(job) == \
+        "claim.context-changed"
+    seen = await scrape(world.http)
+    assert seen.value("paygate_payout_context_fence_rollbacks_total", **PAYOUT) == 1
+    assert seen.value("paygate_payout_claims_lost_total", **PAYOUT) == 0
+    assert world.submits() == []
+
+
+async def test_refused_and_postponed_deliveries_are_counted_by_reason_code(world: World) -> None:
+    """Seed 000 section 21: "Validation refusals by reason code. A spike in grant.expired points at
+    queue backlog. A spike in binding.mismatch or presenter.not-audience is a security signal";
+    the label is the code, never the payout or grant id the message carried."""
+    await world.create("PAY-4000")
+    decision = await world.submit("PAY-4000")
+    later = await world.job(decision["grant"]["grant_id"])
+    postponed = await world.run(later)
+    assert getattr(postponed, "code", None) == "grant.not-yet-valid"
+    assert await world.run(replace(later, payout_id="PAY-3107")) == "binding.mismatch"
+    assert await world.run(later, Presenter("svc-reporting", frozenset({"reporting"}))) == "presenter.not-audience"
+    await world.tenant(payouts_suspended=True)
+    world.clock.set(datetime.fromisoformat(decision["grant"]["not_before"].replace("Z", "+00:00")))
+    assert await world.run(later) == "policy.no-longer-allows"
+    world.clock.advance(world.settings.payout_grant_window_s)
+    assert await world.run(later, EXECUTOR) == "grant.expired"
+
+    seen = await scrape(world.http)
+    refusals = {s["reason"]: seen.value("paygate_payout_validation_refusals_total", **s)
+                for s in seen.series("paygate_payout_validation_refusals_total")}
+    assert refusals == {"binding.mismatch": 1, "presenter.not-audience": 1, "policy.no-longer-allows": 1,
+                        "grant.expired": 1}
+    assert seen.value("paygate_payout_deliveries_postponed_total", kind="payout", reason="grant.not-yet-valid") == 1
+    assert all(label["kind"] == "payout" for label in seen.series("paygate_payout_validation_refusals_total"))
+
+
+async def test_decisions_are_counted_by_outcome_and_reason_in_their_own_transaction(world: World) -> None:
+    """Issue 15 item 3: "decisions by outcome and reason" (seed 000 section 5). A decision is a
+    row: the database counts it as it is written, so the count cannot differ from the decisions."""
+    await world.create("PAY-1")
+    await world.submit("PAY-1")
+    await world.tenant(payouts_suspended=True)
+    await world.create("PAY-2")
+    assert (await world.submit("PAY-2"))["outcome"] == "Denied"
+    seen = await scrape(world.http)
+    assert seen.value("paygate_payout_decisions_total", kind="payout", outcome="Allowed",
+                      reason="payout.allowed") == 1
+    assert seen.value("paygate_payout_decisions_total", kind="payout", outcome="Denied",
+                      reason="tenant.payouts-suspended") == 1
+    [counted] = await world.rows("SELECT sum(value) AS n FROM metric_counters"
+                                 " WHERE name = 'paygate_payout_decisions_total'")
+    [decided] = await world.rows("SELECT count(*) AS n FROM payout_decisions")
+    assert counted["n"] == decided["n"] == 2
+
+
+async def test_every_label_value_is_a_kind_state_or_code_never_an_id(world: World) -> None:
+    """Issue 15 item 3: "bounded label sets (never an id, account token or free text as a label
+    value)": after a payout ran, no label value of the scrape names the payout, grant, attempt,
+    provider account or destination token."""
+    await world.faults({"operation": "create_payout", "action": "drop_response"})
+    job = await world.approved()
+    await world.run(job)
+    world.clock.advance(timedelta(hours=2).total_seconds())
+    await world.reconcile()
+    [attempt] = (await world.payout())["attempts"]
+    secrets = {job.payout_id, job.grant_id, job.correlation_id, attempt["attempt_id"], attempt["client_reference"],
+               world.settings.provider_accounts[0].id, "dst_tok_secret_77"}
+    seen = await scrape(world.http)
+    values = {value for _, labels in seen.values for _, value in labels}
+    assert not {v for v in values if any(s in v for s in secrets)}
