@@ -11,13 +11,24 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+import dramatiq
+
 from gateway.payouts.attempts import EXECUTOR
 from gateway.pipeline.kind import Presenter
 from gateway.store.db import Connection, Database
+from jobs.broker import QUEUE
+from tests.integration.broker_support import start_worker
 from tests.integration.metrics_support import scrape
 from tests.integration.payouts.conftest import World
 
 PAYOUT = {"kind": "payout"}
+
+
+async def _counted(world: World) -> dict[tuple[str, str | None], float]:
+    """The payout event counters in PostgreSQL, by name and state or reason (decisions aside)."""
+    return {(r["name"], r["labels"].get("state") or r["labels"].get("reason")): r["value"] for r in await world.rows(
+        "SELECT name, labels, value FROM metric_counters WHERE name LIKE 'paygate_payout_%%_total'"
+        " AND name <> 'paygate_payout_decisions_total'")}
 
 
 class BeforeClaim(Database):
@@ -200,3 +211,29 @@ async def test_every_label_value_is_a_kind_state_or_code_never_an_id(world: Worl
     seen = await scrape(world.http)
     values = {value for _, labels in seen.values for _, value in labels}
     assert not {v for v in values if any(s in v for s in secrets)}
+
+
+async def test_real_workers_add_what_each_delivery_counted_to_the_fleet_without_a_scrape(
+        world: World, jobs_runtime: dramatiq.Broker) -> None:
+    """docs/decisions/0041: a worker adds a message's counts to the sums in PostgreSQL when the
+    message ends. The relay publishes one job three times (seed 000 section 7); the real worker
+    runs them; the counts are in the table before any process scrapes."""
+    from jobs.payouts import publish_payout_job
+
+    await world.approved()
+    [row] = await world.rows("SELECT payload FROM outbox_messages WHERE kind = 'payout-job'")
+    for _ in range(3):
+        publish_payout_job(row["payload"], world.clock)
+    worker = start_worker(jobs_runtime)
+    try:
+        await asyncio.to_thread(jobs_runtime.join, QUEUE, timeout=20_000)
+        await asyncio.to_thread(worker.join)
+        counted = await _counted(world)  # the worker still runs: nothing has flushed at its shutdown
+    finally:
+        worker.stop()
+    assert counted.pop(("paygate_payout_executions_total", "Started")) == 1
+    lost = counted.pop(("paygate_payout_claims_lost_total", None), 0)
+    consumed = counted.pop(("paygate_payout_validation_refusals_total", "grant.consumed"), 0)
+    assert lost + consumed == 2 and counted.pop(("paygate_payout_duplicate_deliveries_total", None), 0) == consumed
+    assert counted == {}
+    assert len(world.submits()) == 1
