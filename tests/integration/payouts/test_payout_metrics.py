@@ -74,6 +74,9 @@ async def test_a_payout_whose_response_is_lost_shows_in_unknown_by_age_until_rec
     assert seen.value(f"{age}_bucket", kind="payout", le="7200.0") == 1
     assert seen.value(f"{age}_sum", **PAYOUT) == 2 * 3600
     assert seen.value("paygate_payout_reconciliation_backlog_seconds", **PAYOUT) > 3600
+    # The job's outbox row was never handed to the broker here (no dispatcher runs): it lags.
+    assert seen.value("paygate_payout_outbox_pending", **PAYOUT) == 1
+    assert seen.value("paygate_payout_outbox_lag_seconds", **PAYOUT) >= 2 * 3600
 
     assert await world.reconcile() == 1
     seen = await scrape(world.http)
