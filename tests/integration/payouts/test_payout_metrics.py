@@ -89,31 +89,6 @@ async def test_a_payout_whose_response_is_lost_shows_in_unknown_by_age_until_rec
                       outcome="ok") == 1
 
 
-async def test_reconciliation_that_cannot_tell_counts_its_failed_lookups_and_opens_a_deadline_escalation(
-        world: World) -> None:
-    """Seed 000 section 21, reconciliation outcomes ("or escalation"); seed 004 "Escalations":
-    open episodes by reason and their age (issue 15 item 3: "escalations open by reason")."""
-    await world.faults({"operation": "create_payout", "action": "drop_response"},
-                       {"operation": "list_payouts", "action": "error_500_before_effect", "times": 0})
-    job = await world.approved()
-    await world.run(job)
-    for _ in range(5):
-        world.clock.advance(900)
-        await world.reconcile()
-    seen = await scrape(world.http)
-    failed_lookups = seen.value("paygate_payout_reconciliations_total", kind="payout", outcome="lookup_failed")
-    assert failed_lookups == len(world.lookups()) >= 2
-    assert seen.value("paygate_payout_provider_call_seconds_count", kind="payout", operation="lookup",
-                      outcome="server_error") == failed_lookups
-    assert seen.value("paygate_escalations_open", reason="payout-deadline") == 1
-    assert seen.value("paygate_payout_escalations_open", kind="payout", reason="payout-deadline") == 1
-    raised_for = seen.value("paygate_payout_escalations_oldest_open_seconds", kind="payout", reason="payout-deadline")
-    world.clock.advance(600)
-    seen = await scrape(world.http)
-    assert seen.value("paygate_payout_escalations_oldest_open_seconds", kind="payout",
-                      reason="payout-deadline") == raised_for + 600
-
-
 async def test_two_workers_racing_for_one_grant_count_one_execution_and_one_lost_claim(world: World) -> None:
     """Seed 000 section 10: "The loser of a race sees claim.lost"; section 21: "Claims lost ...
     Expected at a low rate". Both workers pass validation before either claims (two connections

@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from tests.integration.metrics_support import scrape
 from tests.integration.payouts.conftest import AMOUNT, World
 
 SEND_DEADLINE_S, SKEW_S, VISIBILITY_S = 300, 30, 10  # settings defaults; the account's processing allowance
@@ -97,7 +98,9 @@ async def test_a_materially_new_attempt_needs_a_new_decision_grant_and_key(world
 
 
 async def test_reconciliation_that_cannot_tell_escalates_at_its_deadline(world: World) -> None:
-    """Matrix: "Reconciliation cannot tell -> 0 additional calls, Unknown, escalated"."""
+    """Matrix: "Reconciliation cannot tell -> 0 additional calls, Unknown, escalated". Issue 15
+    item 3 (seed 000 section 21, "Reconciliation outcomes ... or escalation"; seed 004
+    "Escalations"): /metrics counts the failed lookups and shows the open episode and its age."""
     await world.faults({"operation": "create_payout", "action": "drop_response"},
                        {"operation": "list_payouts", "action": "error_500_before_effect", "times": 0})
     job = await world.approved()
@@ -108,6 +111,18 @@ async def test_reconciliation_that_cannot_tell_escalates_at_its_deadline(world: 
     assert (await world.payout())["state"] == "Unknown"
     assert [e["reason"] for e in await _escalations(world)] == ["payout-deadline"]
     assert len(world.submits()) == 1
+
+    seen = await scrape(world.http)
+    failed = seen.value("paygate_payout_reconciliations_total", kind="payout", outcome="lookup_failed")
+    assert failed == len(world.lookups()) >= 2
+    assert seen.value("paygate_payout_provider_call_seconds_count", kind="payout", operation="lookup",
+                      outcome="server_error") == failed
+    assert seen.value("paygate_escalations_open", reason="payout-deadline") == 1
+    assert seen.value("paygate_payout_escalations_open", kind="payout", reason="payout-deadline") == 1
+    open_for = seen.value("paygate_payout_escalations_oldest_open_seconds", kind="payout", reason="payout-deadline")
+    world.clock.advance(600)
+    assert (await scrape(world.http)).value("paygate_payout_escalations_oldest_open_seconds", kind="payout",
+                                            reason="payout-deadline") == open_for + 600
 
 
 async def test_a_return_after_completion_is_a_separate_event_not_a_failure(world: World) -> None:
