@@ -111,3 +111,42 @@ async def test_every_metric_an_alert_reads_is_in_a_real_scrape(world: World) -> 
     assert len(named) >= 15
     assert {name for name in named if not _exposed(seen, name)} == set()
     assert all(name.startswith("paygate_") for name in named)
+
+
+def _series(before: Scrape, after: Scrape, names: set[str], samples: int) -> list[dict[str, str]]:
+    """promtool input series: each series of ``names`` holds its value in ``before`` for
+    ``samples`` evaluation steps, then its value in ``after`` for as many."""
+    keys = {key for key in (*before.values, *after.values) if key[0] in names}
+    series = []
+    for name, labels in sorted(keys, key=lambda key: (key[0], sorted(key[1]))):
+        selector = name + "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels)) + "}"
+        first, then = before.values.get((name, labels), 0.0), after.values.get((name, labels), 0.0)
+        series.append({"series": selector, "values": f"{first:g}+0x{samples - 1} {then:g}+0x{samples - 1}"})
+    return series
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None,
+                    reason="promtool is not installed (Debian package prometheus; .ci/run installs it)")
+async def test_the_unknown_too_old_alert_fires_on_what_a_real_scrape_shows(world: World, tmp_path: Path) -> None:
+    """Seed 000 section 21: "An attempt that stays Unknown past the provider's processing window
+    needs a person." The series of two real scrapes (the payout Unknown for 30 minutes, then for
+    two hours) are fed to ``promtool test rules``: quiet on the first, firing on the second."""
+    await world.faults({"operation": "create_payout", "action": "drop_response"})
+    await world.run(await world.approved())
+    world.clock.advance(30 * 60)
+    young = await scrape(world.http)
+    world.clock.advance(90 * 60)
+    old = await scrape(world.http)
+    [rule] = [r for r in _rules() if r["alert"] == "PaygatePayoutUnknownTooOld"]
+    annotations = {key: value.replace("{{ $value }}", "1").replace("{{ $labels.kind }}", "payout")
+                   for key, value in rule["annotations"].items()}
+    unit = {"rule_files": [str(RULES)], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m", "input_series": _series(young, old, metric_names(rule["expr"]), samples=20),
+        "alert_rule_test": [
+            {"eval_time": "15m", "alertname": rule["alert"], "exp_alerts": []},
+            {"eval_time": "30m", "alertname": rule["alert"], "exp_alerts": [
+                {"exp_labels": {"severity": "page", "kind": "payout"}, "exp_annotations": annotations}]}]}]}
+    path = tmp_path / "unknown.tests.yml"
+    path.write_text(yaml.safe_dump(unit), encoding="utf-8")
+    checked = subprocess.run(["promtool", "test", "rules", str(path)], capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
