@@ -193,6 +193,13 @@ CREATE TABLE IF NOT EXISTS payment_attempt_events (
 CREATE INDEX IF NOT EXISTS payment_attempt_events_history
     ON payment_attempt_events (attempt_id, occurred_at);
 
+-- Stored notifications no attempt took at arrival (unmatched, identity conflict, unreadable: the
+-- handler names their escalation), the operator's reconciliation queue (GET /v1/ops/notifications).
+-- Small: every other notification has an attempt or, for payouts and refunds, no escalation key.
+CREATE INDEX IF NOT EXISTS payment_attempt_events_awaiting_reconciliation
+    ON payment_attempt_events (event_id)
+    WHERE kind = 'notification' AND attempt_id IS NULL AND (detail ->> 'escalation_key') IS NOT NULL;
+
 -- One row per episode of a distinct reason a person must look; its outbox rows deliver the alerts.
 CREATE TABLE IF NOT EXISTS payment_escalations (
     escalation_id     bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -427,6 +434,10 @@ CREATE TABLE IF NOT EXISTS payouts (
     CONSTRAINT ck_payout_reservation CHECK (
         reserved_for IS NULL OR state IN ('Approved', 'Executing', 'Unknown'))
 );
+
+-- The operator's payouts in one state, oldest first (issue 15 item 5: GET /v1/ops/payouts?state=Unknown,
+-- and the Draft ones awaiting a person), paged by (created_at, payout_id) without a scan of history.
+CREATE INDEX IF NOT EXISTS payouts_by_state ON payouts (state, created_at, payout_id);
 
 -- Decisions are history: written once, never rewritten (seed 000, "Execution Evidence").
 CREATE TABLE IF NOT EXISTS payout_decisions (
@@ -672,6 +683,9 @@ CREATE TABLE IF NOT EXISTS payout_recall_attempts (
 CREATE UNIQUE INDEX IF NOT EXISTS one_unresolved_recall_per_payout
     ON payout_recall_attempts (payout_id)
     WHERE state IN ('Claimed', 'Started', 'Unknown');
+
+-- The operator's recall attempts in one state (GET /v1/ops/recalls?state=Unknown), oldest claim first.
+CREATE INDEX IF NOT EXISTS payout_recall_attempts_by_state ON payout_recall_attempts (state, claimed_at, attempt_id);
 
 CREATE INDEX IF NOT EXISTS payout_recall_grants_issued ON payout_recall_grants (expires_at) WHERE state = 'Issued';
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
 from gateway.clock import Clock
+from gateway.domain.payout_approval import Clerk
 from gateway.store.db import Database
 from gateway.store.queries import load_queries
 
@@ -83,6 +85,15 @@ class Tokens:
                 "now": self._clock.now(),
             })
         return token
+
+    async def clerks_of(self, tenant_ids: Sequence[str]) -> dict[str, list[Clerk]]:
+        """Each tenant's clerks with a token valid now (who may acknowledge or approve its payouts)."""
+        rows = await self._db.fetch_all(_SQL["clerks_of_tenants"], {"tenant_ids": list(tenant_ids),
+                                                                    "now": self._clock.now()})
+        clerks: dict[str, list[Clerk]] = {tenant_id: [] for tenant_id in tenant_ids}
+        for row in rows:
+            clerks[row["tenant_id"]].append(Clerk(row["subject"], row["approval_limit_minor"]))
+        return clerks
 
     async def authenticate(self, token: str) -> Principal | None:
         """The principal behind ``token``, or None for an unknown or revoked one."""

@@ -28,6 +28,8 @@ from gateway.http import (
     ops_escalations,
     ops_notifications,
     ops_outbox,
+    ops_payouts,
+    ops_refunds,
     orders,
     payouts,
     reference_data,
@@ -131,6 +133,29 @@ CATALOG: dict[tuple[str, str], Operation] = {
         {200: Reply("The attempt after the ordinary conditional transition", "AppliedNotification")},
         (e.NotificationNotFound, e.AttemptNotFound, e.NotificationAlreadyApplied, e.NotificationNotApplicable),
         body=ops_notifications.ApplyNotification),
+    ("GET", "/v1/ops/notifications"): Operation(
+        "Stored notifications no attempt took at arrival (the reconciliation queue), oldest first", ("operator",),
+        {200: Reply("Notifications (never their payloads)", "[StoredNotification]")},
+        query=ops_notifications.NotificationQuery),
+    ("GET", "/v1/ops/payouts"): Operation(
+        "Payouts of every tenant in one state, oldest first, each with its latest attempt", ("operator",),
+        {200: Reply("Payouts", "[OpsPayout]")}, query=ops_payouts.PayoutQuery),
+    ("GET", "/v1/ops/payout-approvals"): Operation(
+        "Draft payouts whose latest decision waits for an acknowledgment or an approval, with who may act",
+        ("operator",), {200: Reply("Payouts awaiting a person", "[AwaitingPayout]")},
+        query=ops_payouts.AwaitingQuery),
+    ("GET", "/v1/ops/payouts/{payout_id}"): Operation(
+        "A payout of any tenant with its decisions, grants, attempts, recalls and history", ("operator",),
+        {200: Reply("The payout and its history", "OpsPayoutHistory")}, (pe.PayoutNotFound,)),
+    ("GET", "/v1/ops/recalls"): Operation(
+        "Payout recall attempts in one state, oldest claim first", ("operator",),
+        {200: Reply("Recall attempts", "[RecallAttempt]")}, query=ops_payouts.RecallQuery),
+    ("GET", "/v1/ops/refunds"): Operation(
+        "Refunds of paid orders in one state, oldest first, each with its attempt", ("operator",),
+        {200: Reply("Refunds", "[OpsRefund]")}, query=ops_refunds.RefundQuery),
+    ("GET", "/v1/ops/refunds/{order_id}"): Operation(
+        "An order's refunds with their decisions, grants, attempts and history", ("operator",),
+        {200: Reply("The order, its refunds and their history", "OpsRefundHistory")}, (e.OrderNotFound,)),
     ("GET", "/v1/ops/outbox"): Operation(
         "Outbox messages in one delivery state, oldest first", ("operator",),
         {200: Reply("Messages (never their payloads)", "[OutboxMessage]")}, query=ops_outbox.OutboxQuery, paged=True),

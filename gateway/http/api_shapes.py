@@ -13,6 +13,8 @@ from typing import Any
 Schema = dict[str, Any]
 
 ATTEMPT_STATES = ["NotStarted", "Started", "Unknown", "Succeeded", "Failed", "NotApplied"]
+PIPELINE_STATES = ["Claimed", *ATTEMPT_STATES]  # payout, recall and refund attempts
+PAYOUT_STATES = ["Draft", "Approved", "Executing", "Unknown", "Paid", "Failed", "Cancelled"]
 _STRING_OR_NULL: Schema = {"type": ["string", "null"]}
 _MONEY: Schema = {"amount_minor": {"type": "integer", "minimum": 1},
                   "currency": {"type": "string", "pattern": "^[A-Z]{3}$"}}
@@ -42,7 +44,7 @@ SHAPES: dict[str, Schema] = {
                    refund={"oneOf": [{"type": "null"}, ref("RefundSummary")]}),
     "RefundSummary": shape("refund_number", "cause", "state", "decision_id", "attempt_id",
                            cause={"enum": ["paid-after-cancel", "merchant-request"]},
-                           state={"enum": ["Requested", "Expired", "Claimed", *ATTEMPT_STATES]}),
+                           state={"enum": ["Requested", "Expired", *PIPELINE_STATES]}),
     "RefundDecision": shape("decision_id", "order_id", "operation", "cause", "outcome", "reason", "policy_version",
                             "grant", operation={"const": "payment.refund"},
                             outcome={"enum": ["Allowed", "Denied", "Deferred"]}),
@@ -67,8 +69,27 @@ SHAPES: dict[str, Schema] = {
     "AttemptHistory": shape("attempt", "events", attempt=ref("Attempt"), events=array_of("AttemptEvent")),
     "AppliedNotification": shape("notification_event_id", "attempt_id", "state", "resolved_escalations",
                                  state={"enum": ATTEMPT_STATES}),
+    "StoredNotification": shape(
+        "notification_event_id", "received_at", "provider_account", "provider_event_id", "type", "problem",
+        "applicable", "applied_to", "candidates", notification_event_id={"type": "integer"},
+        applicable={"type": "boolean"}, applied_to=_STRING_OR_NULL, candidates={"type": "array"}),
+    "OpsPayout": shape("payout_id", "tenant_id", "state", "version", "created_at", "attempt", **_MONEY,
+                       state={"enum": PAYOUT_STATES}, attempt={"type": ["object", "null"]}),
+    "AwaitingPayout": shape("payout_id", "tenant_id", "requester_id", "state", "decision", "awaiting", **_MONEY,
+                            awaiting=shape("action", "rule", "clerks", action={"enum": ["acknowledge", "approve"]},
+                                           clerks={"type": "array", "items": {"type": "string"}})),
+    "OpsPayoutHistory": shape("payout_id", "tenant_id", "state", "decisions", "grants", "attempts", "recalls",
+                              "awaiting", "history", state={"enum": PAYOUT_STATES},
+                              history={"type": "array", "items": shape("event_id", "kind", "occurred_at", "actor",
+                                                                       "detail")}),
+    "RecallAttempt": shape("attempt_id", "payout_id", "tenant_id", "recall_number", "state", "client_reference",
+                           **_MONEY, state={"enum": PIPELINE_STATES}),
+    "OpsRefund": shape("grant_id", "order_id", "refund_number", "state", "cause", "attempt_id", **_MONEY,
+                       state={"enum": ["Requested", "Expired", *PIPELINE_STATES]}),
+    "OpsRefundHistory": shape("order", "refund", "refunds", "history", order={"type": "object"},
+                              history={"type": "array"}),
     "Payout": shape("payout_id", "state", "version", "decisions", "grants", "attempts", "effect", **_MONEY,
-                    state={"enum": ["Draft", "Approved", "Executing", "Unknown", "Paid", "Failed", "Cancelled"]},
+                    state={"enum": PAYOUT_STATES},
                     decisions=array_of("Decision"), grants={"type": "array"}, attempts={"type": "array"}),
     "Decision": shape("decision_id", "outcome", "reason", "policy_version", "terms_fingerprint", "grant", outcome={
         "enum": ["Allowed", "Denied", "Deferred", "AcknowledgmentRequired", "EscalationRecommended"]}),

@@ -100,3 +100,27 @@ UPDATE payment_escalations
    SET resolved_at = %(now)s, next_reminder_at = NULL, resolution_note = %(note)s
  WHERE escalation_key = %(escalation_key)s AND resolved_at IS NULL
 RETURNING escalation_id;
+
+-- name: stored_for_reconciliation
+-- The operator's reconciliation queue (issue 15 item 5; API.md: POST /v1/ops/notifications/
+-- {event_id}/apply): stored notifications no attempt took at arrival, i.e. those the handler
+-- escalated (unmatched, identity conflict, unreadable), oldest first, paged by event id. `state`
+-- 'unmatched' keeps those no operator has applied yet, 'applied' those applied, 'all' both. For a
+-- readable payment notification, `candidates` names up to three payment attempts of the same
+-- account, amount and currency that are still Started or Unknown, newest first: a hint for the
+-- operator, who decides; applying still checks everything (NotificationReconciliation).
+SELECT e.event_id, e.occurred_at, e.provider_account, e.notification_key, e.detail,
+       a.attempt_id AS applied_to, a.applied_at, a.applied_by,
+       CASE WHEN e.detail ->> 'object' = 'payment' AND a.attempt_id IS NULL THEN ARRAY(
+           SELECT p.attempt_id FROM payment_attempts p
+            WHERE p.provider_account = e.provider_account AND p.state IN ('Started', 'Unknown')
+              AND p.amount_minor = (e.detail ->> 'amount_minor')::bigint AND p.currency = e.detail ->> 'currency'
+            ORDER BY p.created_at DESC, p.attempt_id LIMIT 3)
+       END AS candidates
+  FROM payment_attempt_events e
+  LEFT JOIN notification_applications a ON a.notification_event_id = e.event_id
+ WHERE e.kind = 'notification' AND e.attempt_id IS NULL AND (e.detail ->> 'escalation_key') IS NOT NULL
+   AND (%(state)s = 'all' OR (%(state)s = 'applied') = (a.attempt_id IS NOT NULL))
+   AND e.event_id > %(after)s
+ ORDER BY e.event_id
+ LIMIT %(limit)s;

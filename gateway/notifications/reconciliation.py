@@ -12,7 +12,7 @@ episode is resolved once no other notification behind that episode is left unapp
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 import structlog
@@ -30,6 +30,8 @@ from gateway.notifications.handler import NotificationHandler
 from gateway.store.db import Connection, Database
 
 log = structlog.get_logger("gateway.notifications")
+
+ReconciliationState = Literal["unmatched", "applied", "all"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,10 @@ class NotificationReconciliation:
         log.info("notification_applied_by_operator", notification_event_id=event_id, attempt_id=str(attempt_id),
                  actor=actor, attempt_state=attempt["state"], resolved_escalations=resolved)
         return Applied(event_id, attempt, resolved)
+
+    async def queue(self, state: ReconciliationState, *, limit: int, after: int) -> list[dict[str, Any]]:
+        """The stored notifications an operator may apply (``unmatched``), has applied, or ``all``."""
+        return await repository.for_reconciliation(self._db, state, limit=limit, after=after)
 
     async def _resolve_episode(self, conn: Connection, row: dict[str, Any], attempt_id: UUID, actor: str) -> list[int]:
         """Close the notification's unmatched or identity-conflict episode, unless other stored

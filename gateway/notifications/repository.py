@@ -11,7 +11,7 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
-from gateway.store.db import Connection, fetch_all, fetch_one
+from gateway.store.db import Connection, Database, fetch_all, fetch_one
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.notifications")
@@ -100,3 +100,10 @@ async def others_behind_escalation(conn: Connection, *, provider_account: str, e
 async def resolve_episode(conn: Connection, *, escalation_key: str, now: datetime, note: str) -> list[int]:
     rows = await fetch_all(conn, _SQL["resolve_episode"], {"escalation_key": escalation_key, "now": now, "note": note})
     return [int(row["escalation_id"]) for row in rows]
+
+
+async def for_reconciliation(db: Database, state: str, *, limit: int, after: int) -> list[dict[str, Any]]:
+    """Stored notifications no attempt took at arrival, oldest first (queries.sql
+    ``stored_for_reconciliation``), each with where an operator applied it and candidate attempts."""
+    return await db.fetch_all(_SQL["stored_for_reconciliation"],
+                              {"state": state, "limit": limit, "after": after})

@@ -1,0 +1,130 @@
+"""Operator endpoints for payouts and recalls across every tenant (issue 15 item 5: the console's
+payouts awaiting a person and payouts and recalls in Unknown); role ``operator``; read-only.
+
+- ``GET /v1/ops/payouts?state=Unknown`` (default ``Unknown``; any payout state): payouts oldest
+  first, each with its latest ``attempt`` (or null).
+- ``GET /v1/ops/payout-approvals``: Draft payouts whose latest decision is
+  ``AcknowledgmentRequired`` or ``EscalationRecommended``, each with that ``decision`` and what it
+  ``awaiting``: the act (``acknowledge`` or ``approve``), the rule, and the tenant's clerks who may
+  give it now, by the rule the acknowledge and approve endpoints apply (gateway.domain.payout_approval).
+  Those are clerks' acts (API.md, Authentication): an operator sees who may act, never acts for them.
+- ``GET /v1/ops/payouts/{payout_id}``: what ``GET /v1/payouts/{id}`` shows, for any tenant, plus
+  ``tenant_id``, ``awaiting`` and the payout's append-only ``history``, oldest first.
+- ``GET /v1/ops/recalls?state=Unknown``: recall attempts (docs/decisions/0015) oldest claim first.
+
+``limit`` and ``after`` (the previous page's last ``payout_id`` or recall ``attempt_id``) page the lists.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Route
+
+from gateway.domain.payout_approval import Pending, who_may_act
+from gateway.http.auth import require
+from gateway.http.ops import listing
+from gateway.payouts import operator
+from gateway.payouts.operator import AttemptState, PayoutState
+from gateway.pipeline.views import shown
+from gateway.services import Services
+
+PAYOUT_FIELDS = ("payout_id", "tenant_id", "requester_id", "beneficiary_id", "destination_id", "amount_minor",
+                 "currency", "purpose", "release_at", "state", "version", "created_at", "updated_at")
+ATTEMPT_FIELDS = ("attempt_id", "attempt_number", "client_reference", "provider_payout_id", "provider_status",
+                  "outcome_reason", "claimed_at", "started_at", "sends", "checks", "next_check_at",
+                  "escalation_deadline")
+RECALL_FIELDS = ("attempt_id", "payout_id", "tenant_id", "recall_number", "state", "client_reference",
+                 "provider_payout_id", "provider_recall_id", "provider_status", "outcome_reason", "amount_minor",
+                 "currency", "claimed_at", "started_at", "sends", "checks", "next_check_at", "escalation_deadline",
+                 "resolved_at")
+EVENT_FIELDS = ("event_id", "kind", "occurred_at", "actor", "attempt_id", "decision_id", "grant_id",
+                "correlation_id", "detail")
+
+
+class _Page(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    limit: int = Field(default=100, ge=1, le=1000)
+
+
+class PayoutQuery(_Page):
+    """A page of payouts in one state; ``after`` is the last ``payout_id`` of the previous page."""
+
+    state: PayoutState = "Unknown"
+    after: str | None = Field(default=None, max_length=100)
+
+
+class AwaitingQuery(_Page):
+    after: str | None = Field(default=None, max_length=100)
+
+
+class RecallQuery(_Page):
+    """A page of recall attempts in one state; ``after`` is the previous page's last ``attempt_id``."""
+
+    state: AttemptState = "Unknown"
+    after: uuid.UUID | None = None
+
+
+def payout_body(row: dict[str, Any]) -> dict[str, Any]:
+    attempt = None if row["attempt_id"] is None else shown(row, ATTEMPT_FIELDS) | {"state": row["attempt_state"]}
+    return shown(row, PAYOUT_FIELDS) | {"attempt": attempt}
+
+
+def _awaiting(pending: Pending | None) -> dict[str, Any] | None:
+    return None if pending is None else {"action": pending.action, "rule": pending.rule,
+                                         "clerks": list(pending.clerks)}
+
+
+def awaiting_body(row: dict[str, Any]) -> dict[str, Any]:
+    return shown(row, PAYOUT_FIELDS) | {
+        "decision": shown(row, ("decision_id", "outcome", "reason", "policy_version", "decided_by", "decided_at")),
+        "awaiting": _awaiting(row["pending"])}
+
+
+async def _pending(services: Services, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each row (a payout with its latest decision's ``outcome``) with who may act on it now."""
+    clerks = await services.tokens.clerks_of(sorted({row["tenant_id"] for row in rows}))
+    return [row | {"pending": who_may_act(outcome=row["outcome"], requester_id=row["requester_id"],
+                                          amount_minor=row["amount_minor"], clerks=clerks[row["tenant_id"]])}
+            for row in rows]
+
+
+async def _payouts(services: Services, query: PayoutQuery) -> list[dict[str, Any]]:
+    return await operator.payouts_in_state(services.db, query.state, limit=query.limit, after=query.after)
+
+
+async def _awaiting_list(services: Services, query: AwaitingQuery) -> list[dict[str, Any]]:
+    return await _pending(services, await operator.payouts_in_state(services.db, "Draft", limit=query.limit,
+                                                                     after=query.after, awaiting=True))
+
+
+async def _recalls(services: Services, query: RecallQuery) -> list[dict[str, Any]]:
+    return await operator.recalls_in_state(services.db, query.state, limit=query.limit, after=query.after)
+
+
+async def get_payout(request: Request) -> JSONResponse:
+    await require(request, "operator")
+    services: Services = request.app.state.services
+    view, history = await operator.payout_with_history(services.db, request.path_params["payout_id"])
+    latest = view["decisions"][-1] if view["decisions"] else None
+    pending = None
+    if view["state"] == "Draft" and latest is not None:
+        [row] = await _pending(services, [view | {"outcome": latest["outcome"]}])
+        pending = row["pending"]
+    return JSONResponse(shown(view, tuple(view)) | {"awaiting": _awaiting(pending),
+                                                    "history": [shown(e, EVENT_FIELDS) for e in history]})
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/v1/ops/payouts", listing(PayoutQuery, _payouts, payout_body), methods=["GET"]),
+        Route("/v1/ops/payout-approvals", listing(AwaitingQuery, _awaiting_list, awaiting_body), methods=["GET"]),
+        Route("/v1/ops/payouts/{payout_id}", get_payout, methods=["GET"]),
+        Route("/v1/ops/recalls", listing(RecallQuery, _recalls, lambda row: shown(row, RECALL_FIELDS)),
+              methods=["GET"]),
+    ]
