@@ -9,7 +9,8 @@ from importlib import resources
 import httpx
 import pytest
 
-CONSOLE_FILES = ("index.html", "console.js", "console.css")
+SCRIPTS = ("console.js", "core.js", "views-ops.js", "views-money.js")
+CONSOLE_FILES = ("index.html", "console.css", *SCRIPTS)
 
 
 async def test_the_sign_in_page_loads_without_a_token(client: httpx.AsyncClient) -> None:
@@ -28,7 +29,7 @@ async def test_the_bare_path_redirects_to_the_console(client: httpx.AsyncClient)
 
 
 @pytest.mark.parametrize(("name", "content_type"), [
-    ("console.js", ("text/javascript", "application/javascript")), ("console.css", ("text/css",))])
+    *((script, ("text/javascript", "application/javascript")) for script in SCRIPTS), ("console.css", ("text/css",))])
 async def test_assets_are_served_with_their_content_types(client: httpx.AsyncClient, name: str,
                                                           content_type: tuple[str, ...]) -> None:
     response = await client.get(f"/console/{name}")
@@ -45,9 +46,10 @@ async def test_an_unknown_console_file_is_a_problem_404(client: httpx.AsyncClien
 def test_the_console_renders_text_only_and_loads_nothing_from_elsewhere() -> None:
     """Data from the API is untrusted: the script never parses it as HTML or code. The machine
     the console runs on may have no internet: nothing is fetched from another origin."""
-    script = resources.files("gateway").joinpath("console", "console.js").read_text(encoding="utf-8")
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
-        assert sink not in script, sink
+    for name in SCRIPTS:
+        script = resources.files("gateway").joinpath("console", name).read_text(encoding="utf-8")
+        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
+            assert sink not in script, (name, sink)
     for name in CONSOLE_FILES:
         source = resources.files("gateway").joinpath("console", name).read_text(encoding="utf-8")
         assert not re.search(r"""(src|href)=["']?(https?:)?//|url\(\s*["']?(https?:)?//|fetch\(\s*["'`]https?:""",
