@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from gateway.domain.grants import NotYetValid, check_grant
-from gateway.domain.payout_approval import approval_refusal
+from gateway.domain.payout_approval import Clerk, approval_refusal, who_may_act
 from gateway.domain.payout_terms import unbound_terms
 from gateway.domain.recall_policy import recall_outcome, recall_reason
 
@@ -27,6 +27,21 @@ def test_the_requester_cannot_approve_and_the_approver_limit_must_cover_the_amou
                             amount_minor=1) == "the approver's limit does not cover the amount"
     assert approval_refusal(approver_id="approver-7", approver_limit_minor=425_000, requester_id="clerk-22",
                             amount_minor=425_000) is None
+
+
+def test_who_may_act_on_a_payout_waiting_for_a_person_follows_the_endpoints_rules() -> None:
+    """Issue 15 item 5 ("with who may act"): acknowledgment by any clerk of the tenant; approval
+    only by one the approve endpoint would accept (not the requester, limit covering the amount)."""
+    clerks = [Clerk("clerk-22", 10**9), Clerk("approver-7", 425_000), Clerk("junior-1", 424_999), Clerk("nolimit", None)]
+    approve = who_may_act(outcome="EscalationRecommended", requester_id="clerk-22", amount_minor=425_000, clerks=clerks)
+    assert approve is not None and (approve.action, approve.clerks) == ("approve", ("approver-7",))
+    acknowledge = who_may_act(outcome="AcknowledgmentRequired", requester_id="clerk-22", amount_minor=425_000,
+                              clerks=clerks)
+    assert acknowledge is not None and acknowledge.action == "acknowledge"
+    assert acknowledge.clerks == ("approver-7", "clerk-22", "junior-1", "nolimit")
+    nobody = who_may_act(outcome="EscalationRecommended", requester_id="clerk-22", amount_minor=10**10, clerks=clerks)
+    assert nobody is not None and nobody.clerks == ()
+    assert who_may_act(outcome="Denied", requester_id="clerk-22", amount_minor=1, clerks=clerks) is None
 
 
 def test_a_submit_body_binds_only_when_it_states_the_record_s_terms() -> None:
