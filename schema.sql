@@ -684,9 +684,6 @@ CREATE UNIQUE INDEX IF NOT EXISTS one_unresolved_recall_per_payout
     ON payout_recall_attempts (payout_id)
     WHERE state IN ('Claimed', 'Started', 'Unknown');
 
--- The operator's recall attempts in one state (GET /v1/ops/recalls?state=Unknown), oldest claim first.
-CREATE INDEX IF NOT EXISTS payout_recall_attempts_by_state ON payout_recall_attempts (state, claimed_at, attempt_id);
-
 CREATE INDEX IF NOT EXISTS payout_recall_grants_issued ON payout_recall_grants (expires_at) WHERE state = 'Issued';
 
 CREATE INDEX IF NOT EXISTS payout_recall_attempts_leases

@@ -35,7 +35,8 @@ SELECT p.payout_id, p.tenant_id, p.requester_id, p.beneficiary_id, p.destination
 
 -- name: recalls_in_state
 -- A page of recall attempts in one state (docs/decisions/0015), oldest claim first, with the
--- recalled payout's tenant; `after` is the previous page's last recall attempt id.
+-- recalled payout's tenant; `after` is the previous page's last recall attempt id. Recalls are rare,
+-- and the recall tables stay twins of the payout tables (test_schema_twins), so no index of its own.
 SELECT r.attempt_id, r.payout_id, p.tenant_id, r.recall_number, r.state, r.client_reference, r.provider_payout_id,
        r.provider_recall_id, r.provider_status, r.outcome_reason, r.amount_minor, r.currency, r.claimed_at,
        r.started_at, r.sends, r.checks, r.next_check_at, r.escalation_deadline, r.resolved_at
