@@ -197,7 +197,7 @@ CREATE INDEX IF NOT EXISTS payment_attempt_events_history
 -- handler names their escalation), the operator's reconciliation queue (GET /v1/ops/notifications).
 -- Small: every other notification has an attempt or, for payouts and refunds, no escalation key.
 CREATE INDEX IF NOT EXISTS payment_attempt_events_awaiting_reconciliation
-    ON payment_attempt_events (event_id)
+    ON payment_attempt_events (occurred_at, event_id)
     WHERE kind = 'notification' AND attempt_id IS NULL AND (detail ->> 'escalation_key') IS NOT NULL;
 
 -- One row per episode of a distinct reason a person must look; its outbox rows deliver the alerts.

@@ -136,7 +136,8 @@ export async function page(path) {
 
 export const query = (params) => new URLSearchParams(
   Object.entries(params).filter(([, v]) => v !== undefined && v !== null && v !== ""));
-export const listQuery = (params) => query({ ...params, limit: PAGE });
+// Newest first: what changed last is what an operator looks at first (the API's default is oldest first).
+export const listQuery = (params) => query({ ...params, limit: PAGE, order: "desc" });
 
 // ---------- actions ----------
 

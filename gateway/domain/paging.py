@@ -28,7 +28,7 @@ Order = Literal["asc", "desc"]
 ORDERS: tuple[Order, ...] = ("asc", "desc")
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
-Key = int | uuid.UUID
+Key = int | uuid.UUID | str  # an identity column, a uuid, or a text id (a payout's)
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,8 @@ class Keyset:
     """How one list is ordered: ``(time, id)`` read from a row's ``time`` and ``id`` columns.
 
     ``name`` is written into every cursor of the list; ``read_id`` turns the cursor's id text back
-    into the id's type (``int`` for identity columns, ``uuid.UUID``), refusing anything else."""
+    into the id's type (``int`` for identity columns, ``uuid.UUID``, or a checked ``str``), refusing
+    anything else with ``ValueError``."""
 
     name: str
     time: str

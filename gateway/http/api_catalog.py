@@ -134,25 +134,25 @@ CATALOG: dict[tuple[str, str], Operation] = {
         (e.NotificationNotFound, e.AttemptNotFound, e.NotificationAlreadyApplied, e.NotificationNotApplicable),
         body=ops_notifications.ApplyNotification),
     ("GET", "/v1/ops/notifications"): Operation(
-        "Stored notifications no attempt took at arrival (the reconciliation queue), oldest first", ("operator",),
+        "Stored notifications no attempt took at arrival (the reconciliation queue), by arrival", ("operator",),
         {200: Reply("Notifications (never their payloads)", "[StoredNotification]")},
-        query=ops_notifications.NotificationQuery),
+        query=ops_notifications.NotificationQuery, paged=True),
     ("GET", "/v1/ops/payouts"): Operation(
-        "Payouts of every tenant in one state, oldest first, each with its latest attempt", ("operator",),
-        {200: Reply("Payouts", "[OpsPayout]")}, query=ops_payouts.PayoutQuery),
+        "Payouts of every tenant in one state, by creation, each with its latest attempt", ("operator",),
+        {200: Reply("Payouts", "[OpsPayout]")}, query=ops_payouts.PayoutQuery, paged=True),
     ("GET", "/v1/ops/payout-approvals"): Operation(
         "Draft payouts whose latest decision waits for an acknowledgment or an approval, with who may act",
         ("operator",), {200: Reply("Payouts awaiting a person", "[AwaitingPayout]")},
-        query=ops_payouts.AwaitingQuery),
+        query=ops_payouts.AwaitingQuery, paged=True),
     ("GET", "/v1/ops/payouts/{payout_id}"): Operation(
         "A payout of any tenant with its decisions, grants, attempts, recalls and history", ("operator",),
         {200: Reply("The payout and its history", "OpsPayoutHistory")}, (pe.PayoutNotFound,)),
     ("GET", "/v1/ops/recalls"): Operation(
-        "Payout recall attempts in one state, oldest claim first", ("operator",),
-        {200: Reply("Recall attempts", "[RecallAttempt]")}, query=ops_payouts.RecallQuery),
+        "Payout recall attempts in one state, by claim", ("operator",),
+        {200: Reply("Recall attempts", "[RecallAttempt]")}, query=ops_payouts.RecallQuery, paged=True),
     ("GET", "/v1/ops/refunds"): Operation(
-        "Refunds of paid orders in one state, oldest first, each with its attempt", ("operator",),
-        {200: Reply("Refunds", "[OpsRefund]")}, query=ops_refunds.RefundQuery),
+        "Refunds of paid orders in one state, by decision, each with its attempt", ("operator",),
+        {200: Reply("Refunds", "[OpsRefund]")}, query=ops_refunds.RefundQuery, paged=True),
     ("GET", "/v1/ops/refunds/{order_id}"): Operation(
         "An order's refunds with their decisions, grants, attempts and history", ("operator",),
         {200: Reply("The order, its refunds and their history", "OpsRefundHistory")}, (e.OrderNotFound,)),

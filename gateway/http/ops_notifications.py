@@ -1,6 +1,6 @@
 """``GET /v1/ops/notifications?state=unmatched|applied|all`` (issue 15 item 5: the console's
 reconciliation queue; default ``unmatched``): the stored notifications no attempt took at arrival,
-oldest first, paged by ``limit`` and ``after`` (the previous page's last ``notification_event_id``);
+paged like every list (:mod:`gateway.http.paging`) by when they arrived;
 identifiers, type, status, amount and currency only, never a payload; for a payment notification
 not yet applied, up to three ``candidates`` (Started or Unknown attempts of the same account,
 amount and currency) as a hint.
@@ -21,11 +21,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from gateway.domain.paging import PageRequest
 from gateway.domain.timestamps import rfc3339
 from gateway.http.auth import require
 from gateway.http.bodies import Body, parse_body
-from gateway.http.ops import listing
+from gateway.http.paging import listing
 from gateway.notifications.reconciliation import ReconciliationState
+from gateway.notifications.repository import QUEUE
 from gateway.services import Services
 
 
@@ -35,13 +37,9 @@ class ApplyNotification(Body):
 
 
 class NotificationQuery(BaseModel):
-    """A page of the reconciliation queue; ``after`` is the last ``notification_event_id`` seen."""
-
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     state: ReconciliationState = "unmatched"
-    limit: int = Field(default=100, ge=1, le=1000)
-    after: int = Field(default=0, ge=0)
 
 
 _DETAIL = ("provider_event_id", "type", "object", "provider_object_id", "client_reference", "status",
@@ -63,8 +61,8 @@ def notification_body(row: dict[str, Any]) -> dict[str, Any]:
             "candidates": [str(attempt_id) for attempt_id in row["candidates"] or []]}
 
 
-async def _queue(services: Services, query: NotificationQuery) -> list[dict[str, Any]]:
-    return await services.reconciliation.queue(query.state, limit=query.limit, after=query.after)
+async def _queue(services: Services, query: NotificationQuery, page: PageRequest) -> list[dict[str, Any]]:
+    return await services.reconciliation.queue(query.state, page)
 
 
 async def apply(request: Request) -> Response:
@@ -85,5 +83,6 @@ async def apply(request: Request) -> Response:
 
 
 def routes() -> list[BaseRoute]:
-    return [Route("/v1/ops/notifications", listing(NotificationQuery, _queue, notification_body), methods=["GET"]),
+    return [Route("/v1/ops/notifications", listing("operator", NotificationQuery, QUEUE, _queue, notification_body),
+                  methods=["GET"]),
             Route("/v1/ops/notifications/{event_id}/apply", apply, methods=["POST"])]

@@ -12,24 +12,25 @@ payouts awaiting a person and payouts and recalls in Unknown); role ``operator``
   ``tenant_id``, ``awaiting`` and the payout's append-only ``history``, oldest first.
 - ``GET /v1/ops/recalls?state=Unknown``: recall attempts (docs/decisions/0015) oldest claim first.
 
-``limit`` and ``after`` (the previous page's last ``payout_id`` or recall ``attempt_id``) page the lists.
+The lists are paged like every list (:mod:`gateway.http.paging`: ``limit``, ``order``, ``cursor``
+and the ``Link`` header), by creation (payouts) or claim (recalls).
 """
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
+from gateway.domain.paging import PageRequest
 from gateway.domain.payout_approval import Pending, who_may_act
 from gateway.http.auth import require
-from gateway.http.ops import listing
+from gateway.http.paging import listing
 from gateway.payouts import operator
-from gateway.payouts.operator import AttemptState, PayoutState
+from gateway.payouts.operator import AWAITING, PAYOUTS, RECALLS, AttemptState, PayoutState
 from gateway.pipeline.views import shown
 from gateway.services import Services
 
@@ -46,28 +47,20 @@ EVENT_FIELDS = ("event_id", "kind", "occurred_at", "actor", "attempt_id", "decis
                 "correlation_id", "detail")
 
 
-class _Page(BaseModel):
+class _Filters(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    limit: int = Field(default=100, ge=1, le=1000)
 
-
-class PayoutQuery(_Page):
-    """A page of payouts in one state; ``after`` is the last ``payout_id`` of the previous page."""
-
+class PayoutQuery(_Filters):
     state: PayoutState = "Unknown"
-    after: str | None = Field(default=None, max_length=100)
 
 
-class AwaitingQuery(_Page):
-    after: str | None = Field(default=None, max_length=100)
+class AwaitingQuery(_Filters):
+    pass
 
 
-class RecallQuery(_Page):
-    """A page of recall attempts in one state; ``after`` is the previous page's last ``attempt_id``."""
-
+class RecallQuery(_Filters):
     state: AttemptState = "Unknown"
-    after: uuid.UUID | None = None
 
 
 def payout_body(row: dict[str, Any]) -> dict[str, Any]:
@@ -94,17 +87,16 @@ async def _pending(services: Services, rows: list[dict[str, Any]]) -> list[dict[
             for row in rows]
 
 
-async def _payouts(services: Services, query: PayoutQuery) -> list[dict[str, Any]]:
-    return await operator.payouts_in_state(services.db, query.state, limit=query.limit, after=query.after)
+async def _payouts(services: Services, query: PayoutQuery, page: PageRequest) -> list[dict[str, Any]]:
+    return await operator.payouts_in_state(services.db, query.state, page)
 
 
-async def _awaiting_list(services: Services, query: AwaitingQuery) -> list[dict[str, Any]]:
-    return await _pending(services, await operator.payouts_in_state(services.db, "Draft", limit=query.limit,
-                                                                     after=query.after, awaiting=True))
+async def _awaiting_list(services: Services, query: AwaitingQuery, page: PageRequest) -> list[dict[str, Any]]:
+    return await _pending(services, await operator.payouts_in_state(services.db, "Draft", page, awaiting=True))
 
 
-async def _recalls(services: Services, query: RecallQuery) -> list[dict[str, Any]]:
-    return await operator.recalls_in_state(services.db, query.state, limit=query.limit, after=query.after)
+async def _recalls(services: Services, query: RecallQuery, page: PageRequest) -> list[dict[str, Any]]:
+    return await operator.recalls_in_state(services.db, query.state, page)
 
 
 async def get_payout(request: Request) -> JSONResponse:
@@ -122,9 +114,10 @@ async def get_payout(request: Request) -> JSONResponse:
 
 def routes() -> list[BaseRoute]:
     return [
-        Route("/v1/ops/payouts", listing(PayoutQuery, _payouts, payout_body), methods=["GET"]),
-        Route("/v1/ops/payout-approvals", listing(AwaitingQuery, _awaiting_list, awaiting_body), methods=["GET"]),
-        Route("/v1/ops/payouts/{payout_id}", get_payout, methods=["GET"]),
-        Route("/v1/ops/recalls", listing(RecallQuery, _recalls, lambda row: shown(row, RECALL_FIELDS)),
+        Route("/v1/ops/payouts", listing("operator", PayoutQuery, PAYOUTS, _payouts, payout_body), methods=["GET"]),
+        Route("/v1/ops/payout-approvals", listing("operator", AwaitingQuery, AWAITING, _awaiting_list, awaiting_body),
               methods=["GET"]),
+        Route("/v1/ops/payouts/{payout_id}", get_payout, methods=["GET"]),
+        Route("/v1/ops/recalls", listing("operator", RecallQuery, RECALLS, _recalls,
+                                         lambda row: shown(row, RECALL_FIELDS)), methods=["GET"]),
     ]

@@ -2,8 +2,8 @@
 ``operator``; read-only.
 
 - ``GET /v1/ops/refunds?state=all`` (default ``all``; ``Requested``, ``Expired`` or an attempt
-  state): one item per refund grant, oldest decision first, with its order, cause and attempt;
-  ``limit`` and ``after`` (the previous page's last ``grant_id``) page it.
+  state): one item per refund grant, by when it was decided, with its order, cause and attempt;
+  paged like every list (:mod:`gateway.http.paging`).
 - ``GET /v1/ops/refunds/{order_id}``: the order (never its payment method), its refunds as
   ``GET /v1/orders/{id}`` shows them (decisions, grants, attempts with their effects) and the
   refunds' append-only ``history``, oldest first; 404 ``order.not_found``.
@@ -11,19 +11,19 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
+from gateway.domain.paging import PageRequest
 from gateway.http.auth import require
-from gateway.http.ops import listing
+from gateway.http.paging import listing
 from gateway.pipeline.views import shown
 from gateway.refunds import operator
-from gateway.refunds.operator import RefundState
+from gateway.refunds.operator import KEYSET, RefundState
 from gateway.services import Services
 
 REFUND_FIELDS = ("grant_id", "order_id", "refund_number", "state", "grant_state", "provider_payment_id",
@@ -38,17 +38,13 @@ EVENT_FIELDS = ("event_id", "kind", "occurred_at", "actor", "attempt_id", "decis
 
 
 class RefundQuery(BaseModel):
-    """A page of refunds in one state; ``after`` is the last ``grant_id`` of the previous page."""
-
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     state: RefundState = "all"
-    limit: int = Field(default=100, ge=1, le=1000)
-    after: uuid.UUID | None = None
 
 
-async def _list(services: Services, query: RefundQuery) -> list[dict[str, Any]]:
-    return await operator.list_refunds(services.db, query.state, limit=query.limit, after=query.after)
+async def _list(services: Services, query: RefundQuery, page: PageRequest) -> list[dict[str, Any]]:
+    return await operator.list_refunds(services.db, query.state, page)
 
 
 async def get_refunds(request: Request) -> JSONResponse:
@@ -61,6 +57,7 @@ async def get_refunds(request: Request) -> JSONResponse:
 
 def routes() -> list[BaseRoute]:
     return [
-        Route("/v1/ops/refunds", listing(RefundQuery, _list, lambda row: shown(row, REFUND_FIELDS)), methods=["GET"]),
+        Route("/v1/ops/refunds", listing("operator", RefundQuery, KEYSET, _list, lambda row: shown(row, REFUND_FIELDS)),
+              methods=["GET"]),
         Route("/v1/ops/refunds/{order_id}", get_refunds, methods=["GET"]),
     ]

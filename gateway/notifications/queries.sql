@@ -102,9 +102,10 @@ UPDATE payment_escalations
 RETURNING escalation_id;
 
 -- name: stored_for_reconciliation
--- The operator's reconciliation queue (issue 15 item 5; API.md: POST /v1/ops/notifications/
--- {event_id}/apply): stored notifications no attempt took at arrival, i.e. those the handler
--- escalated (unmatched, identity conflict, unreadable), oldest first, paged by event id. `state`
+-- The operator's reconciliation queue (issue 15 item 5; API.md: the notifications an operator
+-- applies with POST /v1/ops/notifications/<id>/apply): those no attempt took at arrival, which the handler
+-- escalated (unmatched, identity conflict, unreadable), keyset-paged by (occurred_at, event_id) in
+-- either order (docs/decisions/0036; payment_attempt_events_awaiting_reconciliation). `state`
 -- 'unmatched' keeps those no operator has applied yet, 'applied' those applied, 'all' both. For a
 -- readable payment notification, `candidates` names up to three payment attempts of the same
 -- account, amount and currency that are still Started or Unknown, newest first: a hint for the
@@ -121,6 +122,7 @@ SELECT e.event_id, e.occurred_at, e.provider_account, e.notification_key, e.deta
   LEFT JOIN notification_applications a ON a.notification_event_id = e.event_id
  WHERE e.kind = 'notification' AND e.attempt_id IS NULL AND (e.detail ->> 'escalation_key') IS NOT NULL
    AND (%(state)s = 'all' OR (%(state)s = 'applied') = (a.attempt_id IS NOT NULL))
-   AND e.event_id > %(after)s
- ORDER BY e.event_id
+   AND (%(cursor_at)s::timestamptz IS NULL
+        OR (e.occurred_at, e.event_id) {beyond} (%(cursor_at)s::timestamptz, %(cursor_id)s::bigint))
+ ORDER BY e.occurred_at {direction}, e.event_id {direction}
  LIMIT %(limit)s;

@@ -25,6 +25,7 @@ from gateway.domain.errors import (
     NotificationNotApplicable,
     NotificationNotFound,
 )
+from gateway.domain.paging import PageRequest
 from gateway.notifications import repository
 from gateway.notifications.handler import NotificationHandler
 from gateway.store.db import Connection, Database
@@ -79,9 +80,9 @@ class NotificationReconciliation:
                  actor=actor, attempt_state=attempt["state"], resolved_escalations=resolved)
         return Applied(event_id, attempt, resolved)
 
-    async def queue(self, state: ReconciliationState, *, limit: int, after: int) -> list[dict[str, Any]]:
-        """The stored notifications an operator may apply (``unmatched``), has applied, or ``all``."""
-        return await repository.for_reconciliation(self._db, state, limit=limit, after=after)
+    async def queue(self, state: ReconciliationState, page: PageRequest) -> list[dict[str, Any]]:
+        """A page of the stored notifications an operator may apply (``unmatched``), has applied, or ``all``."""
+        return await repository.for_reconciliation(self._db, state, page)
 
     async def _resolve_episode(self, conn: Connection, row: dict[str, Any], attempt_id: UUID, actor: str) -> list[int]:
         """Close the notification's unmatched or identity-conflict episode, unless other stored

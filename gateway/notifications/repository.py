@@ -11,7 +11,9 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
+from gateway.domain.paging import Keyset, PageRequest
 from gateway.store.db import Connection, Database, fetch_all, fetch_one
+from gateway.store.keyset import directed, page_params
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.notifications")
@@ -102,8 +104,11 @@ async def resolve_episode(conn: Connection, *, escalation_key: str, now: datetim
     return [int(row["escalation_id"]) for row in rows]
 
 
-async def for_reconciliation(db: Database, state: str, *, limit: int, after: int) -> list[dict[str, Any]]:
-    """Stored notifications no attempt took at arrival, oldest first (queries.sql
+_QUEUE = directed(_SQL["stored_for_reconciliation"])
+QUEUE = Keyset("notifications", "occurred_at", "event_id", int)
+
+
+async def for_reconciliation(db: Database, state: str, page: PageRequest) -> list[dict[str, Any]]:
+    """A page of the stored notifications no attempt took at arrival, by :data:`QUEUE` (queries.sql
     ``stored_for_reconciliation``), each with where an operator applied it and candidate attempts."""
-    return await db.fetch_all(_SQL["stored_for_reconciliation"],
-                              {"state": state, "limit": limit, "after": after})
+    return await db.fetch_all(_QUEUE[page.order], {"state": state, **page_params(page)})

@@ -9,21 +9,25 @@ import uuid
 from typing import Any, Literal
 
 from gateway.domain.errors import OrderNotFound
+from gateway.domain.paging import Keyset, PageRequest
 from gateway.refunds.decisions import SQL as REFUNDS
 from gateway.refunds.views import refunds_of
 from gateway.store.db import Database, fetch_all, fetch_one
+from gateway.store.keyset import directed, page_params
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.refunds", "operator.sql")
+_LIST = directed(_SQL["refunds"])
+KEYSET = Keyset("refunds", "requested_at", "grant_id", uuid.UUID)
 
 RefundState = Literal["all", "Requested", "Expired", "Claimed", "Started", "Unknown", "Succeeded", "Failed",
                       "NotStarted", "NotApplied"]
 Row = dict[str, Any]
 
 
-async def list_refunds(db: Database, state: RefundState, *, limit: int, after: uuid.UUID | None) -> list[Row]:
-    """Refunds in ``state`` (or all), oldest decision first, after the grant ``after``."""
-    return await db.fetch_all(_SQL["refunds"], {"state": state, "limit": limit, "after": after})
+async def list_refunds(db: Database, state: RefundState, page: PageRequest) -> list[Row]:
+    """A page of the refunds in ``state`` (or all) by :data:`KEYSET`: when they were decided."""
+    return await db.fetch_all(_LIST[page.order], {"state": state, **page_params(page)})
 
 
 async def refunds_with_history(db: Database, order_id: str) -> tuple[Row, dict[str, Any], list[Row]]:

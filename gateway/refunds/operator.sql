@@ -6,13 +6,13 @@
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY;
 
 -- name: refunds
--- A page of refunds, one row per refund grant (an Allowed refund decision), oldest decision first,
--- in the state gateway/refunds/views.py summarises: the attempt's own state once claimed, else
--- Requested, or Expired for a grant that lapsed unclaimed. `state` 'all' lists every one. `after`
--- is the previous page's last grant id; the decision position orders them whatever the clock said.
+-- A page of refunds, one row per refund grant (an Allowed refund decision), in the state
+-- gateway/refunds/views.py summarises: the attempt's own state once claimed, else Requested, or
+-- Expired for a grant that lapsed unclaimed. `state` 'all' lists every one. Keyset-paged by
+-- (requested_at, grant_id) in either order (docs/decisions/0036): when the refund was decided.
 WITH refunds AS (
     SELECT g.grant_id, g.order_id, g.refund_number, g.state AS grant_state, g.provider_payment_id, g.not_before,
-           g.expires_at, d.position, d.decision_id, d.cause, d.actor_id AS requested_by, d.observed_at AS requested_at,
+           g.expires_at, d.decision_id, d.cause, d.actor_id AS requested_by, d.observed_at AS requested_at,
            o.merchant_id, o.amount_minor, o.currency, o.state AS order_state, o.provider_account,
            a.attempt_id, a.client_reference, a.provider_refund_id, a.provider_status, a.outcome_reason,
            a.claimed_at, a.started_at, a.sends, a.checks, a.next_check_at, a.escalation_deadline, a.resolved_at,
@@ -24,11 +24,9 @@ WITH refunds AS (
 )
 SELECT * FROM refunds
  WHERE (%(state)s = 'all' OR state = %(state)s)
-   AND (%(after)s::uuid IS NULL
-        OR position > (SELECT d.position FROM payment_refund_grants g
-                         JOIN payment_refund_decisions d ON d.decision_id = g.decision_id
-                        WHERE g.grant_id = %(after)s::uuid))
- ORDER BY position
+   AND (%(cursor_at)s::timestamptz IS NULL
+        OR (requested_at, grant_id) {beyond} (%(cursor_at)s::timestamptz, %(cursor_id)s::uuid))
+ ORDER BY requested_at {direction}, grant_id {direction}
  LIMIT %(limit)s;
 
 -- name: order_of_refunds

@@ -36,7 +36,7 @@ from tests.e2e.browser import CHROMIUM, Page, browser_page
 from tests.integration.checkout.conftest import Shop, shop
 from tests.integration.notifications.conftest import Webhooks, payment_event
 from tests.integration.payouts.conftest import World, world
-from tests.integration.payouts.recall_helpers import paid, recall_job, run_recall
+from tests.integration.payouts.recall_helpers import recall_and_payout_unknown
 from tests.integration.refunds.conftest import refund_job, run_refund
 
 __all__ = ["shop", "world"]
@@ -91,12 +91,7 @@ async def _unknown_attempt_with_escalation(services: Services, clock: ManualCloc
 async def _payouts(world: World) -> str:
     """Seed 000: one payout waiting for an approval, one for an acknowledgment, one Unknown (Trace
     G's lost response), a Paid one whose recall is Unknown, and an Approved one holding a grant."""
-    await paid(world, "PAY-3107")
-    await world.faults({"operation": "create_recall", "action": "drop_response"})
-    decision = (await world.post("/v1/payouts/PAY-3107/recall")).json()
-    assert await run_recall(world, await recall_job(world, decision["grant"]["grant_id"])) == "Unknown"
-    await world.faults({"operation": "create_payout", "action": "drop_response"})
-    assert await world.run(await world.approved("PAY-LOST")) == "Unknown"
+    await recall_and_payout_unknown(world)
     await world.create("PAY-BIG", 2_000_000)
     assert (await world.submit("PAY-BIG"))["outcome"] == "EscalationRecommended"
     await world.put("/v1/destinations/DST-NEW", {"beneficiary_id": "BEN-2208", "provider_token": "dst_tok_new"})
@@ -175,8 +170,9 @@ async def test_an_operator_works_every_view_of_the_console_in_one_session(
         assert f"attempt:{attempt_id}:deadline" in view and HOSTILE in view
         assert await page.evaluate("document.querySelector('#view img') === null && document.title !== 'pwned'")
         await _picture(page, "escalations")
-        await _click(page, "Acknowledge")
-        await page.wait_for("document.querySelector('#view tbody tr td:nth-child(6)').textContent !== '—'")
+        deadline_row = f"[...document.querySelectorAll('#view tbody tr')].find(tr => tr.innerText.includes('{attempt_id}'))"
+        await page.evaluate(f"[...{deadline_row}.querySelectorAll('button')].find(b => b.textContent === 'Acknowledge').click()")
+        await page.wait_for(f"{deadline_row}.querySelector('td:nth-child(6)').textContent !== '—'")
         row = await services.db.fetch_one("SELECT acknowledged_at FROM payment_escalations WHERE attempt_id IS NOT NULL")
         assert row is not None and row["acknowledged_at"] is not None
 
@@ -268,6 +264,19 @@ async def test_an_operator_works_every_view_of_the_console_in_one_session(
         await _show(page, "#health", "Payment attempts by state")
         assert 'state="Unknown"' in await page.evaluate(VIEW)
         await _picture(page, "health")
+
+        # A list longer than a page: the console follows the Link header's rel="next" (issue 15 item 2),
+        # newest first, and the live view holds still while the operator pages.
+        for number in range(55):
+            await _escalation(services, clock, f"paging:{number:02d}")
+        await _show(page, "#escalations", "more exist")
+        first = await page.evaluate("document.querySelector('#view tbody tr td:nth-child(3)').textContent")
+        assert first == "paging:54"
+        await _click(page, "Load more")
+        await page.wait_for(f"{VIEW}.includes('paging:00') && !{VIEW}.includes('more exist')")
+        open_episodes = await services.db.fetch_all("SELECT 1 FROM payment_escalations WHERE resolved_at IS NULL")
+        assert await page.evaluate("document.querySelectorAll('#view tbody tr').length") == len(open_episodes) > 50
+        assert await page.evaluate("document.getElementById('live-state').textContent") == "Holding: paging"
 
         await page.evaluate("document.getElementById('sign-out').click()")
         await page.wait_for("!document.getElementById('sign-in').hidden")

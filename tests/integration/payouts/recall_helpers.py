@@ -55,3 +55,14 @@ def recall_lookups(world: World) -> list[dict[str, Any]]:
 def original(payout: dict[str, Any]) -> tuple[Any, ...]:
     """The payout's own records, which a recall must leave exactly as they were."""
     return (payout["state"], payout["version"], payout["decisions"], payout["grants"], payout["attempts"])
+
+
+async def recall_and_payout_unknown(world: World) -> None:
+    """PAY-3107 Paid with its recall Unknown (section 17: "A recall that fails or becomes Unknown is
+    reconciled the same way"), then PAY-LOST Unknown (Trace G: the response never arrived)."""
+    await paid(world, "PAY-3107")
+    await world.faults({"operation": "create_recall", "action": "drop_response"})
+    decision = (await world.post("/v1/payouts/PAY-3107/recall")).json()
+    assert await run_recall(world, await recall_job(world, decision["grant"]["grant_id"])) == "Unknown"
+    await world.faults({"operation": "create_payout", "action": "drop_response"})
+    assert await world.run(await world.approved("PAY-LOST")) == "Unknown"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.integration.payouts.conftest import World
-from tests.integration.payouts.recall_helpers import paid, recall_job, run_recall
+from tests.integration.payouts.recall_helpers import recall_and_payout_unknown
 
 ABOVE_CLERK_LIMIT = 2_000_000  # clerk-22 may submit 10,000.00 EUR alone; this is 20,000.00
 
@@ -43,7 +43,7 @@ async def test_payouts_awaiting_a_person_name_the_act_and_who_may_give_it(world:
     assert (newdst["decision"]["outcome"], newdst["awaiting"]["action"], newdst["awaiting"]["clerks"]) == (
         "AcknowledgmentRequired", "acknowledge", ["approver-7", "clerk-22"])
     assert await ops(world, "/v1/ops/payout-approvals", limit=1) == [big]
-    assert await ops(world, "/v1/ops/payout-approvals", after="PAY-BIG") == [newdst]
+    assert await ops(world, "/v1/ops/payout-approvals", order="desc") == [newdst, big]
 
     detail = await ops(world, "/v1/ops/payouts/PAY-BIG")
     assert (detail["tenant_id"], detail["awaiting"]) == ("T-0417", big["awaiting"])
@@ -59,12 +59,7 @@ async def test_payouts_and_recalls_in_unknown_with_their_attempts_and_history(wo
     """Seed 000 Trace G: a payout whose response was lost is Unknown with its attempt Unknown;
     section 17: "A recall that fails or becomes Unknown is reconciled the same way". The operator
     sees both, across tenants, and the payout's history; never the destination token."""
-    await paid(world, "PAY-3107")
-    await world.faults({"operation": "create_recall", "action": "drop_response"})
-    decision = (await world.post("/v1/payouts/PAY-3107/recall")).json()
-    assert await run_recall(world, await recall_job(world, decision["grant"]["grant_id"])) == "Unknown"
-    await world.faults({"operation": "create_payout", "action": "drop_response"})
-    assert await world.run(await world.approved("PAY-LOST")) == "Unknown"
+    await recall_and_payout_unknown(world)
 
     [lost] = await ops(world, "/v1/ops/payouts")
     assert (lost["payout_id"], lost["state"], lost["tenant_id"]) == ("PAY-LOST", "Unknown", "T-0417")
@@ -74,7 +69,7 @@ async def test_payouts_and_recalls_in_unknown_with_their_attempts_and_history(wo
     [recall] = await ops(world, "/v1/ops/recalls")
     assert (recall["payout_id"], recall["state"], recall["client_reference"], recall["tenant_id"]) == (
         "PAY-3107", "Unknown", "PAY-3107-r1", "T-0417")
-    assert await ops(world, "/v1/ops/recalls", after=recall["attempt_id"]) == []
+    assert await ops(world, "/v1/ops/recalls", state="Succeeded") == []
 
     detail = await ops(world, "/v1/ops/payouts/PAY-LOST")
     assert [a["state"] for a in detail["attempts"]] == ["Unknown"]
