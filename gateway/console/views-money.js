@@ -193,7 +193,10 @@ const notificationList = listView({
     ["Status", (n) => text(n.status || n.unreadable)],
     ["Applied", (n) => (n.applied_to ? [attemptLink(n.applied_to), " by ", n.applied_by, " ", when(n.applied_at)] : "—")],
     ["", (n) => (n.applicable ? applyAction(n, refresh)
-      : n.applied_to ? "" : el("span", { class: "muted small" }, "not a payment notification")), "actions"],
+      : n.applied_to ? "" : el("span", { class: "muted small" }, n.object === "payment" || !n.object
+        ? "unreadable: nothing to apply; resolve its escalation once explained"
+        : "only payment notifications apply here; a payout's or recall's is settled by its reconciler's lookup")),
+    "actions"],
   ],
 });
 
