@@ -1,8 +1,8 @@
 """Operator endpoints for payouts and recalls across every tenant (issue 15 item 5: the console's
 payouts awaiting a person and payouts and recalls in Unknown); role ``operator``; read-only.
 
-- ``GET /v1/ops/payouts?state=Unknown`` (default ``Unknown``; any payout state): payouts oldest
-  first, each with its latest ``attempt`` (or null).
+- ``GET /v1/ops/payouts?state=Unknown`` (default ``Unknown``; any payout state): payouts by
+  creation, each with its latest ``attempt`` (or null).
 - ``GET /v1/ops/payout-approvals``: Draft payouts whose latest decision is
   ``AcknowledgmentRequired`` or ``EscalationRecommended``, each with that ``decision`` and what it
   ``awaiting``: the act (``acknowledge`` or ``approve``), the rule, and the tenant's clerks who may
@@ -10,7 +10,7 @@ payouts awaiting a person and payouts and recalls in Unknown); role ``operator``
   Those are clerks' acts (API.md, Authentication): an operator sees who may act, never acts for them.
 - ``GET /v1/ops/payouts/{payout_id}``: what ``GET /v1/payouts/{id}`` shows, for any tenant, plus
   ``tenant_id``, ``awaiting`` and the payout's append-only ``history``, oldest first.
-- ``GET /v1/ops/recalls?state=Unknown``: recall attempts (docs/decisions/0015) oldest claim first.
+- ``GET /v1/ops/recalls?state=Unknown``: recall attempts (docs/decisions/0015) by claim.
 
 The lists are paged like every list (:mod:`gateway.http.paging`: ``limit``, ``order``, ``cursor``
 and the ``Link`` header), by creation (payouts) or claim (recalls).
