@@ -1,6 +1,10 @@
--- paygate schema. Applied by `paygate db init` (idempotent: every statement is IF NOT EXISTS or
--- OR REPLACE) and compared by `paygate db check`. The checkout tables are seed 004's "Persisting
--- the Attempt", with every CHECK constraint and partial unique index it names; comments say why.
+-- paygate schema: the whole schema in one readable file. A database gets it through the versioned
+-- migrations in gateway/store/migrations/ (`paygate db migrate`, also run by `paygate db init` and
+-- `paygate up`; docs/decisions/0034, docs/migrations.md); tests/integration/test_migrations.py
+-- proves that every migration applied from an empty database yields exactly this catalog, and
+-- `paygate db check` compares a live database with it. A change here is also a new migration.
+-- The checkout tables are seed 004's "Persisting the Attempt", with every CHECK constraint and
+-- partial unique index it names; comments say why.
 -- All timestamps come from the application's one clock as parameters; no DEFAULT now() anywhere.
 
 -- Configured provider accounts (seed 004, "The Attempt Row": provider_account is "better as a
@@ -82,19 +86,6 @@ CREATE TABLE IF NOT EXISTS orders (
     CONSTRAINT ck_order_currency CHECK (currency ~ '^[A-Z]{3}$'),
     CONSTRAINT ck_order_version CHECK (version >= 0)
 );
-
--- A database created before refunds (docs/decisions/0020) has the order check without its two
--- states: replace it, once. Idempotent: a check that already admits them is kept.
-DO $$
-BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'orders'::regclass
-                      AND conname = 'ck_order_state' AND pg_get_constraintdef(oid) LIKE '%PaidAfterCancel%') THEN
-        ALTER TABLE orders DROP CONSTRAINT IF EXISTS ck_order_state,
-            ADD CONSTRAINT ck_order_state CHECK (state IN
-                ('Open', 'Paid', 'Cancelled', 'CancelRequested', 'PaidAfterCancel', 'Refunded'));
-    END IF;
-END;
-$$;
 
 CREATE TABLE IF NOT EXISTS payment_attempts (
     attempt_id          uuid        PRIMARY KEY,
@@ -694,29 +685,6 @@ CREATE INDEX IF NOT EXISTS payout_recall_attempts_checks_due
     ON payout_recall_attempts (next_check_at, claimed_at)
     WHERE state IN ('Started', 'Unknown') AND next_check_at IS NOT NULL;
 
--- The recall tables are an instance of the attempt pipeline (gateway/pipeline) like the payout
--- tables, and tests/integration/test_schema_twins.py holds them to the same constraints. A database
--- created before that has the tables without these checks: add each, once (idempotent).
-DO $$
-DECLARE
-    wanted record;
-BEGIN
-    FOR wanted IN SELECT * FROM (VALUES
-        ('payout_recall_grants', 'ck_recall_grant_number', 'CHECK (recall_number > 0)'),
-        ('payout_recall_attempts', 'ck_recall_attempt_amount', 'CHECK (amount_minor > 0)'),
-        ('payout_recall_attempts', 'ck_recall_attempt_epoch', 'CHECK (lease_epoch > 0)'),
-        ('payout_recall_attempts', 'ck_recall_attempt_unsent', 'CHECK (started_at IS NOT NULL OR sends = 0)'))
-        AS w (table_name, constraint_name, definition)
-    LOOP
-        IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = wanted.table_name::regclass
-                          AND conname = wanted.constraint_name) THEN
-            EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I %s', wanted.table_name, wanted.constraint_name,
-                           wanted.definition);
-        END IF;
-    END LOOP;
-END;
-$$;
-
 -- Append-only evidence: decisions, transitions, deliveries, provider observations,
 -- reconciliations and returns. Identifiers, amounts, currency and reason codes only.
 CREATE TABLE IF NOT EXISTS payout_history (
@@ -954,28 +922,6 @@ CREATE TABLE IF NOT EXISTS effect_records (
     -- The provider's key scope is the account: one intent per key there, whatever the attempt.
     CONSTRAINT uq_effect_record_idempotency_key UNIQUE (provider_account, idempotency_key)
 );
-
--- A database created before recall effects (docs/decisions/0015) or refund effects (0019) has the
--- two checks above without the later kinds: replace them, once. Idempotent: a check that already
--- admits refunds is kept.
-DO $$
-BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'effect_records'::regclass
-                      AND conname = 'ck_effect_record_kind' AND pg_get_constraintdef(oid) LIKE '%payment_refund%') THEN
-        ALTER TABLE effect_records DROP CONSTRAINT IF EXISTS ck_effect_record_kind,
-            ADD CONSTRAINT ck_effect_record_kind CHECK (
-                attempt_kind IN ('payment', 'payout', 'payout_recall', 'payment_refund'));
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'effect_records'::regclass
-                      AND conname = 'ck_effect_record_governance'
-                      AND pg_get_constraintdef(oid) LIKE '%payment_refund%') THEN
-        ALTER TABLE effect_records DROP CONSTRAINT IF EXISTS ck_effect_record_governance,
-            ADD CONSTRAINT ck_effect_record_governance CHECK (
-                (attempt_kind IN ('payout', 'payout_recall', 'payment_refund'))
-                = (policy_digest IS NOT NULL AND approval_set_digest IS NOT NULL));
-    END IF;
-END;
-$$;
 
 -- Append-only protocol ledger: every transition of every effect, numbered per effect. The unique
 -- sequence turns two writers that read the same state into a conflict instead of a fork.

@@ -38,8 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.notifications import gateway_env, prepare_attempts, signed_lines, wrk  # noqa: E402
 from bench.support import ROOT, progress, uvicorn  # noqa: E402
+from gateway.clock import SystemClock  # noqa: E402
 from gateway.local.servers import free_port  # noqa: E402
-from gateway.store.schema import init_schema  # noqa: E402
+from gateway.store.migrate import migrate  # noqa: E402
 
 PGBIN = Path("/usr/lib/postgresql/15/bin")
 VENV = Path("/tmp/djstripe-venv")
@@ -167,7 +168,7 @@ def main() -> None:
     try:
         with postgres15() as port:
             url = f"postgresql://postgres@127.0.0.1:{port}/paygate"
-            init_schema(url)
+            migrate(url, SystemClock())
             progress(f"paygate: {args.connections} connections, {duration} s")
             ours = paygate_rate(url, work, args.events, args.connections, duration)
             with djstripe_server(peer, python, port) as base:

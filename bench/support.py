@@ -28,8 +28,9 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 
+from gateway.clock import SystemClock  # noqa: E402
 from gateway.local.servers import EmbeddedPostgres, free_port  # noqa: E402
-from gateway.store.schema import init_schema  # noqa: E402
+from gateway.store.migrate import migrate  # noqa: E402
 
 ACCOUNT = "cardco:acct_store:test"
 WORKER_START_TIMEOUT_S = 60
@@ -62,7 +63,7 @@ def embedded_database() -> Iterator[tuple[str, Path]]:
     server = EmbeddedPostgres(work / "pg", ephemeral=True)
     try:
         url = server.url()
-        init_schema(url)
+        migrate(url, SystemClock())
         yield url, work
     finally:
         server.stop()

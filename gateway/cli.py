@@ -1,6 +1,7 @@
 """The ``paygate`` command line (API.md, Command line).
 
-``paygate up``, ``paygate token create``, ``paygate db init``, ``paygate db check``. Commands
+``paygate up``, ``paygate token create``, ``paygate db migrate`` (and its alias ``db init``),
+``paygate db check``, ``paygate certificate verify``, ``paygate campaign``. Commands
 other than ``up`` use ``DATABASE_URL`` when set; otherwise they find the database of a running
 ``paygate up`` through ``--data-dir DIR`` or ``PAYGATE_DATA_DIR`` (default ``./.paygate``).
 """
@@ -20,7 +21,8 @@ from gateway.auth.tokens import ROLES, Tokens
 from gateway.clock import SystemClock
 from gateway.settings import ConfigError
 from gateway.store.db import Database
-from gateway.store.schema import check_schema, init_schema
+from gateway.store.migrate import MigrationError, Status, migrate, status
+from gateway.store.schema import check_schema
 
 DEFAULT_DATA_DIR = ".paygate"
 
@@ -78,18 +80,48 @@ def cmd_token_create(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_db_init(args: argparse.Namespace) -> int:
-    init_schema(database_url(args))
-    print("schema applied", file=sys.stderr)
+def cmd_db_migrate(args: argparse.Namespace) -> int:
+    """Apply the pending migrations (docs/migrations.md); ``db init`` is the same command."""
+    outcome = migrate(database_url(args), SystemClock())
+    for migration in outcome.adopted:
+        print(f"adopted {migration.label} (already in place, recorded without running it)")
+    for migration in outcome.applied:
+        print(f"applied {migration.label}")
+    state = status(database_url(args))
+    print(f"the database is at migration {_version(state)}" if outcome.adopted or outcome.applied
+          else f"nothing to do: the database is at migration {_version(state)}")
     return 0
 
 
+def _version(state: Status) -> str:
+    return state.records[-1].label if state.records else "none"
+
+
 def cmd_db_check(args: argparse.Namespace) -> int:
-    differences = check_schema(database_url(args))
-    if differences:
-        print("the database does not match schema.sql:", *differences, sep="\n  ")
+    """Exit 0 when every migration of this build is applied unchanged and the catalog equals
+    ``schema.sql``; 1 with every finding otherwise."""
+    url = database_url(args)
+    state = status(url)
+    findings = []
+    if state.pending:
+        findings.append("pending migrations (run `paygate db migrate`): "
+                        + ", ".join(m.label for m in state.pending)
+                        + ("" if state.records else " (no migration records yet: migrate adopts the versions "
+                           "a database made by an earlier `db init` already has, docs/migrations.md)"))
+    findings += [f"changed since applied: {m.label} (recorded sha256 {r.checksum}, the file has {m.checksum})"
+                 for m, r in state.changed]
+    if state.newer:
+        # A newer build migrated the database (expand/contract): this build's schema.sql is older.
+        print("applied by a newer paygate: " + ", ".join(r.label for r in state.newer)
+              + " (the comparison with this build's schema.sql is skipped)")
+    else:
+        differences = check_schema(url)
+        if differences:
+            findings.append("the database does not match schema.sql:\n  " + "\n  ".join(differences))
+    if findings:
+        print(*findings, sep="\n")
         return 1
-    print("the database matches schema.sql")
+    print(f"the database is at migration {_version(state)} and matches schema.sql")
     return 0
 
 
@@ -170,8 +202,10 @@ def parser() -> argparse.ArgumentParser:
     create.set_defaults(handler=cmd_token_create)
 
     db = commands.add_parser("db", help="schema management").add_subparsers(dest="action", required=True)
-    for name, handler, text in (("init", cmd_db_init, "apply schema.sql (idempotent)"),
-                                ("check", cmd_db_check, "compare the database with schema.sql")):
+    for name, handler, text in (
+            ("migrate", cmd_db_migrate, "apply the pending schema migrations (idempotent, safe concurrently)"),
+            ("init", cmd_db_migrate, "the same as migrate"),
+            ("check", cmd_db_check, "report pending migrations, changed migrations and drift from schema.sql")):
         sub = db.add_parser(name, help=text)
         sub.add_argument("--data-dir", default=argparse.SUPPRESS)
         sub.set_defaults(handler=handler)
@@ -192,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         code: int = args.handler(args)
-    except (CliError, ConfigError) as exc:
+    except (CliError, ConfigError, MigrationError) as exc:
         print(f"paygate: {exc}", file=sys.stderr)
         return 2
     return code

@@ -17,6 +17,7 @@ from gateway.payments.checkout import Checkout
 from gateway.payments.client import PaymentClient
 from gateway.settings import Settings
 from gateway.store.db import Database
+from gateway.store.migrate import open_current
 from gateway.store.registry import register_provider_accounts
 
 
@@ -37,9 +38,10 @@ class Services:
 
     @classmethod
     async def open(cls, settings: Settings, clock: Clock | None = None) -> Services:
-        """Connect to PostgreSQL and the broker, and register the configured provider accounts."""
+        """Connect to PostgreSQL (refused when it lacks a migration of this build) and the broker,
+        and register the configured provider accounts."""
         clock = clock or SystemClock()
-        db = await Database.open(settings.database_url, size=settings.db_pool_size)
+        db = await open_current(settings.database_url, size=settings.db_pool_size, name="paygate")
         await register_provider_accounts(db, clock, settings.provider_accounts)
         redis = aioredis.Redis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)
         tokens = Tokens(db, clock, settings.token_pepper.get_secret_value(), cache_s=settings.token_cache_s)

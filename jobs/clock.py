@@ -17,6 +17,7 @@ from gateway.clock import Clock, SystemClock
 from gateway.logs import configure_logging
 from gateway.settings import load_settings
 from gateway.store.db import Database
+from gateway.store.migrate import open_current
 from jobs import heartbeat as heartbeat_module
 from jobs.grants import expire_unused_grants
 from jobs.outbox import dispatch_outbox
@@ -46,7 +47,7 @@ async def run(stop: asyncio.Event) -> None:
     settings = load_settings()
     configure_logging(settings.log_format, settings.log_level)
     clock = SystemClock()
-    db = await Database.open(settings.database_url, size=1, name="paygate-clock")
+    db = await open_current(settings.database_url, size=1, name="paygate-clock")  # refuses an unmigrated one
     log.info("clock_started", tick_s=settings.clock_tick_s, actors=[a.actor_name for a in PERIODIC])
     try:
         while not stop.is_set():

@@ -1,10 +1,11 @@
 """What actors run with: settings, the clock, a database pool and an HTTP client.
 
 The pool is opened lazily by the first actor that runs, on the worker's event-loop thread (an
-asyncio pool belongs to the loop that opened it), and closed by :class:`RuntimeLifecycle` before
-that loop stops. Settings come from the environment unless a test has called :func:`configure`
-with its own settings and manual clock. What an actor counted (``gateway.instruments``) is added
-to the fleet's sums after every message and before the pool closes (docs/decisions/0041).
+asyncio pool belongs to the loop that opened it), only on a database that has every migration of
+this build, and closed by :class:`RuntimeLifecycle` before that loop stops. Settings come from
+the environment unless a test has called :func:`configure` with its own settings and manual clock.
+What an actor counted (``gateway.instruments``) is added to the fleet's sums after every message
+and before the pool closes (docs/decisions/0041).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from gateway.outbox.dispatcher import http_client
 from gateway.settings import Settings, load_settings
 from gateway.store.counters import flush_logged
 from gateway.store.db import Database
+from gateway.store.migrate import open_current
 
 
 @dataclass
@@ -57,7 +59,10 @@ async def current() -> Runtime:
     async with _opening:  # two actor threads starting together must open one pool, not two
         if _current is None:
             settings, clock = _configured or (load_settings(), SystemClock())
-            db = await Database.open(settings.database_url, size=4, name="paygate-jobs")
+            # A database that lacks a migration of this build is refused: every actor fails until
+            # `paygate db migrate` ran (docs/migrations.md); its messages are retried, the sweeps
+            # find the work again in the database.
+            db = await open_current(settings.database_url, size=4, name="paygate-jobs")
             http = http_client()  # the outbox's keep-alive client; recovery's lookups share it
             _current = Runtime(settings=settings, clock=clock, db=db, http=http)
         return _current

@@ -1,8 +1,9 @@
 """Real servers for every test (DESIGN.md, "Embedded default and scale-out"; STYLE, example 5).
 
-PostgreSQL: ``DATABASE_URL`` when given, else an embedded server for the session. The schema is
-applied once to a template database; each test that asks for ``database_url`` gets its own
-``CREATE DATABASE ... TEMPLATE`` copy (about 30 ms), so tests never see each other's rows.
+PostgreSQL: ``DATABASE_URL`` when given, else an embedded server for the session. The migrations
+run once into a template database (as ``paygate db migrate`` does); each test that asks for
+``database_url`` gets its own ``CREATE DATABASE ... TEMPLATE`` copy (about 30 ms), so tests never
+see each other's rows.
 Broker: ``REDIS_URL`` when given, else an embedded Valkey. Its URL is fixed when this file is
 imported, because ``jobs`` builds its broker from ``REDIS_URL`` at import (redis-py connects
 lazily, so the server only has to be up by the time a test uses it).
@@ -30,7 +31,7 @@ from gateway.local.servers import EmbeddedPostgres, EmbeddedValkey, free_port
 from gateway.services import Services
 from gateway.settings import Settings, build_settings
 from gateway.store.db import Database
-from gateway.store.schema import init_schema
+from gateway.store.migrate import migrate
 from provider_fake import CardCo, CardCoConfig
 from provider_fake import Clock as CardCoClock
 from provider_fake.config import Account
@@ -73,7 +74,7 @@ def template_database(postgres_admin_url: str) -> Iterator[str]:
     with psycopg.connect(postgres_admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
         conn.execute(f'CREATE DATABASE "{name}"')
-    init_schema(_url_for(postgres_admin_url, name))
+    migrate(_url_for(postgres_admin_url, name), ManualClock())
     yield name
     with psycopg.connect(postgres_admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

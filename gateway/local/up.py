@@ -1,11 +1,11 @@
 """``paygate up``: the whole system on one machine (API.md, Command line; DESIGN.md).
 
 Starts the embedded PostgreSQL and Valkey unless ``DATABASE_URL`` / ``REDIS_URL`` are set,
-applies the schema, seeds the demo, runs the Procfile's processes plus the demo sinks under the
-supervisor (``gateway.local.supervisor``: a process that dies is restarted, with a back-off, so a
-tester can ``kill -9`` a worker and watch the work resume), waits for ``/readyz`` to answer 200,
-then writes ``DIR/paygate-demo.json`` and prints the same in words. SIGINT/SIGTERM stop every
-process, then every server it started.
+migrates the schema (``gateway.store.migrate``), seeds the demo, runs the Procfile's processes plus
+the demo sinks under the supervisor (``gateway.local.supervisor``: a process that dies is
+restarted, with a back-off, so a tester can ``kill -9`` a worker and watch the work resume), waits
+for ``/readyz`` to answer 200, then writes ``DIR/paygate-demo.json`` and prints the same in words.
+SIGINT/SIGTERM stop every process, then every server it started.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ from gateway.local.servers import EmbeddedPostgres, EmbeddedValkey, free_port
 from gateway.local.supervisor import PrefixedOutput, Supervisor
 from gateway.settings import load_settings
 from gateway.store.db import Database
+from gateway.store.migrate import migrate
 from gateway.store.registry import register_provider_accounts
-from gateway.store.schema import check_schema, init_schema
+from gateway.store.schema import check_schema
 
 READY_TIMEOUT_S = 90.0
 
@@ -122,7 +123,7 @@ def _wait_ready(url: str, stop: threading.Event, on_ready: Any) -> None:
 
 @dataclass(frozen=True)
 class Prepared:
-    """A configured, schema-checked, seeded system, ready for its processes to start."""
+    """A configured, migrated, schema-checked, seeded system, ready for its processes to start."""
 
     settings: Any
     document: dict[str, Any]
@@ -131,9 +132,9 @@ class Prepared:
 
 def prepare(data_dir: Path, servers: Servers, urls: demo.Urls, *, rehearsal: bool,
             tune: Callable[[dict[str, Any], dict[str, Any]], None] | None = None) -> Prepared:
-    """Write the configuration (the demo's, changed in place by ``tune(gateway, cardco)``), apply
-    and check the schema, register the accounts and seed the demo; what ``paygate up`` and
-    ``paygate campaign`` share."""
+    """Write the configuration (the demo's, changed in place by ``tune(gateway, cardco)``), run
+    the schema's migrations and check it, register the accounts and seed the demo; what
+    ``paygate up`` and ``paygate campaign`` share."""
     stored = demo.load_or_create_secrets(data_dir)
     config_path, cardco_path = data_dir / "paygate.json", data_dir / "cardco.json"
     gateway_config = demo.gateway_config(stored, urls, rehearsal=rehearsal)
@@ -145,12 +146,15 @@ def prepare(data_dir: Path, servers: Servers, urls: demo.Urls, *, rehearsal: boo
     demo.write_private_json(data_dir / "runtime.json", {
         "database_url": servers.database_url, "redis_url": servers.redis_url, "config": str(config_path)})
     settings, effective = effective_settings(config_path, servers)
-    init_schema(settings.database_url)
+    outcome = migrate(settings.database_url, SystemClock())
+    for migration in (*outcome.adopted, *outcome.applied):
+        print(f"paygate: schema migration {migration.label} "
+              f"{'adopted' if migration in outcome.adopted else 'applied'}", flush=True)
     drift = check_schema(settings.database_url)
     if drift:
-        # init only adds what is missing; a database made by an older paygate keeps old shapes.
-        print("paygate: warning: the database differs from schema.sql (made by an older paygate?); "
-              "start with a fresh --data-dir, or migrate it by hand:\n  " + "\n  ".join(drift), flush=True)
+        # Migrations bring every known version to schema.sql; what is left was changed by hand.
+        print("paygate: warning: the database differs from schema.sql (changed by hand?):\n  "
+              + "\n  ".join(drift), flush=True)
     tokens = asyncio.run(prepare_database(settings))
     env = {"DATABASE_URL": servers.database_url, "REDIS_URL": servers.redis_url,
            "PAYGATE_CONFIG": str(config_path), "CARDCO_CONFIG": str(cardco_path),

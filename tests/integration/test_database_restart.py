@@ -25,7 +25,7 @@ from gateway.clock import ManualClock
 from gateway.local.servers import EmbeddedPostgres
 from gateway.services import Services
 from gateway.settings import build_settings
-from gateway.store.schema import init_schema
+from gateway.store.migrate import migrate
 from tests.conftest import LIVE_ACCOUNT, TEST_ACCOUNT, TEST_PEPPER, account_config
 
 POOL_SIZE = 4
@@ -58,7 +58,7 @@ class Gateway:
 async def gateway(redis_url: str, clock: ManualClock) -> AsyncIterator[Gateway]:
     server = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="paygate-restart-pg-")) / "pg", ephemeral=True)
     try:
-        init_schema(server.url())
+        migrate(server.url(), clock)
         settings = build_settings({
             "database_url": server.url(), "redis_url": redis_url, "token_pepper": TEST_PEPPER,
             "log_format": "console", "db_pool_size": POOL_SIZE,

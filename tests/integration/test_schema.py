@@ -17,8 +17,6 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
-from gateway.store.schema import check_schema, init_schema
-
 NOW = datetime(2026, 11, 29, 16, 0, tzinfo=UTC)
 
 
@@ -232,41 +230,3 @@ def test_an_outbox_row_cannot_be_both_dispatched_and_dead(conn: psycopg.Connecti
                      " %(now)s, %(now)s)", {"now": NOW})
     assert caught.value.diag.constraint_name == "ck_outbox_single_terminal_state"
 
-
-def test_init_is_idempotent_and_check_reports_drift(database_url: str) -> None:
-    init_schema(database_url)
-    init_schema(database_url)
-    assert check_schema(database_url) == []
-    with psycopg.connect(database_url, autocommit=True) as connection:
-        connection.execute("ALTER TABLE payment_attempts DROP CONSTRAINT ck_payment_attempt_lease")
-        connection.execute("DROP TRIGGER payment_attempt_events_append_only ON payment_attempt_events")
-    drift = check_schema(database_url)
-    assert any("ck_payment_attempt_lease" in line and line.startswith("missing") for line in drift)
-    assert any("payment_attempt_events_append_only" in line for line in drift)
-    init_schema(database_url)
-    assert any("ck_payment_attempt_lease" in line for line in check_schema(database_url)), \
-        "init creates missing objects only; a dropped constraint inside an existing table stays reported"
-
-
-def test_a_database_from_before_refunds_is_upgraded_by_init(database_url: str) -> None:
-    """Issue 11 item 3 (docs/decisions/0020, 0019): a database whose order and effect-record checks
-    predate refunds gets the new ones from ``paygate db init`` (idempotent), with no drift left, and
-    then admits the new order states."""
-    with psycopg.connect(database_url, autocommit=True) as connection:
-        connection.execute("ALTER TABLE orders DROP CONSTRAINT ck_order_state, ADD CONSTRAINT ck_order_state"
-                           " CHECK (state IN ('Open', 'Paid', 'Cancelled', 'CancelRequested'))")
-        connection.execute("ALTER TABLE effect_records DROP CONSTRAINT ck_effect_record_kind, ADD CONSTRAINT"
-                           " ck_effect_record_kind CHECK (attempt_kind IN ('payment', 'payout', 'payout_recall'))")
-    assert check_schema(database_url) != []
-    init_schema(database_url)
-    init_schema(database_url)
-    assert check_schema(database_url) == []
-    with psycopg.connect(database_url, autocommit=True) as connection:
-        connection.execute("INSERT INTO provider_accounts VALUES ('cardco:acct_store:test', 'cardco', 'test', %(now)s)",
-                           {"now": NOW})
-        connection.execute(
-            "INSERT INTO orders (order_id, merchant_id, customer_id, amount_minor, currency, payment_method,"
-            " provider_account, state, created_at, updated_at) VALUES ('ORD-1', 'm', 'c', 1, 'EUR', 'pm_card_visa',"
-            " 'cardco:acct_store:test', 'PaidAfterCancel', %(now)s, %(now)s)", {"now": NOW})
-        with pytest.raises(psycopg.errors.CheckViolation):
-            connection.execute("UPDATE orders SET state = 'Refund' WHERE order_id = 'ORD-1'")

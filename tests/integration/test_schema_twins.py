@@ -13,9 +13,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg import sql
-
-from gateway.store.schema import check_schema, init_schema
 
 # Placeholders for what differs by name only, longest first so no name is replaced inside another.
 PAYOUT = {"payout_attempts": "{attempts}", "payout_grants": "{grants}", "payout_decisions": "{decisions}",
@@ -148,19 +145,3 @@ def test_refund_evidence_cannot_be_truncated(conn: psycopg.Connection[Any], tabl
 def test_refund_history_rows_are_append_only(conn: psycopg.Connection[Any]) -> None:
     triggers = {name for name in catalog(conn, "payment_refund_history", {}) if name.startswith("trigger")}
     assert triggers == {"trigger {table}_append_only", "trigger {table}_no_truncate"}
-
-
-def test_a_database_created_before_the_recall_checks_gets_them_from_init(database_url: str) -> None:
-    """Issue 14 drift, for databases that already exist: ``paygate db init`` adds the recall tables'
-    missing checks once (the tables themselves are CREATE IF NOT EXISTS) and reports no drift after."""
-    added = ("ck_recall_grant_number", "ck_recall_attempt_amount", "ck_recall_attempt_epoch",
-             "ck_recall_attempt_unsent")
-    with psycopg.connect(database_url, autocommit=True) as connection:
-        for name in added:
-            table = "payout_recall_grants" if "grant" in name else "payout_recall_attempts"
-            connection.execute(sql.SQL("ALTER TABLE {} DROP CONSTRAINT {}").format(
-                sql.Identifier(table), sql.Identifier(name)))
-    assert {name for name in added if any(name in line for line in check_schema(database_url))} == set(added)
-    init_schema(database_url)
-    init_schema(database_url)
-    assert check_schema(database_url) == []
