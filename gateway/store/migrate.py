@@ -114,10 +114,6 @@ class Status:
     changed: tuple[tuple[Migration, Record], ...]  # applied, and the file differs since: drift
     newer: tuple[Record, ...]  # applied by a newer build; this one does not know them
 
-    @property
-    def current(self) -> bool:
-        return not self.pending and not self.changed
-
 
 def status_of(migrations: Sequence[Migration], records: Sequence[Record]) -> Status:
     """Compare a build's migrations with a database's records (pure)."""

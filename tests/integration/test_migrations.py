@@ -291,6 +291,15 @@ async def test_processes_refuse_a_database_that_lacks_a_migration(settings: Sett
         await Services.open(settings, ManualClock())
     with pytest.raises(SchemaNotCurrent):
         await open_current(database_url, size=1, name="paygate-clock")
+    from jobs import runtime
+
+    runtime.configure(settings, ManualClock())
+    try:
+        with pytest.raises(SchemaNotCurrent):
+            await runtime.current()  # every actor of the worker starts here
+    finally:
+        await runtime.close()
+        runtime.configure(None)
 
 
 async def test_processes_accept_a_database_migrated_by_a_newer_build(settings: Settings, database_url: str) -> None:

@@ -39,14 +39,14 @@ def test_the_shipped_migrations_start_with_the_baseline() -> None:
 def test_status_names_pending_changed_and_newer_migrations() -> None:
     one, two, three = parse_migrations({"0001_a.sql": "A", "0002_b.sql": "B", "0003_c.sql": "C"})
     fresh = status_of([one, two, three], [])
-    assert (fresh.pending, fresh.changed, fresh.newer, fresh.current) == ((one, two, three), (), (), False)
+    assert (fresh.pending, fresh.changed, fresh.newer) == ((one, two, three), (), ())
 
     changed = status_of([one, two, three], [record(one), record(two, "0" * 64)])
     assert changed.pending == (three,)
     assert changed.changed == ((two, record(two, "0" * 64)),)
 
     ahead = status_of([one], [record(one), record(two)])
-    assert (ahead.pending, ahead.changed, ahead.newer, ahead.current) == ((), (), (record(two),), True)
+    assert (ahead.pending, ahead.changed, ahead.newer) == ((), (), (record(two),))
 
 
 def test_the_checksum_is_the_sha256_of_the_text() -> None:
