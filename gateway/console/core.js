@@ -155,7 +155,7 @@ export function formAction(label, cls, inputs, send, done) {
     } }, controls.nodes, el("span", {}, el("button", { type: "submit", class: cls }, label), " ",
       el("button", { type: "button", class: "secondary", onclick: () => cell.replaceChildren(start) }, "Cancel")), error);
     cell.replaceChildren(form);
-    (form.querySelector("input, textarea") || form).focus();
+    (form.querySelector("input, textarea") || form).focus({ preventScroll: true });
   } }, `${label}…`);
   cell.append(start);
   return cell;

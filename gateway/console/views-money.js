@@ -153,7 +153,7 @@ export const recalls = listView({
 function applyAction(n, refresh) {
   return formAction("Apply to attempt", "", () => {
     const input = el("input", { type: "text", required: true, pattern: "[0-9a-fA-F-]{36}", spellcheck: "false",
-      placeholder: "attempt id", "aria-label": "attempt id", class: "mono", size: 38 });
+      placeholder: "attempt id", "aria-label": "attempt id", class: "mono" });
     const picks = n.candidates.map((id) => el("button", { type: "button", class: "link mono",
       onclick: () => { input.value = id; } }, id));
     return { nodes: [input, picks.length ? el("div", { class: "small" }, "Candidates: ", picks) : null],
@@ -185,8 +185,8 @@ const notificationList = listView({
     ["Received", (n) => when(n.received_at), "mono"],
     ["Problem", (n) => badge(n.problem)],
     ["Type", (n) => text(n.type)],
-    ["Event", (n) => text(n.provider_event_id), "mono"],
-    ["Account", (n) => n.provider_account, "mono"],
+    ["Event / account", (n) => [text(n.provider_event_id), el("div", { class: "muted small" }, n.provider_account)],
+      "mono"],
     ["Reference", (n) => text(n.client_reference), "mono"],
     ["Provider id", (n) => text(n.provider_object_id), "mono"],
     ["Amount", (n) => money(n.amount_minor, n.currency), "num"],
