@@ -13,6 +13,7 @@ that was flushed.
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import threading
 import time
@@ -111,29 +112,38 @@ _pending: dict[Key, float] = {}
 _lock = threading.Lock()  # actors of one worker run on one loop, but nothing here should depend on it
 
 
-def _add(sample: str, labels: Mapping[str, str], value: float) -> None:
-    key = (sample, tuple(sorted(labels.items())))
-    with _lock:
-        _pending[key] = _pending.get(key, 0.0) + value
-
-
 def count(family: Family, amount: float = 1.0, **labels: str) -> None:
     """Count ``amount`` events of a counter family in this process (flushed later)."""
-    if family.type != "counter":
-        raise ValueError(f"{family.name} is a {family.type}")
-    _add(f"{family.name}_total", family.bounded(labels), amount)
+    [key] = _keys(family.name, "counter", tuple(labels.items()))
+    with _lock:
+        _pending[key] = _pending.get(key, 0.0) + amount
 
 
 def observe(family: Family, value: float, **labels: str) -> None:
     """One observation of a histogram family: its cumulative buckets, sum and count."""
-    if family.type != "histogram":
-        raise ValueError(f"{family.name} is a {family.type}")
-    bounded = family.bounded(labels)
-    for bound in (*family.buckets, float("inf")):
-        if value <= bound:
-            _add(f"{family.name}_bucket", bounded | {"le": _le(bound)}, 1.0)
-    _add(f"{family.name}_sum", bounded, value)
-    _add(f"{family.name}_count", bounded, 1.0)
+    *buckets, sum_key, count_key = _keys(family.name, "histogram", tuple(labels.items()))
+    with _lock:
+        for bound, key in zip(family.buckets, buckets, strict=False):
+            if value <= bound:
+                _pending[key] = _pending.get(key, 0.0) + 1.0
+        for key, delta in ((buckets[-1], 1.0), (sum_key, value), (count_key, 1.0)):  # +Inf, sum, count
+            _pending[key] = _pending.get(key, 0.0) + delta
+
+
+@functools.lru_cache(maxsize=4096)
+def _keys(name: str, typ: str, labels: tuple[tuple[str, str], ...]) -> tuple[Key, ...]:
+    """The pending-delta keys one counting call adds to, worked out once per label set: a
+    counter's ``_total``; a histogram's buckets (``+Inf`` last), ``_sum`` and ``_count``."""
+    family = FAMILIES[name]
+    if family.type != typ:
+        raise ValueError(f"{name} is a {family.type}")
+    bounded = family.bounded(dict(labels))
+    if typ == "counter":
+        return ((f"{name}_total", tuple(sorted(bounded.items()))),)
+    buckets = tuple((f"{name}_bucket", tuple(sorted((bounded | {"le": _le(bound)}).items())))
+                    for bound in (*family.buckets, float("inf")))
+    plain = tuple(sorted(bounded.items()))
+    return (*buckets, (f"{name}_sum", plain), (f"{name}_count", plain))
 
 
 def _le(bound: float) -> str:
@@ -150,8 +160,9 @@ def take() -> dict[Key, float]:
 
 def give_back(taken: Mapping[Key, float]) -> None:
     """Return deltas whose flush failed, to go with the next one."""
-    for (sample, labels), value in taken.items():
-        _add(sample, dict(labels), value)
+    with _lock:
+        for key, value in taken.items():
+            _pending[key] = _pending.get(key, 0.0) + value
 
 
 def call_outcome(status: int | None, error: BaseException | None) -> str:

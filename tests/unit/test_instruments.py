@@ -1,0 +1,82 @@
+"""What a process counts before it flushes (gateway/instruments.py; issue 15 item 3: "bounded label
+sets (never an id, account token or free text as a label value)"; docs/decisions/0040)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+
+from gateway import instruments
+from gateway.instruments import CLAIMS_LOST, PAYOUT_PROVIDER_CALLS, VALIDATION_REFUSALS
+
+
+def _taken() -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    return {(name, frozenset(labels)): value for (name, labels), value in instruments.take().items()}
+
+
+@pytest.mark.parametrize("value", ["PAY-3107", "6a2a4ec6-4daf-4902-96f5-51e1104e7a6f", "cardco:acct_store:test",
+                                   "dst_tok_secret_77", "refused because the clerk said so", "", "x" * 65])
+def test_a_reason_that_is_not_a_code_is_counted_as_other(value: str) -> None:
+    instruments.take()
+    instruments.count(VALIDATION_REFUSALS, kind="payout", reason=value)
+    assert _taken() == {("paygate_payout_validation_refusals_total",
+                         frozenset({("kind", "payout"), ("reason", "other")})): 1.0}
+
+
+def test_codes_kinds_and_enumerated_values_are_kept_and_anything_else_is_other() -> None:
+    instruments.take()
+    instruments.count(VALIDATION_REFUSALS, kind="payout_recall", reason="presenter.not-audience")
+    instruments.count(CLAIMS_LOST, kind="PAY-3107")
+    assert _taken() == {
+        ("paygate_payout_validation_refusals_total",
+         frozenset({("kind", "payout_recall"), ("reason", "presenter.not-audience")})): 1.0,
+        ("paygate_payout_claims_lost_total", frozenset({("kind", "other")})): 1.0}
+
+
+def test_a_family_takes_exactly_its_declared_labels() -> None:
+    with pytest.raises(ValueError, match="takes labels"):
+        instruments.count(CLAIMS_LOST, kind="payout", payout_id="PAY-3107")
+    with pytest.raises(ValueError, match="is a histogram"):
+        instruments.count(PAYOUT_PROVIDER_CALLS, kind="payout", operation="create", outcome="ok")
+
+
+def test_an_observation_fills_every_bucket_from_its_bound_up_and_the_sum_and_count() -> None:
+    instruments.take()
+    instruments.observe(PAYOUT_PROVIDER_CALLS, 0.2, kind="payout", operation="lookup", outcome="ok")
+    instruments.observe(PAYOUT_PROVIDER_CALLS, 40.0, kind="payout", operation="lookup", outcome="ok")
+    taken = _taken()
+    base = {("kind", "payout"), ("operation", "lookup"), ("outcome", "ok")}
+    buckets = {dict(labels)["le"]: value for (name, labels), value in taken.items() if name.endswith("_bucket")}
+    assert buckets == {"0.25": 1, "0.5": 1, "1.0": 1, "2.5": 1, "5.0": 1, "10.0": 1, "30.0": 1, "+Inf": 2}
+    assert taken[("paygate_payout_provider_call_seconds_count", frozenset(base))] == 2
+    assert taken[("paygate_payout_provider_call_seconds_sum", frozenset(base))] == pytest.approx(40.2)
+
+
+@pytest.mark.parametrize(("status", "error", "outcome"), [
+    (200, None, "ok"), (201, None, "ok"), (402, None, "rejected"), (404, None, "rejected"),
+    (429, None, "rate_limited"), (500, None, "server_error"), (503, None, "server_error"),
+    (None, httpx.ReadTimeout("read"), "timeout"), (None, TimeoutError(), "timeout"),
+    (None, asyncio.CancelledError(), "timeout"), (None, httpx.ConnectError("refused"), "transport"),
+    (None, httpx.RemoteProtocolError("cut"), "transport"), (None, ValueError("bug"), "error")])
+def test_a_provider_call_comes_to_one_outcome(status: int | None, error: BaseException | None, outcome: str) -> None:
+    assert instruments.call_outcome(status, error) == outcome
+
+
+async def test_a_timed_call_is_observed_and_returns_or_raises_exactly_what_the_call_did() -> None:
+    instruments.take()
+
+    async def answered() -> httpx.Response:
+        return httpx.Response(429)
+
+    async def cut() -> httpx.Response:
+        raise httpx.ConnectError("refused")
+
+    assert (await instruments.provider_call(PAYOUT_PROVIDER_CALLS, answered(), kind="payment_refund",
+                                            operation="create")).status_code == 429
+    with pytest.raises(httpx.ConnectError):
+        await instruments.provider_call(PAYOUT_PROVIDER_CALLS, cut(), kind="payment_refund", operation="lookup")
+    counts = {(dict(labels)["operation"], dict(labels)["outcome"]): value
+              for (name, labels), value in _taken().items() if name.endswith("_count")}
+    assert counts == {("create", "rate_limited"): 1, ("lookup", "transport"): 1}
