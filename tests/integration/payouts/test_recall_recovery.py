@@ -19,6 +19,7 @@ from gateway.payouts.recalls import RECALL, RECALL_EXECUTOR
 from gateway.pipeline import transitions
 from gateway.pipeline.executor import Executor
 from gateway.pipeline.sweeper import sweep_leases
+from tests.integration.metrics_support import scrape
 from tests.integration.payouts.conftest import World
 from tests.integration.payouts.recall_helpers import (
     original,
@@ -180,7 +181,8 @@ async def test_a_recall_record_for_another_payout_escalates_a_mismatch_and_stays
 async def test_a_recall_reconciliation_that_cannot_tell_escalates_and_its_resolution_closes_it(
         world: World) -> None:
     """Matrix: "Reconciliation cannot tell -> 0 additional calls, Unknown, escalated"; seed 004
-    "Escalations": the resolving transaction closes the attempt's escalations."""
+    "Escalations": the resolving transaction closes the attempt's escalations. Issue 15 item 3: a
+    recall is the payout pipeline's kind ``payout_recall`` in every paygate_payout_* family."""
     await paid(world)
     await world.faults({"operation": "create_recall", "action": "drop_response"},
                        {"operation": "list_recalls", "action": "error_500_before_effect", "times": 0})
@@ -194,6 +196,15 @@ async def test_a_recall_reconciliation_that_cannot_tell_escalates_and_its_resolu
     assert (escalation["reason"], escalation["escalation_key"]) == (
         "payout-recall-deadline", f"payout-recall-attempt:{attempt['attempt_id']}:deadline")
     assert len(recall_calls(world)) == 1
+    seen = await scrape(world.http)
+    recall = {"kind": "payout_recall"}
+    assert seen.value("paygate_payout_unknown_attempt_age_seconds_count", **recall) == 1
+    assert seen.value("paygate_payout_unknown_attempt_age_seconds_count", kind="payout") == 0
+    assert seen.value("paygate_payout_escalations_open", reason="payout-recall-deadline", **recall) == 1
+    assert seen.value("paygate_payout_reconciliations_total", outcome="lookup_failed", **recall) == 8
+    assert seen.value("paygate_payout_provider_call_seconds_count", operation="create", outcome="timeout",
+                      **recall) == 1
+    assert seen.total("paygate_payout_decisions_total", outcome="Allowed", **recall) == 1
     await world.faults()  # the lookup answers again
     world.clock.advance(3600)
     await reconcile_recalls(world)
@@ -201,3 +212,7 @@ async def test_a_recall_reconciliation_that_cannot_tell_escalates_and_its_resolu
     assert await _escalations(world) == []
     assert len(recall_calls(world)) == 1
     assert len(recall_lookups(world)) >= 2
+    seen = await scrape(world.http)
+    assert seen.value("paygate_payout_reconciliations_total", outcome="succeeded", **recall) == 1
+    assert seen.value("paygate_payout_unknown_attempt_age_seconds_count", **recall) == 0
+    assert seen.series("paygate_payout_escalations_open") == []
