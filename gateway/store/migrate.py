@@ -13,7 +13,7 @@ recorded as ``adopted`` without running them.
 Processes that work on the database call :func:`require_current` when they start: a database
 that lacks a migration of this build is refused (its SQL may name what is not there yet); one
 that has migrations of a newer build is accepted, because every migration keeps the previous
-release working (expand/contract, docs/migrations.md).
+release working (expand/contract, docs/migrations.md; docs/decisions/0035).
 """
 
 from __future__ import annotations
