@@ -35,6 +35,9 @@ from gateway.store.db import Database
 from gateway.store.queries import load_queries
 
 LOCK_KEY = 0x70_61_79_67  # 'payg': the key `paygate db init` has always locked the schema with
+# How long one migration may wait for a table lock. An ALTER TABLE queued behind a long transaction
+# makes every later query on that table queue behind it: a payment stall, bounded by this.
+LOCK_TIMEOUT_S = 5.0
 MIGRATIONS_DIR = "gateway/store/migrations"
 _FILE = re.compile(r"^(?P<version>\d{4})_(?P<name>[a-z0-9_]+)\.sql$")
 _SQL = load_queries("gateway.store", "migrate.sql")
@@ -136,20 +139,22 @@ class Outcome:
     applied: tuple[Migration, ...]
 
 
-def migrate(url: str, clock: Clock, migrations: Sequence[Migration] | None = None) -> Outcome:
+def migrate(url: str, clock: Clock, migrations: Sequence[Migration] | None = None, *,
+            lock_timeout_s: float = LOCK_TIMEOUT_S) -> Outcome:
     """Bring the database at ``url`` to this build's last migration; idempotent, and safe to run
     from several processes at once (they take turns on the advisory lock)."""
     migrations = shipped() if migrations is None else migrations
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(_SQL["lock"], {"key": LOCK_KEY})
         try:
-            return _migrate_locked(conn, clock, migrations)
+            return _migrate_locked(conn, clock, migrations, lock_timeout_s)
         finally:
             if not conn.closed:
                 conn.execute(_SQL["unlock"], {"key": LOCK_KEY})
 
 
-def _migrate_locked(conn: psycopg.Connection[Any], clock: Clock, migrations: Sequence[Migration]) -> Outcome:
+def _migrate_locked(conn: psycopg.Connection[Any], clock: Clock, migrations: Sequence[Migration],
+                    lock_timeout_s: float) -> Outcome:
     conn.execute(_SQL["create_records"])
     records = _records(conn)
     adopted: tuple[Migration, ...] = ()
@@ -161,9 +166,16 @@ def _migrate_locked(conn: psycopg.Connection[Any], clock: Clock, migrations: Seq
         raise MigrationError(_describe_changed(state) + "\na migration never changes once applied: restore the "
                              "file, and make the change in a new migration")
     for migration in state.pending:
-        with conn.transaction():
-            conn.execute(migration.sql.encode())  # trusted, shipped SQL
-            _record(conn, migration, "applied", clock.now())
+        try:
+            with conn.transaction():
+                conn.execute(_SQL["lock_timeout"], {"timeout": f"{round(lock_timeout_s * 1000)}ms"})
+                conn.execute(migration.sql.encode())  # trusted, shipped SQL
+                _record(conn, migration, "applied", clock.now())
+        except psycopg.errors.LockNotAvailable as exc:
+            raise MigrationError(
+                f"migration {migration.label} waited {lock_timeout_s:g} s for a table lock that another transaction "
+                "holds (and every query on that table waited behind it), so it gave up and nothing of it was "
+                "applied; run `paygate db migrate` again once that transaction has ended (docs/migrations.md)") from exc
     return Outcome(adopted=adopted, applied=state.pending)
 
 

@@ -29,6 +29,10 @@ SELECT to_regclass('paygate_schema_migrations') IS NOT NULL AS present
 INSERT INTO paygate_schema_migrations (version, name, checksum, method, applied_at)
 VALUES (%(version)s, %(name)s, %(checksum)s, %(method)s, %(now)s)
 
+-- name: lock_timeout
+-- For the migration's own transaction only (is_local): a later one, or the records, wait as usual.
+SELECT set_config('lock_timeout', %(timeout)s, true)
+
 -- name: lock
 -- Session-level, so it spans one transaction per migration; released by unlock, or by the server
 -- when this session ends (a killed migrator leaves no lock behind). The key is the one `db init`

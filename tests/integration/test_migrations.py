@@ -230,6 +230,20 @@ def test_a_failing_migration_leaves_neither_its_changes_nor_its_record(database_
     assert [v for v, _, _ in records(database_url)] == [m.version for m in shipped()]
 
 
+def test_a_migration_behind_a_long_transaction_gives_up_instead_of_stalling_the_table(database_url: str) -> None:
+    """Fleet upgrade (docs/migrations.md): migrating while the previous release runs, an ALTER TABLE
+    queued behind a long transaction would hold up every later query on that table. The migration
+    waits at most its lock timeout, applies nothing and says so; run again, it goes through."""
+    alter = Migration(len(shipped()) + 1, "order_note", "ALTER TABLE orders ADD COLUMN note text;")
+    with psycopg.connect(database_url) as long_reader:
+        long_reader.execute("SELECT count(*) FROM orders")  # holds ACCESS SHARE on orders until it ends
+        with pytest.raises(MigrationError, match=f"migration {len(shipped()) + 1:04d}_order_note waited 0.2 s for a table lock"):
+            migrate(database_url, ManualClock(), [*shipped(), alter], lock_timeout_s=0.2)
+        long_reader.rollback()
+    assert [v for v, _, _ in records(database_url)] == [m.version for m in shipped()]
+    assert migrate(database_url, ManualClock(), [*shipped(), alter], lock_timeout_s=0.2).applied == (alter,)
+
+
 def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], url: str, *argv: str) -> tuple[int, str]:
     monkeypatch.setenv("DATABASE_URL", url)
     code = main(list(argv))
