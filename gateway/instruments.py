@@ -82,6 +82,9 @@ FENCE_ROLLBACKS = _pipeline(
 UNCONFIRMED_WRITES = _pipeline(
     "paygate_payout_unconfirmed_writes", "Claim, Started or outcome writes whose commit could not be confirmed",
     step=("claim", "start", "record"))
+LEASES_FENCED = _pipeline(
+    "paygate_payout_leases_fenced", "Lapsed leases the sweeper fenced, by the state it recorded",
+    state=("NotStarted", "Unknown"))
 EXECUTIONS = _pipeline(
     "paygate_payout_executions", "Claimed attempts by the state the executor recorded (Started: sends exhausted)",
     state=("Succeeded", "Failed", "Unknown", "Started", "NotStarted"))
@@ -103,7 +106,8 @@ DECISIONS = _pipeline("paygate_payout_decisions", "Decisions by outcome and reas
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     VALIDATION_REFUSALS, DELIVERIES_POSTPONED, DUPLICATE_DELIVERIES, CLAIMS_LOST, FENCE_ROLLBACKS,
-    UNCONFIRMED_WRITES, EXECUTIONS, RECONCILIATIONS, PAYOUT_PROVIDER_CALLS, PAYMENT_PROVIDER_CALLS, DECISIONS)}
+    UNCONFIRMED_WRITES, LEASES_FENCED, EXECUTIONS, RECONCILIATIONS, PAYOUT_PROVIDER_CALLS, PAYMENT_PROVIDER_CALLS,
+    DECISIONS)}
 
 # (sample name, sorted label items) -> delta not yet flushed. Sample names are the exposition's:
 # ``<counter>_total``, ``<histogram>_bucket`` (with ``le``), ``_sum``, ``_count``.

@@ -1,8 +1,8 @@
 """What the pipeline counts about a delivery (seed 000 section 21, "Observability and Evidence":
 "Validation refusals by reason code", "Claims lost, context-fence rollbacks, and duplicate
-deliveries", "Unconfirmed commits"; issue 15 item 3). Counted in this process after the fact it
-names is known, flushed to the fleet's sums by ``gateway.store.counters``; the evidence itself
-stays in the kind's history."""
+deliveries", "Unconfirmed commits and fenced Claimed attempts"; issue 15 item 3). Counted in this
+process after the fact it names is known, flushed to the fleet's sums by
+``gateway.store.counters``; the evidence itself stays in the kind's history."""
 
 from __future__ import annotations
 
@@ -41,3 +41,9 @@ def unconfirmed(kind: AttemptKind, step: Literal["claim", "start", "record"]) ->
 def executed(kind: AttemptKind, state: str) -> None:
     """What the executor recorded for a claimed attempt (``Started``: sends exhausted, recovery follows)."""
     instruments.count(instruments.EXECUTIONS, kind=kind.name, state=state)
+
+
+def fenced(kind: AttemptKind, state: str) -> None:
+    """A lapsed lease the sweeper fenced: ``NotStarted`` (Claimed, nothing sent: the parent needs
+    fresh authority) or ``Unknown`` (Started: the reconciler takes over)."""
+    instruments.count(instruments.LEASES_FENCED, kind=kind.name, state=state)

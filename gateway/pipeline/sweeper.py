@@ -4,7 +4,8 @@ leases and recovery).
 An attempt whose owner's lease lapsed is fenced first (its epoch incremented, conditional on the
 epoch read), then classified from durable state: Claimed provably sent nothing and becomes
 NotStarted (the parent awaits fresh authority); Started may have been sent, or may still be, and
-becomes Unknown for the reconciler. Never the other way round.
+becomes Unknown for the reconciler. Never the other way round. Each fenced lease is counted
+(``paygate_payout_leases_fenced``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from datetime import datetime
 
 from gateway.clock import Clock
 from gateway.domain.payout_outcomes import AttemptState
-from gateway.pipeline import transitions
+from gateway.pipeline import signals, transitions
 from gateway.pipeline.kind import AttemptKind, Row
 from gateway.store.db import Database
 
@@ -39,4 +40,5 @@ async def _fence_and_classify(kind: AttemptKind, db: Database, now: datetime, la
         await transitions.resolve(kind, conn, now, attempt, state, "lease.lapsed", actor=f"{kind.slug}-sweeper",
                                   from_states=[AttemptState(str(lapsed["state"]))],
                                   next_check_at=None if was_claimed else now)
+    signals.fenced(kind, state.value)
     return 1

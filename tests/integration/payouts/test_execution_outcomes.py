@@ -20,6 +20,7 @@ from gateway.payouts.config import payout_account
 from gateway.pipeline import transitions
 from gateway.pipeline.cardco import ProviderCalls
 from gateway.store.db import Connection, Database
+from tests.integration.metrics_support import scrape
 from tests.integration.payouts.conftest import AMOUNT, World
 
 
@@ -61,7 +62,9 @@ async def test_trace_d_two_workers_racing_for_one_grant_make_one_call(world: Wor
 async def test_a_claim_whose_commit_acknowledgment_is_lost_sends_nothing_and_is_swept_to_not_started(
         world: World) -> None:
     """Matrix: "Claim commits but its acknowledgment is lost -> worker does not send, 0 calls,
-    Claimed, then NotStarted after the sweeper fences, back to Approved awaiting fresh authority"."""
+    Claimed, then NotStarted after the sweeper fences, back to Approved awaiting fresh authority".
+    Issue 15 item 3 (seed 000 section 21, "Unconfirmed commits and fenced Claimed attempts. Each
+    one is a payout that needs fresh authority"): /metrics counts both."""
     job = await world.approved()
     lossy = LosesCommitAcknowledgment(world.services.db, fail_at=2)  # validation, then the claim
     assert await world.executor(db=lossy).run(job) == "claim.unconfirmed"
@@ -78,6 +81,10 @@ async def test_a_claim_whose_commit_acknowledgment_is_lost_sends_nothing_and_is_
     assert (payout["state"], [g["state"] for g in payout["grants"]]) == ("Approved", ["Consumed"])
     assert await world.totals() == (0, 0)
     assert world.submits() == []
+    seen = await scrape(world.http)
+    assert seen.value("paygate_payout_unconfirmed_writes_total", kind="payout", step="claim") == 1
+    assert seen.value("paygate_payout_leases_fenced_total", kind="payout", state="NotStarted") == 1
+    assert seen.value("paygate_payout_leases_fenced_total", kind="payout", state="Unknown") == 0
 
 
 async def test_a_started_write_that_cannot_be_confirmed_sends_nothing(world: World) -> None:

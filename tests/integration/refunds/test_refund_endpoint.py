@@ -9,6 +9,7 @@ import pytest
 
 from gateway.clock import ManualClock
 from gateway.refunds.decisions import expire_unused_grants
+from tests.integration.metrics_support import scrape
 from tests.integration.refunds.conftest import Shop, found_succeeded, order, refund_rows, started_then_cancelled
 
 
@@ -104,13 +105,21 @@ async def test_a_merchant_refund_whose_job_never_ran_is_expired_and_escalated_un
     """A grant whose window closes unclaimed (its job lost with the broker, say) authorizes nothing
     (seed 000 section 6) and its refund never happened: the refund sweep expires it, the order's
     ``refund`` says ``Expired`` rather than ``Requested``, a person is told once
-    (``order:<id>:refund-grant-expired``), and the merchant's next request closes that episode."""
+    (``order:<id>:refund-grant-expired``), and the merchant's next request closes that episode.
+    Issue 15 item 3: /metrics counts it among the grants issued but never consumed, and the open
+    episode under the pipeline's kind ``payment_refund``."""
     await _paid(shop)
     await shop.http.post("/v1/orders/ORD-5521/refund", headers=shop.merchant, json={})
     assert await expire_unused_grants(shop.services.db, clock, reminder_interval_s=900) == 0
+    refund = {"operation": "payment.refund"}
+    assert (await scrape(shop.http)).value("paygate_payout_grants_expired_unused", **refund) == 0
     clock.advance(shop.services.settings.payout_grant_window_s)
     for expected in (1, 0):
         assert await expire_unused_grants(shop.services.db, clock, reminder_interval_s=900) == expected
+    seen = await scrape(shop.http)
+    assert seen.value("paygate_payout_grants_expired_unused", **refund) == 1
+    assert seen.value("paygate_payout_escalations_open", kind="payment_refund",
+                      reason="payment-refund-grant-expired-unused") == 1
     assert (await order(shop))["refund"]["state"] == "Expired"
     [episode] = await shop.services.db.fetch_all("SELECT * FROM payment_escalations")
     assert (episode["escalation_key"], episode["reason"], episode["resolved_at"]) == \
