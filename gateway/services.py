@@ -15,6 +15,7 @@ from gateway.orders.repository import Orders
 from gateway.payments.attempts import Attempts
 from gateway.payments.checkout import Checkout
 from gateway.payments.client import PaymentClient
+from gateway.providers.registry import check_accounts
 from gateway.settings import Settings
 from gateway.store.db import Database
 from gateway.store.migrate import open_current
@@ -41,6 +42,7 @@ class Services:
         """Connect to PostgreSQL (refused when it lacks a migration of this build) and the broker,
         and register the configured provider accounts."""
         clock = clock or SystemClock()
+        check_accounts(settings.provider_accounts)
         db = await open_current(settings.database_url, size=settings.db_pool_size, name="paygate")
         await register_provider_accounts(db, clock, settings.provider_accounts)
         redis = aioredis.Redis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)

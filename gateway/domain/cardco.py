@@ -12,79 +12,18 @@ Documented no-effect rejections (400 ``invalid_request``, 401, 429) are ``reject
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
-from gateway.domain.attempts import Evidence, Finding
+from gateway.domain.attempts import Evidence
+from gateway.domain.provider_evidence import Lookup, PaymentObject, object_evidence, retry_after_s
 
-PAYMENT_STATUSES: dict[str, Finding] = {
-    "succeeded": "succeeded",
-    "processing": "processing",
-    "requires_action": "requires_action",
-    "failed": "failed",
-    "refunded": "refunded",
-}
 REJECTIONS = {400: "invalid_request", 401: "unauthorized", 429: "rate_limited"}
-
-
-class NextAction(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    type: str
-    expires_at: datetime | None = None
-
-
-class RefundReference(BaseModel):
-    """The refund a ``refunded`` payment names (CardCo's refund extension, docs/decisions/0021)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    id: str = Field(min_length=1)
-    client_reference: str = Field(min_length=1)
-
-
-class PaymentObject(BaseModel):
-    """CardCo's payment object; extra fields are tolerated, missing required ones are not."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    object: Literal["payment"]
-    id: str = Field(min_length=1)
-    client_reference: str | None = None
-    amount_minor: int
-    currency: str
-    status: str
-    failure_code: str | None = None
-    next_action: NextAction | None = None
-    sequence: int | None = None
-    refund: RefundReference | None = None
 
 
 def _unknown(account: str, reason: str, **details: Any) -> Evidence:
     return Evidence(finding="unknown", provider_account=account, reason=reason, details=details)
-
-
-def object_evidence(account: str, payment: PaymentObject, **details: Any) -> Evidence:
-    """Evidence from a payment object (a 200 answer, a lookup result or a notification's object)."""
-    finding = PAYMENT_STATUSES.get(payment.status)
-    if finding is None:
-        return _unknown(account, f"provider.undocumented-status.{payment.status}", **details)
-    action = payment.next_action if finding == "requires_action" else None
-    return Evidence(
-        finding=finding,
-        provider_account=account,
-        reason=payment.failure_code if finding == "failed" else None,
-        provider_payment_id=payment.id,
-        provider_status=payment.status,
-        next_action=action.model_dump(mode="json") if action else None,
-        next_action_expires_at=action.expires_at if action else None,
-        amount_minor=payment.amount_minor,
-        currency=payment.currency,
-        details={**details, "sequence": payment.sequence},
-    )
 
 
 def _declined_payment(error: dict[str, Any]) -> PaymentObject | None:
@@ -135,32 +74,11 @@ def payment_evidence(account: str, status_code: int, body: bytes) -> Evidence:
     return _unknown(account, f"provider.undocumented.{status_code}.{code or 'no-code'}", **details)
 
 
-LookupOutcome = Literal["found", "not-found", "failed", "rate-limited", "ambiguous"]
-
-
-@dataclass(frozen=True)
-class Lookup:
-    """What a non-mutating lookup established. A failed lookup (transport error, 5xx, unreadable
-    answer) and a 429 are never "not found" (seed 004, "The Recovery Loop")."""
-
-    outcome: LookupOutcome
-    payment: PaymentObject | None = None
-    reason: str | None = None
-    retry_after_s: float | None = None
-
-
-def _retry_after(value: str | None) -> float | None:
-    try:
-        return max(float(value), 0.0) if value is not None else None
-    except ValueError:
-        return None
-
-
 def lookup_result(status_code: int, body: bytes, retry_after: str | None, *, listing: bool) -> Lookup:
     """Classify the answer to ``GET /v1/payments/{id}`` (``listing`` False) or
     ``GET /v1/payments?client_reference=`` (``listing`` True)."""
     if status_code == 429:
-        return Lookup("rate-limited", reason="provider.rate-limited", retry_after_s=_retry_after(retry_after))
+        return Lookup("rate-limited", reason="provider.rate-limited", retry_after_s=retry_after_s(retry_after))
     if status_code == 404 and not listing:
         return Lookup("not-found")
     if status_code != 200:

@@ -54,7 +54,8 @@ class Transport:
         return self.provider_account.split(":", 1)[0]
 
 
-def _object(body: bytes) -> dict[str, Any]:
+def json_fields(body: bytes) -> dict[str, Any]:
+    """The business fields of a JSON request body (CardCo's encoding)."""
     try:
         parsed = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -78,49 +79,59 @@ def _manifest(kind: AttemptKind, operation: str, transport: Transport, business:
     }
 
 
-def payment_manifest(transport: Transport, request_body: str) -> dict[str, Any]:
+def _fields(body: bytes | dict[str, Any]) -> dict[str, Any]:
+    """A body's business fields: read from JSON bytes, or already read by the provider's adapter
+    from its own encoding (``gateway.providers``: ``Operation.fields``) into the common names."""
+    return dict(body) if isinstance(body, dict) else json_fields(body)
+
+
+def payment_manifest(transport: Transport, request_body: str,
+                     fields: dict[str, Any] | None = None) -> dict[str, Any]:
     """A checkout attempt's manifest, from its stored request (``payment_attempts.request_body``
-    holds a payment-method token, never card data)."""
+    holds a payment-method token, never card data); ``fields`` when the provider's adapter read it."""
     exact = request_body.encode("utf-8")
-    manifest = _manifest("payment", "create_payment", transport, _object(exact))
+    manifest = _manifest("payment", "create_payment", transport, dict(fields) if fields is not None
+                         else json_fields(exact))
     manifest["body_sha256"] = hashlib.sha256(exact).hexdigest()
     return manifest
 
 
-def payout_manifest(transport: Transport, body: bytes, *, destination_id: str,
+def payout_manifest(transport: Transport, body: bytes | dict[str, Any], *, destination_id: str,
                     destination_version: int) -> dict[str, Any]:
     """A payout attempt's manifest, from the exact body about to be sent, without its token."""
-    business = _object(body)
+    business = _fields(body)
     if not isinstance(business.pop("destination_token", None), str):
         raise ManifestUnbuildable("the request names no destination token")
     business["destination"] = {"destination_id": destination_id, "destination_version": destination_version}
     return _manifest("payout", "create_payout", transport, business)
 
 
-def recall_manifest(transport: Transport, body: bytes, *, provider_payout_id: str, amount_minor: int,
+def recall_manifest(transport: Transport, body: bytes | dict[str, Any], *, provider_payout_id: str, amount_minor: int,
                     currency: str) -> dict[str, Any]:
     """A payout recall attempt's manifest, from the exact recall body about to be sent. The body
     names the recall by reference and ``expires_at`` only; the recalled provider payout id (also
     in the endpoint) and the amount and currency pulled back come from the attempt. A body naming
     a destination token is refused: a recall never carries one."""
-    business = _object(body)
+    business = _fields(body)
     if "destination_token" in business:
         raise ManifestUnbuildable("a recall request must not name a destination token")
-    if not isinstance(business.get("expires_at"), str):
+    if "expires_at" not in business or not isinstance(business["expires_at"], str | None):
+        # None: the provider enforces no request expiry and the adapter says so (docs/decisions/0047).
         raise ManifestUnbuildable("the recall request names no expires_at")
     business.update(provider_payout_id=provider_payout_id, amount_minor=amount_minor, currency=currency)
     return _manifest("payout_recall", RECALL_OPERATION, transport, business)
 
 
-def refund_manifest(transport: Transport, body: bytes, *, provider_payment_id: str, amount_minor: int,
+def refund_manifest(transport: Transport, body: bytes | dict[str, Any], *, provider_payment_id: str, amount_minor: int,
                     currency: str) -> dict[str, Any]:
     """A payment refund attempt's manifest, from the exact refund body about to be sent (its
     reference and ``expires_at``); the refunded provider payment id (also in the endpoint) and the
     full amount and currency come from the attempt. A refund names no payment method or token."""
-    business = _object(body)
+    business = _fields(body)
     if {"payment_method", "destination_token"} & business.keys():
         raise ManifestUnbuildable("a refund request names no payment method or token")
-    if not isinstance(business.get("expires_at"), str):
+    if "expires_at" not in business or not isinstance(business["expires_at"], str | None):
+        # None: the provider enforces no request expiry and the adapter says so (docs/decisions/0047).
         raise ManifestUnbuildable("the refund request names no expires_at")
     business.update(provider_payment_id=provider_payment_id, amount_minor=amount_minor, currency=currency)
     return _manifest("payment_refund", REFUND_OPERATION, transport, business)

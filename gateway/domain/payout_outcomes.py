@@ -11,7 +11,8 @@ resend inside the attempt: a rejection CardCo documents as no-effect and transie
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -48,35 +49,19 @@ class Row:
     resend: bool = False
 
 
-# 200 responses and lookups, by the payout object's `status`.
 @dataclass(frozen=True)
 class StatusTable:
-    """One provider object's status rows, with the version that evidence records."""
+    """One provider object's classification: its status rows (2xx answers and lookups, by the
+    object's ``status``), its error rows (by HTTP status and the provider's error code, or its
+    error type where it gives no code), and the version that evidence records."""
 
     version: str
     rows: dict[str, Row]
+    errors: dict[tuple[int, str], Row] = field(default_factory=dict)
+    # How an object in a 2xx answer reads as the common record (id, client_reference, amount_minor,
+    # currency, status, failure_code); lookups and notifications hand over common records already.
+    record: Callable[[dict[str, Any]], dict[str, Any]] = field(default=lambda document: document)
 
-
-STATUS_TABLE = StatusTable(TABLE_VERSION, {
-    "processing": Row(AttemptState.STARTED, "provider.accepted",
-                      "accepted for asynchronous processing; not completed: wait for a lookup or notification"),
-    "paid": Row(AttemptState.SUCCEEDED, "provider.paid", "the provider's contract establishes the effect"),
-    "failed": Row(AttemptState.FAILED, "provider.failed",
-                  "documented no-effect rejection (e.g. destination_closed); resending fails the same way"),
-    "returned": Row(AttemptState.SUCCEEDED, "provider.returned",
-                    "completed, then returned by the bank: the payout happened; the return is a later event"),
-})
-
-# Recall objects (docs/decisions/0015; CardCo extension ``payout_recall``), by their `status`: the
-# same rows for errors, no response and mismatches; a failed recall is a documented no-effect.
-RECALL_TABLE_VERSION = "cardco-payout-recalls/2026-11-29.1"
-RECALL_STATUS_TABLE = StatusTable(RECALL_TABLE_VERSION, {
-    "processing": Row(AttemptState.STARTED, "provider.accepted",
-                      "recall accepted for asynchronous processing: wait for a lookup or notification"),
-    "recalled": Row(AttemptState.SUCCEEDED, "provider.recalled", "the provider's contract establishes the recall"),
-    "failed": Row(AttemptState.FAILED, "provider.failed",
-                  "documented no-effect (recall_window_closed, payout_not_paid, already_recalled)"),
-})
 
 # Error responses, by (HTTP status, CardCo error code).
 ERROR_ROWS: dict[tuple[int, str], Row] = {
@@ -92,6 +77,28 @@ ERROR_ROWS: dict[tuple[int, str], Row] = {
                                "documented no-effect and transient: same-key resend before the send deadline",
                                resend=True),
 }
+
+# CardCo payouts, by the payout object's `status`.
+STATUS_TABLE = StatusTable(TABLE_VERSION, {
+    "processing": Row(AttemptState.STARTED, "provider.accepted",
+                      "accepted for asynchronous processing; not completed: wait for a lookup or notification"),
+    "paid": Row(AttemptState.SUCCEEDED, "provider.paid", "the provider's contract establishes the effect"),
+    "failed": Row(AttemptState.FAILED, "provider.failed",
+                  "documented no-effect rejection (e.g. destination_closed); resending fails the same way"),
+    "returned": Row(AttemptState.SUCCEEDED, "provider.returned",
+                    "completed, then returned by the bank: the payout happened; the return is a later event"),
+}, ERROR_ROWS)
+
+# Recall objects (docs/decisions/0015; CardCo extension ``payout_recall``), by their `status`: the
+# same rows for errors, no response and mismatches; a failed recall is a documented no-effect.
+RECALL_TABLE_VERSION = "cardco-payout-recalls/2026-11-29.1"
+RECALL_STATUS_TABLE = StatusTable(RECALL_TABLE_VERSION, {
+    "processing": Row(AttemptState.STARTED, "provider.accepted",
+                      "recall accepted for asynchronous processing: wait for a lookup or notification"),
+    "recalled": Row(AttemptState.SUCCEEDED, "provider.recalled", "the provider's contract establishes the recall"),
+    "failed": Row(AttemptState.FAILED, "provider.failed",
+                  "documented no-effect (recall_window_closed, payout_not_paid, already_recalled)"),
+}, ERROR_ROWS)
 
 NO_RESPONSE = Row(AttemptState.UNKNOWN, "provider.no-response",
                   "timeout, reset or crash after Started: the provider may have completed the payout")
@@ -177,10 +184,12 @@ def classify(observation: Observation, expected: Expected,
     if not isinstance(document, dict):
         return Classification(MALFORMED, table.version)
     if observation.status == 200:
-        return classify_record(document, expected, table)
+        return classify_record(table.record(document), expected, table)
     error = document.get("error")
-    code = error.get("code") if isinstance(error, dict) else None
-    row = ERROR_ROWS.get((observation.status, code)) if isinstance(code, str) else None
+    # The provider's error code names the row; where no row names that code, its error type may.
+    names = [error.get("code"), error.get("type")] if isinstance(error, dict) else []
+    row = next((table.errors[(observation.status, name)] for name in names
+                if isinstance(name, str) and (observation.status, name) in table.errors), None)
     if row is None:
         return Classification(UNDOCUMENTED, table.version)
     return Classification(row, table.version, retry_after_s=observation.retry_after_s if row.resend else 0.0)

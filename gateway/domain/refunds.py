@@ -21,7 +21,7 @@ from typing import Literal
 
 from gateway.domain.attempts import ORDER_CONFIRMATION
 from gateway.domain.errors import OrderNotRefundable, RefundUnresolved
-from gateway.domain.payout_outcomes import AttemptState, Row, StatusTable
+from gateway.domain.payout_outcomes import ERROR_ROWS, AttemptState, Row, StatusTable
 
 OPERATION = "payment.refund"
 # The refund policy is code, not a release an admin must publish first: an automatic refund of a
@@ -155,4 +155,4 @@ STATUS_TABLE = StatusTable("cardco-refunds/2026-12-01.1", {
     "succeeded": Row(AttemptState.SUCCEEDED, "provider.refunded", "the provider's contract establishes the refund"),
     "failed": Row(AttemptState.FAILED, "provider.failed",
                   "documented no-effect (payment_not_refundable, already_refunded)"),
-})
+}, ERROR_ROWS)

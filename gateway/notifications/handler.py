@@ -23,15 +23,15 @@ from uuid import UUID
 import structlog
 
 from gateway.clock import Clock
-from gateway.domain.cardco import object_evidence
-from gateway.domain.cardco_notifications import Notification, Unreadable, parse
 from gateway.domain.errors import WebhookEndpointNotFound
 from gateway.domain.notification_keys import escalation_key, notification_key
-from gateway.domain.webhook_signatures import AccountKeys, Rejected, Verified, verify
+from gateway.domain.provider_evidence import Notification, Unreadable, object_evidence
+from gateway.domain.webhook_signatures import Rejected, Verified
 from gateway.escalations.store import raise_escalation
 from gateway.notifications import repository
 from gateway.payments.attempts import Attempts, retry_transaction
 from gateway.payouts import notifications as payout_notifications
+from gateway.providers import Provider, provider_for
 from gateway.refunds import notifications as refund_notifications
 from gateway.settings import ProviderAccount, Settings
 from gateway.store.db import Connection, Database, savepoint
@@ -63,25 +63,34 @@ class NotificationHandler:
         self._clock = clock
         self._settings = settings
         self._attempts = attempts
-        self._endpoints: dict[str, list[AccountKeys]] = {}
+        # Per endpoint, per provider: the verification material of each account (decoded once).
+        self._endpoints: dict[str, dict[str, tuple[Provider, list[Any]]]] = {}
         for account in settings.provider_accounts:
-            keys = AccountKeys.from_config(account.id, [s.get_secret_value() for s in account.webhook_secrets],
-                                           account.webhook_public_keys)
-            self._endpoints.setdefault(account.webhook_endpoint_id, []).append(keys)
+            provider = provider_for(account.id)
+            by_provider = self._endpoints.setdefault(account.webhook_endpoint_id, {})
+            by_provider.setdefault(provider.name, (provider, []))[1].append(provider.verifier(account))
 
     def verify(self, endpoint_id: str, headers: Mapping[str, str], body: bytes) -> Verified | Rejected:
-        """Which of the endpoint's accounts signed the delivery; WebhookEndpointNotFound if none is configured."""
-        accounts = self._endpoints.get(endpoint_id)
-        if accounts is None:
+        """Which of the endpoint's accounts signed the delivery, each provider checking its own
+        signature scheme; WebhookEndpointNotFound if none is configured. With several providers
+        on one endpoint, the first rejection is reported when none verifies."""
+        providers = self._endpoints.get(endpoint_id)
+        if providers is None:
             raise WebhookEndpointNotFound()
-        return verify(headers, body, accounts, self._clock.now())
+        rejections: list[Rejected] = []
+        for provider, keys in providers.values():
+            verified = provider.verify(headers, body, keys, self._clock.now())
+            if isinstance(verified, Verified):
+                return verified
+            rejections.append(verified)
+        return rejections[0]
 
     async def handle(self, verified: Verified, body: bytes) -> Handled:
         """Record and handle one verified delivery; raises if it could not be recorded."""
         account = self._settings.account(verified.account_id)
         if account is None:
             raise LookupError(f"provider account {verified.account_id} is no longer configured")
-        parsed = parse(body)
+        parsed = provider_for(account.id).parse(body)
         key = notification_key(
             event_id=parsed.event_id, webhook_id=verified.webhook_id,
             fields=parsed.canonical_fields() if isinstance(parsed, Notification) else None,

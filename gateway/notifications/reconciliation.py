@@ -18,7 +18,6 @@ from uuid import UUID
 import structlog
 
 from gateway.clock import Clock
-from gateway.domain.cardco_notifications import from_detail
 from gateway.domain.errors import (
     AttemptNotFound,
     NotificationAlreadyApplied,
@@ -26,6 +25,7 @@ from gateway.domain.errors import (
     NotificationNotFound,
 )
 from gateway.domain.paging import PageRequest
+from gateway.domain.provider_evidence import from_detail
 from gateway.notifications import repository
 from gateway.notifications.handler import NotificationHandler
 from gateway.store.db import Connection, Database

@@ -8,7 +8,6 @@ recovery loop cannot overwrite one another's results.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
@@ -29,6 +28,7 @@ from gateway.payments.client import StoredRequest, payments_endpoint
 from gateway.payments.leases import LEASE_SQL as _LEASE_SQL
 from gateway.payments.leases import Lease, finish, release
 from gateway.payments.sends import persist_payment
+from gateway.providers import provider_for
 from gateway.refunds.decisions import RefundPolicy, decide_after_cancel
 from gateway.settings import ProviderAccount, Settings
 from gateway.store.db import Connection, Database, fetch_one, pipelined
@@ -50,12 +50,12 @@ def stored_request(attempt: Attempt) -> StoredRequest:
                          request_body=attempt["request_body"])
 
 
-def request_body(order: dict[str, Any], client_reference: str) -> str:
-    """The exact bytes every send of the attempt carries: compact JSON, keys in a fixed order,
-    a payment-method token and never card data."""
-    return json.dumps({"amount_minor": order["amount_minor"], "currency": order["currency"],
-                       "payment_method": order["payment_method"], "client_reference": client_reference},
-                      separators=(",", ":"))
+def request_body(account: ProviderAccount, order: dict[str, Any], client_reference: str) -> str:
+    """The exact bytes every send of the attempt carries, in the account's provider's encoding
+    (gateway.providers): a payment-method token, never card data."""
+    return provider_for(account.id).payment_body(amount_minor=order["amount_minor"], currency=order["currency"],
+                                                 payment_method=order["payment_method"],
+                                                 client_reference=client_reference)
 
 
 def facts(attempt: Attempt) -> AttemptFacts:
@@ -130,7 +130,7 @@ class Attempts:
             "attempt_number": number, "client_reference": client_reference,
             "provider_account": account.id, "endpoint": payments_endpoint(account),
             "api_version": account.api_version, "idempotency_key": str(uuid.uuid4()),
-            "request_body": request_body(order, client_reference), "amount_minor": order["amount_minor"],
+            "request_body": request_body(account, order, client_reference), "amount_minor": order["amount_minor"],
             "currency": order["currency"], "now": now,
             "next_check_at": now + timedelta(seconds=account.abandonment_threshold_s),
         })

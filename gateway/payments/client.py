@@ -8,23 +8,21 @@ that cannot be built, the caller's budget, the client's maximum call duration, a
 an incomplete or unreadable response, a 5xx — is ``unknown`` with a reason. A programming or
 configuration error is allowed to surface for alerting instead of being disguised as an outcome.
 Every call is timed and counted (``gateway.instruments.provider_call``; issue 15 item 3).
+What the request and its answers look like is the account's provider's (``gateway.providers``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import quote
 
 import httpx
 
 from gateway.clock import Clock
 from gateway.domain.attempts import Evidence
-from gateway.domain.cardco import Lookup, lookup_result, payment_evidence, payment_method_usable
+from gateway.domain.provider_evidence import Lookup
 from gateway.instruments import PAYMENT_PROVIDER_CALLS, provider_call
+from gateway.providers import provider_for
 from gateway.settings import ProviderAccount, Settings
-
-PAYMENTS_PATH = "/v1/payments"
-PAYMENT_METHODS_PATH = "/v1/payment_methods"
 
 
 @dataclass(frozen=True)
@@ -43,7 +41,7 @@ class NotBuildable(Exception):
 
 
 def payments_endpoint(account: ProviderAccount) -> str:
-    return account.base_url.rstrip("/") + PAYMENTS_PATH
+    return provider_for(account.id).payments_endpoint(account)
 
 
 def _unknown(account: str, reason: str) -> Evidence:
@@ -57,8 +55,7 @@ class PaymentClient:
         self._http = http
 
     def _credentials(self, account: ProviderAccount) -> dict[str, str]:
-        return {"Authorization": f"Bearer {account.api_key.get_secret_value()}", "CardCo-Account": account.id,
-                "CardCo-Version": account.api_version}
+        return provider_for(account.id).headers(account, account.api_key.get_secret_value())
 
     def build(self, stored: StoredRequest) -> httpx.Request:
         """The transport request for ``stored``; refuses anything that would send it elsewhere
@@ -75,8 +72,7 @@ class PaymentClient:
             "POST",
             stored.endpoint,
             content=stored.request_body.encode("utf-8"),
-            headers={**self._credentials(account), "Idempotency-Key": stored.idempotency_key,
-                     "Content-Type": "application/json"},
+            headers={**self._credentials(account), "Idempotency-Key": stored.idempotency_key},
         )
 
     def ceiling_s(self, provider_account: str) -> float:
@@ -107,7 +103,7 @@ class PaymentClient:
             # Timeouts, resets, refused connections and responses that end early all land here;
             # the default send reads the whole body, so truncation surfaces now, not later.
             return _unknown(account, f"provider.transport.{type(error).__name__}")
-        return payment_evidence(account, response.status_code, response.content)
+        return provider_for(account).payment_evidence(account, response.status_code, response.content)
 
     async def find_payment(self, provider_account: str, *, provider_payment_id: str | None = None,
                            client_reference: str | None = None, budget_s: float | None = None) -> Lookup:
@@ -115,9 +111,10 @@ class PaymentClient:
         account = self._settings.account(provider_account)
         if account is None:
             return Lookup("failed", reason="request.not-buildable.account-not-configured")
-        base = payments_endpoint(account)
-        url, params = (f"{base}/{provider_payment_id}", None) if provider_payment_id else (
-            base, {"client_reference": client_reference or ""})
+        provider = provider_for(account.id)
+        path, params = provider.payment_lookup(provider_payment_id=provider_payment_id,
+                                               client_reference=client_reference)
+        url = account.base_url.rstrip("/") + path
         try:
             async with self._clock.budget(min(budget_s or account.maximum_call_duration_s,
                                               account.maximum_call_duration_s)):
@@ -128,17 +125,18 @@ class PaymentClient:
             return Lookup("failed", reason="provider.no-response")
         except httpx.HTTPError as error:
             return Lookup("failed", reason=f"provider.transport.{type(error).__name__}")
-        return lookup_result(response.status_code, response.content, response.headers.get("retry-after"),
-                             listing=provider_payment_id is None)
+        return provider.lookup_result(response.status_code, response.content, response.headers.get("retry-after"),
+                                      listing=not provider_payment_id)
 
     async def payment_method_usable(self, provider_account: str, payment_method: str,
                                     budget_s: float | None = None) -> bool | None:
-        """Whether CardCo still accepts ``payment_method`` for the account (seed 004: resend only
-        "while the payment method is still usable"); None when that could not be established."""
+        """Whether the provider still accepts ``payment_method`` for the account (seed 004: resend
+        only "while the payment method is still usable"); None when that could not be established."""
         account = self._settings.account(provider_account)
         if account is None:
             return None
-        url = account.base_url.rstrip("/") + f"{PAYMENT_METHODS_PATH}/{quote(payment_method, safe='')}"
+        provider = provider_for(account.id)
+        url = account.base_url.rstrip("/") + provider.payment_method_path(payment_method)
         try:
             async with self._clock.budget(min(budget_s or account.maximum_call_duration_s,
                                               account.maximum_call_duration_s)):
@@ -147,4 +145,4 @@ class PaymentClient:
                                                operation="payment_method")
         except (TimeoutError, httpx.HTTPError):
             return None
-        return payment_method_usable(response.status_code, response.content)
+        return provider.payment_method_usable(response.status_code, response.content)

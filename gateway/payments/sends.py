@@ -19,14 +19,16 @@ from gateway.domain.effect_protocol import ProtocolState
 from gateway.effects import ledger
 from gateway.effects.gate import SendGate
 from gateway.payments.client import PaymentClient, StoredRequest
+from gateway.providers import provider_for
 from gateway.store.db import Connection
 
 
 def payment_intent(stored: StoredRequest, attempt_id: Any) -> ledger.Intent:
-    """The intent as the stored request states it; raises ManifestUnbuildable for a body that is
-    not the JSON object of a payment."""
+    """The intent as the stored request states it, its business fields read by the account's
+    provider; raises ManifestUnbuildable for a body that is not the provider's payment request."""
     transport = Transport(stored.provider_account, stored.endpoint, stored.api_version, stored.idempotency_key)
-    return ledger.Intent("payment", attempt_id, transport, payment_manifest(transport, stored.request_body))
+    fields = provider_for(stored.provider_account).payment_fields(stored.request_body)
+    return ledger.Intent("payment", attempt_id, transport, payment_manifest(transport, stored.request_body, fields))
 
 
 async def persist_payment(conn: Connection, attempt: dict[str, Any], stored: StoredRequest, *, now: datetime,

@@ -18,17 +18,16 @@ from datetime import datetime
 from typing import Any
 
 from gateway.domain.effect_manifest import Transport, payout_manifest
-from gateway.domain.payout_outcomes import PAYOUT_STATE_AFTER, STATUS_TABLE, AttemptState
+from gateway.domain.payout_outcomes import PAYOUT_STATE_AFTER, AttemptState
 from gateway.domain.payout_policy import ContextVersions
 from gateway.payouts import history, records
-from gateway.payouts.cardco import PAYOUTS_PATH, request_body
 from gateway.payouts.config import AUDIENCE, OPERATION, payout_account, payout_timings
 from gateway.payouts.governance import persist_payout
 from gateway.payouts.validation import PayoutJob, Valid, Validation, validate
-from gateway.pipeline.cardco import destination_digest
-from gateway.pipeline.kind import AttemptKind, Claimed, Presenter, Refused, Request, by_client_reference
+from gateway.pipeline.kind import AttemptKind, Claimed, Presenter, Refused
 from gateway.pipeline.rows import Rows
 from gateway.pipeline.transitions import FINAL
+from gateway.providers.base import destination_digest
 from gateway.settings import Settings
 from gateway.store.db import Connection, Database, fetch_all, fetch_one, fetch_required
 from gateway.store.queries import load_queries
@@ -132,21 +131,14 @@ async def record_return(conn: Connection, now: datetime, attempt: dict[str, Any]
     return True
 
 
-def _request(attempt: dict[str, Any], token: str | None) -> Request:
-    if token is None:
-        raise ValueError("a payout send needs its destination token")
-    return Request(PAYOUTS_PATH, request_body(attempt, token))
-
-
-def _manifest(transport: Transport, body: bytes, attempt: dict[str, Any]) -> dict[str, Any]:
+def _manifest(transport: Transport, body: dict[str, Any], attempt: dict[str, Any]) -> dict[str, Any]:
     return payout_manifest(transport, body, destination_id=attempt["destination_id"],
                            destination_version=attempt["destination_version"])
 
 
 PAYOUT = AttemptKind(
-    name="payout", operation=OPERATION, parent="payout_id", rows=ROWS, table=STATUS_TABLE, history=history.append,
-    admit=_admit, claim=claim, request=_request, manifest=_manifest, lookup=by_client_reference(PAYOUTS_PATH),
-    timings=payout_timings, follow=_follow, record_return=record_return,
+    name="payout", operation=OPERATION, parent="payout_id", rows=ROWS, history=history.append,
+    admit=_admit, claim=claim, manifest=_manifest, timings=payout_timings, follow=_follow, record_return=record_return,
     # One record, for this attempt's destination (by digest: the token is never held).
     identity=lambda attempt, record: record.get("destination_digest") == attempt["destination_digest"],
     secret_matches=lambda pepper, attempt, token: token is not None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from gateway.domain.cardco_notifications import Notification
+from gateway.domain.provider_evidence import Notification
 from gateway.effects.certify import Certifier
 from gateway.payouts.attempts import PAYOUT
 from gateway.payouts.recalls import RECALL

@@ -27,15 +27,15 @@ import structlog
 from gateway.clock import Clock
 from gateway.domain.effect_manifest import Transport, recall_manifest
 from gateway.domain.payout_errors import AttemptUnresolved, NotRecallable
-from gateway.domain.payout_outcomes import RECALL_STATUS_TABLE
 from gateway.domain.payout_timing import PayoutTimings
 from gateway.domain.recall_policy import recall_outcome, recall_reason
 from gateway.escalations.store import resolve_by_key_prefix_of_payout
 from gateway.outbox.store import enqueue
-from gateway.payouts import cardco, history, records
+from gateway.payouts import history, records
 from gateway.payouts.config import payout_account, payout_timings
 from gateway.payouts.governance import persist_recall
 from gateway.payouts.validation import PayoutJob
+from gateway.pipeline.accounts import operation
 from gateway.pipeline.grants import presented_grant
 from gateway.pipeline.kind import (
     AttemptKind,
@@ -44,11 +44,10 @@ from gateway.pipeline.kind import (
     Postponed,
     Presenter,
     Refused,
-    Request,
-    by_client_reference,
 )
 from gateway.pipeline.rows import Rows
 from gateway.pipeline.views import attempts_view, shown
+from gateway.providers import UnsupportedOperation
 from gateway.settings import Settings
 from gateway.store.db import Connection, Database, fetch_all, fetch_one, fetch_required
 from gateway.store.queries import load_queries
@@ -193,6 +192,10 @@ async def claim(db: Database, now: datetime, settings: Settings, admitted: Admit
     grant, payout = admitted.grant, admitted.payout
     timings, account = payout_timings(settings), payout_account(settings)
     payout_id, number = payout["payout_id"], grant["recall_number"]
+    try:
+        operation(RECALL, account.id)
+    except UnsupportedOperation:  # e.g. Stripe (docs/decisions/0047): nothing is claimed or sent
+        return Refused("provider.operation-unsupported", grant)
     async with db.transaction() as conn:
         if not await ROWS.consume_grant(conn, now, grant["grant_id"], worker_id):
             return Refused("claim.lost", grant)
@@ -213,11 +216,7 @@ async def claim(db: Database, now: datetime, settings: Settings, admitted: Admit
     return Claimed(attempt)
 
 
-def _request(attempt: dict[str, Any], secret: str | None) -> Request:
-    return Request(cardco.recall_path(attempt["provider_payout_id"]), cardco.recall_body(attempt))
-
-
-def _manifest(transport: Transport, body: bytes, attempt: dict[str, Any]) -> dict[str, Any]:
+def _manifest(transport: Transport, body: dict[str, Any], attempt: dict[str, Any]) -> dict[str, Any]:
     return recall_manifest(transport, body, provider_payout_id=attempt["provider_payout_id"],
                            amount_minor=attempt["amount_minor"], currency=attempt["currency"])
 
@@ -225,9 +224,8 @@ def _manifest(transport: Transport, body: bytes, attempt: dict[str, Any]) -> dic
 # A recall attempt links to the payout it recalls (seed 000 section 17): the payout row stays Paid,
 # so the default ``follow`` (nothing) applies, and a recall has no return.
 RECALL = AttemptKind(
-    name="payout_recall", operation=OPERATION, parent="payout_id", rows=ROWS, table=RECALL_STATUS_TABLE,
-    history=_history, admit=_admit, claim=claim, request=_request, manifest=_manifest,
-    lookup=by_client_reference(cardco.RECALLS_LOOKUP_PATH), timings=payout_timings,
+    name="payout_recall", operation=OPERATION, parent="payout_id", rows=ROWS,
+    history=_history, admit=_admit, claim=claim, manifest=_manifest, timings=payout_timings,
     identity=lambda attempt, record: record.get("payout") == attempt["provider_payout_id"],
     escalation_facts=lambda attempt: {"provider_payout_id": attempt["provider_payout_id"]},
     attempt_fields=("attempt_id", "recall_number", "state", "grant_id", "decision_id", "client_reference",

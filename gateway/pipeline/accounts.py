@@ -9,7 +9,8 @@ another one: the pipeline raises ``account-not-configured`` and leaves the attem
 
 from __future__ import annotations
 
-from gateway.pipeline.kind import Row
+from gateway.pipeline.kind import AttemptKind, Row
+from gateway.providers import Operation, provider_for
 from gateway.settings import ProviderAccount, Settings
 
 NOT_CONFIGURED = "account-not-configured"
@@ -18,3 +19,9 @@ NOT_CONFIGURED = "account-not-configured"
 def stored_account(settings: Settings, attempt: Row) -> ProviderAccount | None:
     """The configured account the attempt records, or None when it is no longer configured."""
     return settings.account(attempt["provider_account"])
+
+
+def operation(kind: AttemptKind, account_id: str) -> Operation:
+    """The kind's contract with the provider of ``account_id`` (gateway.providers); raises
+    ``UnsupportedOperation`` where that provider has none (docs/decisions/0047)."""
+    return provider_for(account_id).operation(kind.name)

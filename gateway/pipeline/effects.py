@@ -2,8 +2,9 @@
 send (the first and each bounded same-key resend) passes first ("Stable identity and exact bytes":
 "A second worker may resume the intent. It may not improvise a second payment").
 
-The intent is derived from exactly what the send carries: the kind's ``request`` (path and bytes)
-on the attempt's stored account, under the attempt's fixed key, read by the kind's ``manifest``.
+The intent is derived from exactly what the send carries: the request the provider's operation
+makes for the attempt (path and bytes) on the attempt's stored account, under the attempt's fixed
+key, its business fields read back by the provider and committed to by the kind's ``manifest``.
 """
 
 from __future__ import annotations
@@ -11,17 +12,20 @@ from __future__ import annotations
 from gateway.domain.effect_manifest import ManifestUnbuildable, Transport
 from gateway.effects import ledger
 from gateway.effects.gate import SendGate
+from gateway.pipeline.accounts import operation
 from gateway.pipeline.kind import AttemptKind, Row
 from gateway.settings import ProviderAccount
 
 
 def intent(kind: AttemptKind, attempt: Row, account: ProviderAccount, secret: str | None, *,
            policy_digest: bytes | None = None, approval_set_digest: bytes | None = None) -> ledger.Intent:
-    request = kind.request(attempt, secret)
+    contract = operation(kind, account.id)
+    request = contract.request(attempt, secret)
     transport = Transport(account.id, account.base_url.rstrip("/") + request.path, account.api_version,
                           attempt["idempotency_key"])
-    return ledger.Intent(kind.name, attempt["attempt_id"], transport, kind.manifest(transport, request.body, attempt),
-                         policy_digest, approval_set_digest)
+    return ledger.Intent(kind.name, attempt["attempt_id"], transport,
+                         kind.manifest(transport, contract.fields(request.body), attempt), policy_digest,
+                         approval_set_digest)
 
 
 async def open_send(kind: AttemptKind, gate: SendGate, attempt: Row, account: ProviderAccount, secret: str | None,

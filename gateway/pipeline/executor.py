@@ -24,10 +24,10 @@ from gateway.domain.payout_outcomes import AttemptState, Classification, classif
 from gateway.effects.certify import Certifier
 from gateway.effects.gate import SendGate
 from gateway.pipeline import signals, transitions
-from gateway.pipeline.accounts import stored_account
-from gateway.pipeline.cardco import CredentialUnavailable, ProviderCalls
+from gateway.pipeline.accounts import operation, stored_account
 from gateway.pipeline.effects import open_send
 from gateway.pipeline.kind import AttemptKind, Claimed, Job, Postponed, Presenter, Refused, Row
+from gateway.providers.calls import CredentialUnavailable, ProviderCalls
 from gateway.settings import ProviderAccount, Settings
 from gateway.store.db import Database
 
@@ -138,9 +138,10 @@ class Executor:
                 await self._resolve(attempt, epoch, AttemptState.UNKNOWN, f"request.not-buildable.{refused}",
                                     AttemptState.STARTED)
                 return f"request.not-buildable.{refused}"
-            request = self.kind.request(attempt, secret)
+            contract = operation(self.kind, account.id)
+            request = contract.request(attempt, secret)
             observation = await calls.create(request.path, request.body, attempt["idempotency_key"], key)
-            return classify(observation, self.kind.expected(attempt), self.kind.table)
+            return classify(observation, self.kind.expected(attempt), contract.table)
 
         classification = await send_bounded(self.clock, counted, send_once,
                                             lambda seen, send: self._observe(attempt, seen, send))

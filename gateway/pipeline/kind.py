@@ -12,9 +12,11 @@ payout recalls (``gateway.payouts.recalls.RECALL``) are two values of it. A kind
   provider-id column) and the ``history`` writer its evidence goes to;
 - its authority: ``admit`` (the grant checks, or whatever authorizes the kind) and ``claim`` (the
   atomic transaction that creates the Claimed attempt, its reference, key and seed 001 record);
-- its provider contract: ``request`` (the exact bytes every send carries), ``manifest`` (what the
-  effect digest commits to), ``lookup`` (the reconciler's read), ``table`` (the versioned
-  classification), ``identity`` (what a record must also match to be the attempt's);
+- its provider contract, which is the provider's (``gateway.providers``: the ``Operation`` of the
+  kind's ``name`` on the attempt's account: the exact request of every send, the lookup, the
+  versioned classification table), and what is the kind's own: ``manifest`` (what the effect
+  digest commits to, from the business fields the provider reads back from a send's body) and
+  ``identity`` (what a record must also match to be the attempt's);
 - its effect on the parent row: ``follow`` (in the resolving transaction) and ``record_return``;
 - its ``evidence`` query, which a confirmed effect's certificate cites (seed 001).
 """
@@ -28,9 +30,8 @@ from typing import Any, Literal, Protocol
 
 from gateway.domain.effect_manifest import AttemptKind as EffectKind
 from gateway.domain.effect_manifest import Transport
-from gateway.domain.payout_outcomes import AttemptState, Expected, StatusTable
+from gateway.domain.payout_outcomes import AttemptState, Expected
 from gateway.domain.payout_timing import PayoutTimings
-from gateway.pipeline.cardco import ProviderCalls
 from gateway.pipeline.rows import Rows
 from gateway.settings import ProviderAccount, Settings
 from gateway.store.db import Connection, Database, Statement
@@ -69,14 +70,6 @@ class Claimed:
     secret: str | None = None  # held in memory by the executor (a payout's destination token); never written
 
 
-@dataclass(frozen=True)
-class Request:
-    """One send: the path and the exact bytes, identical on every send of the attempt."""
-
-    path: str
-    body: bytes
-
-
 class Job(Protocol):
     """What a queue message carries: references only."""
 
@@ -96,17 +89,9 @@ class History(Protocol):
 
 Admit = Callable[[Database, datetime, Any, Presenter], Awaitable[Any]]  # -> admitted | Refused | Postponed
 Claim = Callable[[Database, datetime, Settings, Any, str], Awaitable[Claimed | Refused]]
-Lookup = Callable[[ProviderCalls, Row], Awaitable[list[Row] | None]]
 # The parent row follows a resolution (in its transaction); returns what the transition event adds.
 Follow = Callable[[Connection, datetime, Row, AttemptState], Awaitable[dict[str, Any]]]
 RecordReturn = Callable[[Connection, datetime, Row, str, bool], Awaitable[bool]]
-
-
-def by_client_reference(path: str) -> Lookup:
-    """The usual lookup: ``GET {path}?client_reference=<the attempt's reference>``."""
-    async def lookup(calls: ProviderCalls, attempt: Row) -> list[Row] | None:
-        return await calls.list(path, {"client_reference": attempt["client_reference"]})
-    return lookup
 
 
 async def _parent_unchanged(conn: Connection, now: datetime, row: Row, state: AttemptState) -> dict[str, Any]:
@@ -119,13 +104,10 @@ class AttemptKind:
     operation: str
     parent: str
     rows: Rows
-    table: StatusTable
     history: History
     admit: Admit
     claim: Claim
-    request: Callable[[Row, str | None], Request]
-    manifest: Callable[[Transport, bytes, Row], dict[str, Any]]
-    lookup: Lookup
+    manifest: Callable[[Transport, dict[str, Any], Row], dict[str, Any]]  # from the send's business fields
     timings: Callable[[Settings, ProviderAccount | None], PayoutTimings]  # None: the kind's configured account
     attempt_fields: tuple[str, ...]  # what GET shows of an attempt, besides its ``effect``
     evidence: Statement  # the area's query of an attempt's evidence event ids, cited by its certificate

@@ -15,11 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from gateway.domain.cardco_notifications import Notification
 from gateway.domain.payout_notifications import Action, Escalate, Ignore, RecordReturn, Resolve, decide
 from gateway.domain.payout_outcomes import AttemptState, Classification, classify_record
+from gateway.domain.provider_evidence import Notification
 from gateway.effects.certify import Certifier
 from gateway.pipeline import transitions
+from gateway.pipeline.accounts import operation
 from gateway.pipeline.kind import AttemptKind, Row
 from gateway.store.db import Connection
 
@@ -48,7 +49,8 @@ async def apply(kind: AttemptKind, conn: Connection, now: datetime, attempt: Row
     """Apply one matched notification; the action taken (``resolved``, ``returned``, ``ignored``,
     ``mismatch``, ``contradiction``), recorded in the kind's history either way."""
     subject = notification.subject
-    seen = classify_record(subject.model_dump(mode="json"), kind.expected(attempt), kind.table)
+    table = operation(kind, attempt["provider_account"]).table
+    seen = classify_record(subject.model_dump(mode="json"), kind.expected(attempt), table)
     action = decide(AttemptState(attempt["state"]), attempt[kind.rows.provider_id], seen)
     evidence = {"source": "notification", "notification_event_id": notification_event_id,
                 "provider_event_id": notification.event_id, "type": notification.event_type,

@@ -31,9 +31,10 @@ from gateway.domain.payout_outcomes import MISMATCH, AttemptState, Classificatio
 from gateway.domain.payout_timing import PayoutTimings, not_applied_allowed
 from gateway.effects.certify import Certifier
 from gateway.pipeline import transitions
-from gateway.pipeline.accounts import NOT_CONFIGURED, stored_account
-from gateway.pipeline.cardco import ProviderCalls, RateLimited
+from gateway.pipeline.accounts import NOT_CONFIGURED, operation, stored_account
 from gateway.pipeline.kind import AttemptKind, Row
+from gateway.providers import Operation
+from gateway.providers.calls import ProviderCalls, RateLimited
 from gateway.ratelimits.buckets import LookupTokens
 from gateway.settings import Settings
 from gateway.store.db import Connection, Database
@@ -100,9 +101,10 @@ class Reconciler:
                               kind=self.kind.name)
         timings = self.kind.timings(self.settings, account)
         lookup_started_at = self.clock.now()  # condition (3): when *this* lookup began
+        contract = operation(self.kind, account.id)
         rate_limited = False
         try:
-            found = await self.kind.lookup(calls, attempt)
+            found = await contract.lookup(calls, attempt)
         except RateLimited as limited:  # a failed lookup, never "not found"; the account pauses
             found, rate_limited = None, True
             await self.tokens.pause(account.id, limited.retry_after_s or timings.lookup_backoff_s[0],
@@ -119,23 +121,28 @@ class Reconciler:
             if AttemptState(current["state"]) not in IN_FLIGHT:
                 # Resolved while we looked (a notification, the executor): its evidence stands.
                 return RATE_LIMITED if rate_limited else ALREADY_RESOLVED
-            outcome = await self._apply(conn, now, current, found, lookup_started_at, timings)
+            outcome = await self._apply(conn, now, current, found, lookup_started_at, timings, contract,
+                                        calls.provider.timings.request_expiry_enforced)
             if outcome not in RESOLVED.values() and now >= current["escalation_deadline"]:
                 await self._escalate(conn, now, current, "deadline")
         return RATE_LIMITED if rate_limited else outcome
 
     async def _apply(self, conn: Connection, now: datetime, current: Row, found: list[Row] | None,
-                     lookup_started_at: datetime, timings: PayoutTimings) -> str:
+                     lookup_started_at: datetime, timings: PayoutTimings, contract: Operation,
+                     expiry_enforced: bool) -> str:
         """Write what the lookup established about the attempt as locked; the outcome (one of
         ``RESOLVED`` when it resolved it)."""
         if found is None:  # the lookup failed: nothing learned
             return "lookup_failed"
         if not found:
+            # "Not found" closes nothing unless the provider enforces the request's expiry
+            # (seed 000 review, "Reconciliation and retry" 3; docs/decisions/0047).
             cutoff = timings.not_applied_cutoff(current["send_deadline"])
-            if current["state"] != AttemptState.UNKNOWN.value or not not_applied_allowed(lookup_started_at, cutoff):
+            if (not expiry_enforced or current["state"] != AttemptState.UNKNOWN.value
+                    or not not_applied_allowed(lookup_started_at, cutoff)):
                 return "not_found"
             return await self._resolve(conn, now, current, AttemptState.NOT_APPLIED, "reconciled.not-found", None)
-        seen = self._verify(current, found)
+        seen = self._verify(current, found, contract)
         if seen.row is MISMATCH:
             await self._escalate(conn, now, current, "mismatch",
                                  **{self.kind.rows.provider_id: seen.provider_payout_id
@@ -145,14 +152,14 @@ class Reconciler:
             return "processing"  # still processing, or a status no row documents: look again later
         return await self._resolve(conn, now, current, seen.state, seen.reason, seen)
 
-    def _verify(self, attempt: Row, found: list[Row]) -> Classification:
+    def _verify(self, attempt: Row, found: list[Row], contract: Operation) -> Classification:
         """One record, the kind's identity (a payout's destination, a recall's payout), then the
         attempt's reference, amount and currency."""
         if len(found) != 1 or not self.kind.identity(attempt, found[0]):
             record_id = found[0].get("id") if len(found) == 1 else None
-            return Classification(MISMATCH, self.kind.table.version,
+            return Classification(MISMATCH, contract.table.version,
                                   provider_payout_id=record_id if isinstance(record_id, str) else None)
-        return classify_record(found[0], self.kind.expected(attempt), self.kind.table)
+        return classify_record(found[0], self.kind.expected(attempt), contract.table)
 
     async def _resolve(self, conn: Connection, now: datetime, current: Row, state: AttemptState, reason: str,
                        seen: Classification | None) -> str:

@@ -11,7 +11,6 @@ condition holds, and only after committing a send intent under the order and att
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import socket
 import uuid
@@ -24,7 +23,7 @@ import structlog
 
 from gateway.clock import Clock
 from gateway.domain.attempts import Evidence
-from gateway.domain.cardco import Lookup, object_evidence
+from gateway.domain.provider_evidence import Lookup, object_evidence
 from gateway.domain.recovery import (
     MIN_DELAY_S,
     AttemptView,
@@ -41,6 +40,7 @@ from gateway.payments.attempts import Attempts, VersionConflict, stored_request
 from gateway.payments.client import NotBuildable, PaymentClient
 from gateway.payments.leases import Lease, Leases
 from gateway.payments.sends import PaymentSends
+from gateway.providers import provider_for
 from gateway.ratelimits.buckets import Allowance, LookupTokens, NoToken
 from gateway.settings import ProviderAccount, Settings
 from gateway.store.db import Database
@@ -279,14 +279,11 @@ class Recovery:
 
     async def _payment_method_usable(self, attempt: dict[str, Any], account: ProviderAccount,
                                      lookup_deadline: datetime, allowance: Allowance) -> bool | None:
-        """Whether the stored request's payment method is still usable, asked of CardCo within
+        """Whether the stored request's payment method is still usable, asked of the provider within
         the pass's lookup budget (seed 004 resend conditions; docs/decisions/0027). A stored body
         naming no payment method cannot be resent."""
-        try:
-            method = json.loads(attempt["request_body"])["payment_method"]
-        except (ValueError, KeyError, TypeError):
-            return False
-        if not isinstance(method, str):
+        method = provider_for(account.id).payment_method(attempt["request_body"])
+        if method is None:
             return False
         await allowance.spend(account)
         return await self._client.payment_method_usable(account.id, method, budget_s=self._left(lookup_deadline))

@@ -11,15 +11,14 @@ views); this module states only what differs for a refund:
 - the claim: the attempt Claimed on the paid payment's own provider account (CardCo scopes the
   payment to it), reference ``<order_id>-r<N>``, key ``refund-<order_id>-r<N>``, the seed 001
   record committed with it;
-- the provider contract: ``POST /v1/payments/{id}/refunds`` with ``{"client_reference",
-  "expires_at"}`` (the send deadline), lookups at ``/v1/refunds``, the versioned table
-  ``cardco-refunds/...``, and a record must name the refunded payment;
+- the provider contract is the provider's (``gateway.providers``: CardCo's
+  ``POST /v1/payments/{id}/refunds``, Stripe's ``POST /v1/refunds``); a record must name the
+  refunded payment;
 - the parent row: the order follows (``gateway.refunds.settlement.follow``).
 """
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,7 +33,6 @@ from gateway.domain.effect_manifest import (
     refund_policy_document,
 )
 from gateway.domain.effect_protocol import ProtocolState
-from gateway.domain.timestamps import rfc3339
 from gateway.effects import ledger
 from gateway.payouts.config import payout_timings
 from gateway.pipeline.accounts import NOT_CONFIGURED
@@ -47,8 +45,6 @@ from gateway.pipeline.kind import (
     Postponed,
     Presenter,
     Refused,
-    Request,
-    by_client_reference,
 )
 from gateway.pipeline.rows import Rows
 from gateway.refunds.decisions import SQL, append_history
@@ -58,7 +54,6 @@ from gateway.store.db import Connection, Database, fetch_required
 
 ROWS = Rows("payment_refund_attempts", "payment_refund_grants", "provider_refund_id")
 EXECUTOR = Presenter("svc-payment-refund-worker", frozenset({refunds.AUDIENCE}))
-LOOKUP_PATH = "/v1/refunds"
 
 
 @dataclass(frozen=True)
@@ -71,17 +66,6 @@ class RefundJob:
 
     def ids(self) -> dict[str, str]:
         return {"order_id": self.order_id, "grant_id": self.grant_id, "correlation_id": self.correlation_id}
-
-
-def refund_path(provider_payment_id: str) -> str:
-    """``POST /v1/payments/{id}/refunds``: the refunded provider payment is in the path."""
-    return f"/v1/payments/{provider_payment_id}/refunds"
-
-
-def refund_body(attempt: dict[str, Any]) -> bytes:
-    """The refund's own reference and its send deadline as ``expires_at``; the same bytes on every send."""
-    return json.dumps({"client_reference": attempt["client_reference"],
-                       "expires_at": rfc3339(attempt["send_deadline"])}, separators=(",", ":"), sort_keys=True).encode()
 
 
 async def _history(conn: Connection, order_id: str, event: Event, /, *, actor: str, now: datetime,
@@ -159,19 +143,14 @@ async def _persist_effect(conn: Connection, attempt: dict[str, Any], *, account:
                                 reminder_interval_s=reminder_interval_s)
 
 
-def _request(attempt: dict[str, Any], secret: str | None) -> Request:
-    return Request(refund_path(attempt["provider_payment_id"]), refund_body(attempt))
-
-
-def _manifest(transport: Transport, body: bytes, attempt: dict[str, Any]) -> dict[str, Any]:
+def _manifest(transport: Transport, body: dict[str, Any], attempt: dict[str, Any]) -> dict[str, Any]:
     return refund_manifest(transport, body, provider_payment_id=attempt["provider_payment_id"],
                            amount_minor=attempt["amount_minor"], currency=attempt["currency"])
 
 
 REFUND = AttemptKind(
-    name="payment_refund", operation=refunds.OPERATION, parent="order_id", rows=ROWS, table=refunds.STATUS_TABLE,
-    history=_history, admit=_admit, claim=claim, request=_request, manifest=_manifest,
-    lookup=by_client_reference(LOOKUP_PATH), timings=payout_timings,
+    name="payment_refund", operation=refunds.OPERATION, parent="order_id", rows=ROWS,
+    history=_history, admit=_admit, claim=claim, manifest=_manifest, timings=payout_timings,
     identity=lambda attempt, record: record.get("payment") == attempt["provider_payment_id"],
     follow=follow,
     escalation_facts=lambda attempt: {"provider_payment_id": attempt["provider_payment_id"]},

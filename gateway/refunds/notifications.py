@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from gateway.domain.cardco_notifications import Notification, refund_evidence
+from gateway.domain.provider_evidence import Notification, refund_evidence
 from gateway.effects.certify import Certifier
 from gateway.pipeline import notifications
 from gateway.pipeline.notifications import Match

@@ -18,7 +18,7 @@ from gateway.domain.payout_outcomes import TABLE_VERSION, AttemptState
 from gateway.payouts.attempts import PAYOUT
 from gateway.payouts.config import payout_account
 from gateway.pipeline import transitions
-from gateway.pipeline.cardco import ProviderCalls
+from gateway.providers.calls import ProviderCalls
 from gateway.store.db import Connection, Database
 from tests.integration.metrics_support import scrape
 from tests.integration.payouts.conftest import AMOUNT, World
@@ -210,7 +210,7 @@ async def test_a_paused_worker_that_sends_after_expiry_is_rejected_with_no_effec
     provider = ProviderCalls(payout_account(world.settings), world.clock, world.services.http, "pepper",
                              kind="payout")
     # The paused worker had passed every local check before it paused; now it wakes and sends.
-    request = PAYOUT.request(attempt, "dst_tok_secret_77")
+    request = provider.provider.operation(PAYOUT.name).request(attempt, "dst_tok_secret_77")
     answer = await provider.create(request.path, request.body, attempt["idempotency_key"], provider.credential())
     assert getattr(answer, "status", None) == 400
     assert world.ledger() == []

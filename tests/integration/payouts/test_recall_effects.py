@@ -13,10 +13,10 @@ import pytest
 from gateway.domain.certificates import verify
 from gateway.effects.certify import Certifier, certificate_of
 from gateway.effects.gate import SendGate
-from gateway.payouts import cardco
 from gateway.payouts.config import payout_account
 from gateway.payouts.recalls import RECALL
 from gateway.pipeline.effects import intent, open_send
+from gateway.providers import cardco
 from tests.integration.payouts.conftest import TOKEN, World
 from tests.integration.payouts.recall_helpers import (
     original,

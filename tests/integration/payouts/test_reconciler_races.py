@@ -10,19 +10,22 @@ import asyncio
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from gateway.payouts.attempts import PAYOUT
-from gateway.pipeline.cardco import ProviderCalls
 from gateway.pipeline.reconciler import Reconciler
+from gateway.providers import cardco as cardco_provider
+from gateway.providers.calls import ProviderCalls
 from tests.integration.notifications.conftest import cardco  # noqa: F401 - CardCo whose webhooks reach the gateway
 from tests.integration.payouts.conftest import World
 
 
-async def _race(world: World) -> None:
+async def _race(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     """One reconciler pass whose lookup returns only after CardCo's due webhooks were applied."""
     looked, notified = asyncio.Event(), asyncio.Event()
 
     async def held_lookup(calls: ProviderCalls, attempt: dict[str, Any]) -> list[dict[str, Any]] | None:
-        found = await PAYOUT.lookup(calls, attempt)
+        found = await payout_operation.lookup(calls, attempt)
         looked.set()
         await notified.wait()  # the notification commits while this lookup is still in flight
         return found
@@ -32,8 +35,9 @@ async def _race(world: World) -> None:
         assert await world.cardco.deliver_pending()  # due webhooks went into the gateway
         notified.set()
 
-    reconciler = Reconciler(replace(PAYOUT, lookup=held_lookup), world.services.db, world.clock, world.settings,
-                            world.services.http)
+    payout_operation = cardco_provider.OPERATIONS["payout"]
+    monkeypatch.setitem(cardco_provider.OPERATIONS, "payout", replace(payout_operation, lookup=held_lookup))
+    reconciler = Reconciler(PAYOUT, world.services.db, world.clock, world.settings, world.services.http)
     assert (await asyncio.gather(reconciler.run_once(), notify()))[0] == 1
 
 
@@ -42,20 +46,20 @@ async def _open_escalations(world: World) -> list[str]:
     return [row["escalation_key"] for row in rows]
 
 
-async def test_a_notification_resolving_during_the_lookup_leaves_no_orphan_deadline_escalation(world: World) -> None:
+async def test_a_notification_resolving_during_the_lookup_leaves_no_orphan_deadline_escalation(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 11.5: past the escalation deadline, ``payout.paid`` resolves the Unknown attempt while
     the reconciler looks it up; the reconciler re-reads Succeeded under the lock and raises nothing
     (before: a ``deadline`` escalation that nothing closes and that reminds forever)."""
     await world.faults({"operation": "create_payout", "action": "drop_response"})
     assert await world.run(await world.approved()) == "Unknown"
     world.clock.advance(2 * 3600)  # past the escalation deadline; CardCo completed the payout long ago
-    await _race(world)
+    await _race(world, monkeypatch)
     payout = await world.payout()
     assert (payout["state"], payout["attempts"][0]["state"]) == ("Paid", "Succeeded")
     assert await _open_escalations(world) == []
 
 
-async def test_a_processing_notification_during_a_not_found_lookup_prevents_not_applied(world: World) -> None:
+async def test_a_processing_notification_during_a_not_found_lookup_prevents_not_applied(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 11.5: past the NotApplied cutoff the lookup finds nothing, but ``payout.processing``
     (CardCo accepted the payout) moves the attempt Unknown -> Started while the lookup is in flight.
     NotApplied is decided from the state re-read under the lock, and only from Unknown: the attempt
@@ -66,7 +70,7 @@ async def test_a_processing_notification_during_a_not_found_lookup_prevents_not_
                        {"operation": "webhook", "action": "drop", "nth": 2, "times": 0})  # only processing arrives
     assert await world.run(await world.approved()) == "Unknown"
     world.clock.advance(3600)
-    await _race(world)
+    await _race(world, monkeypatch)
     payout = await world.payout()
     assert (payout["state"], payout["attempts"][0]["state"]) == ("Executing", "Started")
     assert [e["detail"]["attempt_state"] for e in await world.history() if e["kind"] == "transition"

@@ -17,8 +17,8 @@ import pytest
 
 from gateway.clock import ManualClock
 from gateway.pipeline import transitions
-from gateway.pipeline.cardco import ProviderCalls
 from gateway.pipeline.sweeper import sweep_leases
+from gateway.providers.calls import ProviderCalls
 from gateway.refunds.attempts import REFUND
 from gateway.refunds.settlement import raise_owed
 from tests.integration.refunds.conftest import (

@@ -16,7 +16,7 @@ import pytest
 
 from gateway.clock import ManualClock
 from gateway.pipeline import transitions
-from gateway.refunds import attempts as refund_kind
+from gateway.providers import cardco as refund_provider
 from tests.conftest import TEST_ACCOUNT
 from tests.integration.refunds.conftest import (
     Shop,
@@ -197,7 +197,7 @@ async def test_a_refund_request_that_drifted_from_its_effect_record_is_never_sen
 
     async def started_then_drifted(*args: Any, **kwargs: Any) -> bool:
         confirmed = await started(*args, **kwargs)
-        monkeypatch.setattr(refund_kind, "refund_body", lambda attempt: json.dumps(
+        monkeypatch.setattr(refund_provider, "refund_body", lambda attempt: json.dumps(
             {"client_reference": "ORD-5521-r9", "expires_at": "2030-01-01T00:00:00Z"}).encode())
         return confirmed
 

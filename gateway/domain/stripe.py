@@ -1,0 +1,280 @@
+"""What Stripe's answers mean (issue 16; Stripe's API reference: PaymentIntents, Payouts, Refunds,
+Errors, Idempotent requests, Search; docs/decisions/0046 and 0047). Pure: no I/O.
+
+Requests are form-encoded (``metadata[client_reference]``, the attempt's reference, is how a
+lookup or a notification finds its way back). Stripe objects are read into the common evidence of
+gateway.domain.provider_evidence, with Stripe's own status kept as ``native_status``:
+
+- ``succeeded`` -> succeeded: the payment took effect;
+- ``processing`` -> processing: accepted, not completed; wait for a lookup or notification;
+- ``requires_action`` -> requires_action: ``next_action`` is the customer's action;
+- ``requires_payment_method`` -> failed: after ``confirm=true``, the attempt with this payment method
+  failed (``last_payment_error``);
+- ``canceled`` -> failed: no payment (``cancellation_reason``);
+- ``requires_capture`` -> processing: authorized, not captured; paygate never captures, so the
+  attempt stays Started and a person sees it at its escalation deadline;
+- anything else -> unknown: undocumented for a confirmed PaymentIntent.
+
+Errors (``{"error": {"type", "code", "decline_code", "payment_intent"}}``): 402 ``card_error`` is a
+decline (failed); 400 ``idempotency_error`` is our key reused with other parameters (``key_in_use``:
+not yet known, escalated, docs/decisions/0009); 409 ``idempotency_key_in_use`` is a concurrent
+request under the same key (unknown: the other one may take effect); other 400s, 401, 403, 404 and
+429 are documented no-effect rejections (rate limiters and validation run before the idempotency
+layer); 5xx is indeterminate (Stripe: "treat requests that return 500 errors as indeterminate").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+from pydantic import ValidationError
+
+from gateway.domain.attempts import Evidence
+from gateway.domain.effect_manifest import ManifestUnbuildable
+from gateway.domain.payout_outcomes import AttemptState, Row, StatusTable
+from gateway.domain.provider_evidence import (
+    Lookup,
+    NextAction,
+    PaymentObject,
+    object_evidence,
+    retry_after_s,
+)
+
+CLIENT_REFERENCE = "metadata[client_reference]"
+# PaymentIntent statuses in the common vocabulary (see the module docstring).
+INTENT_STATUSES = {"succeeded": "succeeded", "processing": "processing", "requires_action": "requires_action",
+                   "requires_payment_method": "failed", "canceled": "failed", "requires_capture": "processing"}
+REJECTED_TYPES = frozenset({"invalid_request_error", "authentication_error", "permission_error"})
+
+
+def form(pairs: list[tuple[str, str]]) -> str:
+    """A form body in exactly the order given (the bytes every send of an attempt repeats)."""
+    return urlencode(pairs)
+
+
+def form_fields(body: bytes | str) -> dict[str, str]:
+    """A form body's parameters; ManifestUnbuildable for one that is not ``application/x-www-form-urlencoded``."""
+    try:
+        text = body.decode("utf-8") if isinstance(body, bytes) else body
+        pairs = parse_qsl(text, keep_blank_values=True, strict_parsing=True)
+    except (UnicodeDecodeError, ValueError):
+        raise ManifestUnbuildable("the request body is not a form") from None
+    fields = dict(pairs)
+    if len(fields) != len(pairs):
+        raise ManifestUnbuildable("the request body repeats a parameter")
+    return fields
+
+
+def common_fields(body: bytes | str, **renamed: str) -> dict[str, Any]:
+    """A form body's business fields in the common names a manifest commits to: ``amount`` as the
+    integer ``amount_minor``, ``currency`` upper-case, ``metadata[client_reference]`` as
+    ``client_reference``, and each ``renamed`` Stripe name under its common one."""
+    fields: dict[str, Any] = form_fields(body)
+    if "amount" in fields:
+        amount = fields.pop("amount")
+        if not amount.isdigit():
+            raise ManifestUnbuildable("the request's amount is not an integer")
+        fields["amount_minor"] = int(amount)
+    if "currency" in fields:
+        fields["currency"] = fields["currency"].upper()
+    if CLIENT_REFERENCE in fields:
+        fields["client_reference"] = fields.pop(CLIENT_REFERENCE)
+    for common, native in renamed.items():
+        if native in fields:
+            fields[common] = fields.pop(native)
+    return fields
+
+
+def payment_body(*, amount_minor: int, currency: str, payment_method: str, client_reference: str) -> str:
+    """``POST /v1/payment_intents``: created and confirmed in one request, server-side, with the
+    payment method named by its token (never card data) and the attempt's reference as metadata."""
+    return form([("amount", str(amount_minor)), ("currency", currency.lower()), ("payment_method", payment_method),
+                 ("confirm", "true"), ("automatic_payment_methods[enabled]", "true"),
+                 ("automatic_payment_methods[allow_redirects]", "never"), (CLIENT_REFERENCE, client_reference)])
+
+
+def _metadata_reference(document: dict[str, Any]) -> str | None:
+    metadata = document.get("metadata")
+    reference = metadata.get("client_reference") if isinstance(metadata, dict) else None
+    return reference if isinstance(reference, str) else None
+
+
+def _failure(document: dict[str, Any]) -> str | None:
+    error = document.get("last_payment_error")
+    if isinstance(error, dict):
+        code = error.get("decline_code") or error.get("code")
+        if isinstance(code, str):
+            return code
+    reason = document.get("cancellation_reason")
+    return reason if isinstance(reason, str) else None
+
+
+def payment_intent(document: Any) -> PaymentObject:
+    """A PaymentIntent in the common shape; ValueError (or ValidationError) if it is not one."""
+    if not isinstance(document, dict) or document.get("object") != "payment_intent":
+        raise ValueError("not a payment_intent")
+    native = document.get("status")
+    status = INTENT_STATUSES.get(native, native) if isinstance(native, str) else native
+    action = document.get("next_action")
+    currency = document.get("currency")
+    return PaymentObject.model_validate({
+        "object": "payment", "id": document.get("id"), "client_reference": _metadata_reference(document),
+        "amount_minor": document.get("amount"), "currency": currency.upper() if isinstance(currency, str) else currency,
+        "status": status, "native_status": native,
+        "failure_code": (_failure(document) or native) if status == "failed" else None,
+        "next_action": NextAction.model_validate(action) if status == "requires_action" and isinstance(action, dict)
+        else None})
+
+
+def _unknown(account: str, reason: str, **details: Any) -> Evidence:
+    return Evidence(finding="unknown", provider_account=account, reason=reason, details=details)
+
+
+def _error(document: Any) -> dict[str, Any]:
+    found = document.get("error") if isinstance(document, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def payment_evidence(account: str, status_code: int, body: bytes) -> Evidence:
+    """Classify Stripe's answer to ``POST /v1/payment_intents`` (see the module docstring)."""
+    details = {"http_status": status_code}
+    try:
+        document = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return _unknown(account, "provider.malformed-body" if body.strip() else "provider.empty-body", **details)
+    if status_code == 200:
+        try:
+            return object_evidence(account, payment_intent(document), **details)
+        except (ValueError, ValidationError):
+            return _unknown(account, "provider.malformed-body", **details)
+    error = _error(document)
+    kind, code = error.get("type"), error.get("code")
+    if status_code == 402 and kind == "card_error":
+        try:
+            declined: PaymentObject | None = payment_intent(error.get("payment_intent"))
+        except (ValueError, ValidationError):
+            declined = None
+        reason = error.get("decline_code") or code or "card_declined"
+        return Evidence(finding="failed", provider_account=account, reason=str(reason),
+                        provider_payment_id=declined.id if declined else None,
+                        provider_status="requires_payment_method",
+                        amount_minor=declined.amount_minor if declined else None,
+                        currency=declined.currency if declined else None, details=details)
+    if status_code == 400 and kind == "idempotency_error":
+        # Our key already carries a request with other parameters: this send did nothing, but it
+        # says nothing about the attempt, and a person must find out who reused it (0009).
+        return Evidence(finding="key_in_use", provider_account=account, reason="provider.idempotency-key-in-use",
+                        details=details)
+    if status_code == 409:
+        # A request under the same key is still executing: it may yet take effect.
+        return _unknown(account, f"provider.conflict.{code or kind or 'no-code'}", **details)
+    if status_code == 429 or (status_code in (400, 401, 403, 404) and kind in REJECTED_TYPES):
+        return Evidence(finding="rejected", provider_account=account, reason=str(code or kind or "rate_limit"),
+                        details=details)
+    if status_code >= 500:
+        return _unknown(account, f"provider.status-{status_code}", **details)
+    return _unknown(account, f"provider.undocumented.{status_code}.{code or kind or 'no-code'}", **details)
+
+
+def search_query(client_reference: str) -> str:
+    """The Search Query Language clause for one reference (quotes and backslashes escaped)."""
+    escaped = client_reference.replace("\\", "\\\\").replace("'", "\\'")
+    return f"metadata['client_reference']:'{escaped}'"
+
+
+def lookup_result(status_code: int, body: bytes, retry_after: str | None, *, listing: bool) -> Lookup:
+    """Classify ``GET /v1/payment_intents/{id}`` (``listing`` False) or
+    ``GET /v1/payment_intents/search`` (``listing`` True). Search results lag behind writes, so an
+    empty search is "not found", never proof of absence: the recovery loop resends only under the
+    attempt's key, which Stripe answers with the saved result of any earlier send."""
+    if status_code == 429:
+        return Lookup("rate-limited", reason="provider.rate-limited", retry_after_s=retry_after_s(retry_after))
+    if status_code == 404 and not listing:
+        return Lookup("not-found")
+    if status_code != 200:
+        return Lookup("failed", reason=f"provider.lookup-status-{status_code}")
+    try:
+        document = json.loads(body.decode("utf-8"))
+        if not listing:
+            return Lookup("found", payment_intent(document))
+        found = [payment_intent(item) for item in document["data"]]
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, ValidationError):
+        return Lookup("failed", reason="provider.lookup-unreadable")
+    if not found:
+        return Lookup("not-found")
+    if len(found) > 1:
+        return Lookup("ambiguous", reason="provider.lookup-ambiguous")
+    return Lookup("found", found[0])
+
+
+def payment_method_usable(status_code: int, body: bytes) -> bool | None:
+    """``GET /v1/payment_methods/{id}``: True when Stripe returns it, False when it does not know
+    it (404 ``resource_missing``), None when the check itself failed."""
+    if status_code == 404:
+        return False
+    if status_code != 200:
+        return None
+    try:
+        document = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return True if isinstance(document, dict) and document.get("object") == "payment_method" else None
+
+
+# Payouts and refunds: the pipeline's records and versioned tables (seed 000, "Production Adaptation").
+
+def record(document: dict[str, Any], **identity: Any) -> dict[str, Any]:
+    """A Stripe payout or refund as the pipeline's common record (amount, upper-case currency, the
+    metadata reference, status and failure code), plus the kind's ``identity`` fields."""
+    currency = document.get("currency")
+    failure = document.get("failure_code") or document.get("failure_reason")
+    return {"id": document.get("id"), "client_reference": _metadata_reference(document),
+            "amount_minor": document.get("amount"), "currency": currency.upper() if isinstance(currency, str) else None,
+            "status": document.get("status"), "failure_code": failure if isinstance(failure, str) else None,
+            **identity}
+
+
+def matching(document: Any, client_reference: str, normalize: Callable[[dict[str, Any]], dict[str, Any]]
+             ) -> list[dict[str, Any]] | None:
+    """The records of a list answer whose metadata names ``client_reference``; None when the answer
+    is unreadable or has more pages (the list cannot show the record is absent)."""
+    data = document.get("data") if isinstance(document, dict) else None
+    if not isinstance(data, list) or document.get("has_more") is True:
+        return None
+    return [normalize(item) for item in data
+            if isinstance(item, dict) and _metadata_reference(item) == client_reference]
+
+
+# Errors of a payout or refund create, by (HTTP status, Stripe error code, else its type).
+ERROR_ROWS: dict[tuple[int, str], Row] = {
+    (400, "idempotency_error"): Row(AttemptState.UNKNOWN, "provider.idempotency-key-in-use",
+                                    "this request did nothing, but the key already carries another request's "
+                                    "parameters: reconcile"),
+    (409, "idempotency_key_in_use"): Row(AttemptState.UNKNOWN, "provider.idempotency-key-in-flight",
+                                         "a request under the same key is still executing: reconcile"),
+    (429, "rate_limit"): Row(AttemptState.STARTED, "provider.rate-limited",
+                             "rate limiters run before the idempotency layer: no effect, transient; same-key "
+                             "resend before the send deadline", resend=True),
+    (400, "invalid_request_error"): Row(AttemptState.FAILED, "provider.invalid-request",
+                                        "validation refused the request (e.g. balance_insufficient): no effect"),
+}
+
+PAYOUT_TABLE = StatusTable("stripe-payouts/2025-09-30.1", {
+    "pending": Row(AttemptState.STARTED, "provider.accepted", "created, not yet submitted to the bank"),
+    "in_transit": Row(AttemptState.STARTED, "provider.accepted", "submitted to the bank, not yet paid"),
+    "paid": Row(AttemptState.SUCCEEDED, "provider.paid",
+                "expected in the bank account; a later failure is a later event, escalated as a contradiction"),
+    "failed": Row(AttemptState.FAILED, "provider.failed", "the payout failed (failure_code): the funds returned"),
+    "canceled": Row(AttemptState.FAILED, "provider.canceled", "canceled before it was submitted: no effect"),
+}, ERROR_ROWS, record)
+
+REFUND_TABLE = StatusTable("stripe-refunds/2025-09-30.1", {
+    "pending": Row(AttemptState.STARTED, "provider.accepted", "accepted, not yet completed"),
+    "requires_action": Row(AttemptState.STARTED, "provider.accepted", "waiting for the customer's details"),
+    "succeeded": Row(AttemptState.SUCCEEDED, "provider.refunded", "the refund took effect"),
+    "failed": Row(AttemptState.FAILED, "provider.failed", "the refund failed (failure_reason): no effect"),
+    "canceled": Row(AttemptState.FAILED, "provider.canceled", "canceled: no effect"),
+}, ERROR_ROWS, lambda document: record(document, payment=document.get("payment_intent")))

@@ -1,0 +1,167 @@
+"""The provider-adapter seam (issue 16; docs/decisions/0046): everything that differs between two
+payment providers, stated once, so that nothing above ``gateway.providers`` names a provider.
+
+Everything that makes paygate safe (record before send, Unknown, lookups before a resend,
+verified and deduplicated notifications, reconciliation) is provider-independent and stays above
+the seam. A :class:`Provider` states the rest:
+
+- the create requests: a checkout payment's stored body (:meth:`Provider.payment_body`, built once
+  when the attempt is inserted and sent byte for byte on every send), and for each pipeline kind an
+  :class:`Operation` (``payout``, ``payout_recall``, ``payment_refund``): the exact request of a
+  send, the business fields its seed 001 manifest commits to, the lookup the reconciler makes, and
+  the versioned classification table (seed 000, "Production Adaptation");
+- the transport: the headers a send carries on the account stored on the attempt (credential,
+  account, pinned API version, content type); the attempt's key goes as ``Idempotency-Key``;
+- answers: a create's answer classified into common :class:`~gateway.domain.attempts.Evidence`,
+  a lookup into :class:`~gateway.domain.provider_evidence.Lookup` ("failed", never "not found",
+  when the lookup itself failed);
+- notifications: signature verification against the endpoint's accounts and parsing into the
+  common :class:`~gateway.domain.provider_evidence.Notification` (its event id is the dedup key;
+  the synthesized-key rule applies where the provider has none);
+- its timings (:class:`ProviderTimings`): key window, lookup visibility delay, whether it enforces
+  a request's expiry, and its documented lookup rate limit.
+
+The adapter of an account is chosen by the provider prefix of the account id (``cardco:`` or
+``stripe:``) in ``gateway.providers.registry``; the I/O with it is :class:`gateway.providers.calls.ProviderCalls`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+from gateway.domain.attempts import Evidence
+from gateway.domain.payout_outcomes import StatusTable
+from gateway.domain.provider_evidence import Lookup, Notification, Unreadable
+from gateway.domain.webhook_signatures import Rejected, Verified
+from gateway.settings import ProviderAccount
+
+if TYPE_CHECKING:
+    from gateway.providers.calls import ProviderCalls
+
+Row = dict[str, Any]
+
+
+class UnsupportedOperation(Exception):
+    """The provider has no operation for this attempt kind (e.g. a recall on Stripe, docs/decisions/0047)."""
+
+
+def destination_digest(pepper: str, token: str) -> str:
+    """What evidence may hold about a destination token: its HMAC under the server's pepper."""
+    return hmac.new(pepper.encode(), token.encode(), hashlib.sha256).hexdigest()
+
+
+@dataclass(frozen=True)
+class Request:
+    """One send: the path and the exact bytes, identical on every send of the attempt."""
+
+    path: str
+    body: bytes
+
+
+LookupRecords = Callable[["ProviderCalls", Row], Awaitable[list[Row] | None]]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One pipeline kind's contract with one provider.
+
+    ``request(attempt, secret)`` is the exact request of every send; ``fields(body)`` reads such a
+    body back into the business fields a manifest commits to, in common names (``client_reference``,
+    ``amount_minor``, ``currency``, ``destination_token``, ``expires_at``...), raising
+    ``ManifestUnbuildable`` for one it cannot read; ``lookup(calls, attempt)`` returns the records
+    that may be the attempt's, in the common record shape (``id``, ``client_reference``,
+    ``amount_minor``, ``currency``, ``status``, ``failure_code`` and the kind's identity field:
+    ``destination_digest``, ``payout`` or ``payment``), or None when the lookup itself failed;
+    ``table`` classifies answers and records."""
+
+    table: StatusTable
+    request: Callable[[Row, str | None], Request]
+    fields: Callable[[bytes], dict[str, Any]]
+    lookup: LookupRecords
+
+
+@dataclass(frozen=True)
+class ProviderTimings:
+    """What the provider documents about time (issue 16: "the timings that belong to the provider").
+
+    ``key_window_s``: how long it keeps an idempotency key's saved result; an account's
+    ``key_window_s`` may not exceed it. ``visibility_delay_s``: how long a new object may stay
+    invisible to a lookup by client reference; a lookup that finds nothing inside it proves
+    nothing. ``request_expiry_enforced``: whether it rejects a request received after the
+    ``expires_at`` the request carries; only then can "not found" after that expiry close an
+    attempt as NotApplied (seed 000, "Reconcile Before Any New Attempt"). ``lookups_per_s``: its
+    documented read rate limit per account (0: none documented)."""
+
+    key_window_s: float
+    visibility_delay_s: float
+    request_expiry_enforced: bool
+    lookups_per_s: float = 0.0
+
+
+class Provider(Protocol):
+    """One provider's adapter; see the module docstring."""
+
+    name: str
+    timings: ProviderTimings
+
+    def headers(self, account: ProviderAccount, credential: str) -> dict[str, str]:
+        """What every call on ``account`` carries besides the idempotency key (a send's body
+        content type included)."""
+        ...
+
+    def operation(self, kind: str) -> Operation:
+        """The contract of a pipeline kind; raises :class:`UnsupportedOperation`."""
+        ...
+
+    # Checkout payments (seed 004).
+    def payments_endpoint(self, account: ProviderAccount) -> str: ...
+
+    def payment_body(self, *, amount_minor: int, currency: str, payment_method: str, client_reference: str) -> str:
+        """The exact body every send of a checkout attempt carries, built once at insert."""
+        ...
+
+    def payment_fields(self, request_body: str) -> dict[str, Any]:
+        """The business fields of a stored body, in common names; ManifestUnbuildable if unreadable."""
+        ...
+
+    def payment_method(self, request_body: str) -> str | None:
+        """The payment method a stored body names, or None (then it can never be resent)."""
+        ...
+
+    def payment_evidence(self, account_id: str, status_code: int, body: bytes) -> Evidence:
+        """Classify the answer to a create-payment request."""
+        ...
+
+    def payment_lookup(self, *, provider_payment_id: str | None,
+                       client_reference: str | None) -> tuple[str, dict[str, str] | None]:
+        """The path and query of a lookup by provider id, else by client reference."""
+        ...
+
+    def lookup_result(self, status_code: int, body: bytes, retry_after: str | None, *, listing: bool) -> Lookup:
+        """Classify a lookup's answer (``listing``: it was by client reference)."""
+        ...
+
+    def payment_method_path(self, payment_method: str) -> str: ...
+
+    def payment_method_usable(self, status_code: int, body: bytes) -> bool | None:
+        """True / False from the provider's answer; None when the check itself failed."""
+        ...
+
+    # Notifications (seed 004, "The Notification Handler").
+    def verifier(self, account: ProviderAccount) -> Any:
+        """The account's verification material, decoded once from its configuration."""
+        ...
+
+    def verify(self, headers: Mapping[str, str], body: bytes, keys: Sequence[Any],
+               now: datetime) -> Verified | Rejected:
+        """Which of the accounts (their :meth:`verifier` material) signed the delivery, or why not."""
+        ...
+
+    def parse(self, body: bytes) -> Notification | Unreadable:
+        """A verified body as common evidence, or why it cannot be read."""
+        ...

@@ -1,0 +1,179 @@
+"""CardCo, the bundled fictional provider, behind the seam (API.md, "provider_fake: CardCo"; issue 16:
+"CardCo moves behind the seam unchanged").
+
+JSON bodies; ``Authorization: Bearer``, ``CardCo-Account`` and ``CardCo-Version`` on every call.
+Payments ``POST /v1/payments`` (lookups ``GET /v1/payments/{id}`` and ``?client_reference=``);
+payouts ``POST /v1/payouts`` with ``expires_at`` = the attempt's send deadline; the recall extension
+``POST /v1/payouts/{id}/recalls`` (docs/decisions/0015); the refund extension
+``POST /v1/payments/{id}/refunds`` (docs/decisions/0021); lookups of those by client reference.
+Every send of an attempt carries byte-identical parameters and its fixed idempotency key. The
+classification is gateway.domain.cardco (payments) and the versioned tables of
+gateway.domain.payout_outcomes and gateway.domain.refunds; notifications are Standard Webhooks
+(gateway.domain.webhook_signatures) with CardCo's payload (gateway.domain.cardco_notifications).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from gateway.domain import cardco, cardco_notifications, webhook_signatures
+from gateway.domain.attempts import Evidence
+from gateway.domain.effect_manifest import json_fields
+from gateway.domain.payout_outcomes import RECALL_STATUS_TABLE, STATUS_TABLE
+from gateway.domain.provider_evidence import Lookup, Notification, Unreadable
+from gateway.domain.refunds import STATUS_TABLE as REFUND_STATUS_TABLE
+from gateway.domain.timestamps import rfc3339
+from gateway.domain.webhook_signatures import AccountKeys, Rejected, Verified
+from gateway.providers.base import LookupRecords, Operation, ProviderTimings, Request, Row, UnsupportedOperation
+from gateway.settings import ProviderAccount
+
+if TYPE_CHECKING:
+    from gateway.providers.calls import ProviderCalls
+
+PAYMENTS_PATH = "/v1/payments"
+PAYMENT_METHODS_PATH = "/v1/payment_methods"
+PAYOUTS_PATH = "/v1/payouts"
+RECALLS_LOOKUP_PATH = "/v1/payout_recalls"
+REFUNDS_LOOKUP_PATH = "/v1/refunds"
+
+
+def _compact(document: dict[str, Any]) -> bytes:
+    return json.dumps(document, separators=(",", ":"), sort_keys=True).encode()
+
+
+def payout_body(attempt: Row, token: str) -> bytes:
+    """The payout attempt's parameters, serialized the same way for every send of the attempt."""
+    return _compact({"amount_minor": attempt["amount_minor"], "currency": attempt["currency"],
+                     "destination_token": token, "client_reference": attempt["client_reference"],
+                     "expires_at": rfc3339(attempt["send_deadline"])})
+
+
+def recall_body(attempt: Row) -> bytes:
+    """A recall attempt's reference and its send deadline as ``expires_at``; its own key goes in the header."""
+    return _compact({"client_reference": attempt["client_reference"], "expires_at": rfc3339(attempt["send_deadline"])})
+
+
+def recall_path(provider_payout_id: str) -> str:
+    """``POST /v1/payouts/{id}/recalls``: the provider payout being recalled is in the path."""
+    return f"{PAYOUTS_PATH}/{provider_payout_id}/recalls"
+
+
+def refund_path(provider_payment_id: str) -> str:
+    """``POST /v1/payments/{id}/refunds``: the refunded provider payment is in the path."""
+    return f"{PAYMENTS_PATH}/{provider_payment_id}/refunds"
+
+
+def refund_body(attempt: Row) -> bytes:
+    """The refund's own reference and its send deadline as ``expires_at``; the same bytes on every send."""
+    return _compact({"client_reference": attempt["client_reference"], "expires_at": rfc3339(attempt["send_deadline"])})
+
+
+def by_client_reference(path: str) -> LookupRecords:
+    """``GET {path}?client_reference=<the attempt's reference>``: CardCo's records, each
+    destination token replaced by its digest before anything else sees it."""
+    async def lookup(calls: ProviderCalls, attempt: Row) -> list[Row] | None:
+        document = await calls.get(path, {"client_reference": attempt["client_reference"]})
+        data = document.get("data") if isinstance(document, dict) else None
+        if not isinstance(data, list):
+            return None
+        return [_without_token(calls, record) for record in data if isinstance(record, dict)]
+    return lookup
+
+
+def _without_token(calls: ProviderCalls, record: Row) -> Row:
+    token = record.pop("destination_token", None)
+    if isinstance(token, str):
+        record["destination_digest"] = calls.digest(token)
+    return record
+
+
+def _payout_request(attempt: Row, token: str | None) -> Request:
+    if token is None:
+        raise ValueError("a payout send needs its destination token")
+    return Request(PAYOUTS_PATH, payout_body(attempt, token))
+
+
+OPERATIONS = {
+    "payout": Operation(STATUS_TABLE, _payout_request, json_fields, by_client_reference(PAYOUTS_PATH)),
+    "payout_recall": Operation(
+        RECALL_STATUS_TABLE, lambda attempt, secret: Request(recall_path(attempt["provider_payout_id"]),
+                                                             recall_body(attempt)),
+        json_fields, by_client_reference(RECALLS_LOOKUP_PATH)),
+    "payment_refund": Operation(
+        REFUND_STATUS_TABLE, lambda attempt, secret: Request(refund_path(attempt["provider_payment_id"]),
+                                                             refund_body(attempt)),
+        json_fields, by_client_reference(REFUNDS_LOOKUP_PATH)),
+}
+
+
+class CardCo:
+    """The CardCo adapter (gateway.providers.base.Provider)."""
+
+    name = "cardco"
+    # API.md: keys kept 24 h; a new object may be invisible to a lookup by reference for a while
+    # (the fake's ``not_found_for_s``: the account's processing allowance stands for it); requests
+    # carry ``expires_at``, which CardCo enforces with its skew (``request_expired``).
+    timings = ProviderTimings(key_window_s=86_400, visibility_delay_s=0, request_expiry_enforced=True)
+
+    def headers(self, account: ProviderAccount, credential: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {credential}", "CardCo-Account": account.id,
+                "CardCo-Version": account.api_version, "Content-Type": "application/json"}
+
+    def operation(self, kind: str) -> Operation:
+        if kind not in OPERATIONS:
+            raise UnsupportedOperation(f"cardco has no {kind} operation")
+        return OPERATIONS[kind]
+
+    def payments_endpoint(self, account: ProviderAccount) -> str:
+        return account.base_url.rstrip("/") + PAYMENTS_PATH
+
+    def payment_body(self, *, amount_minor: int, currency: str, payment_method: str, client_reference: str) -> str:
+        """Compact JSON, keys in a fixed order, a payment-method token and never card data."""
+        return json.dumps({"amount_minor": amount_minor, "currency": currency, "payment_method": payment_method,
+                           "client_reference": client_reference}, separators=(",", ":"))
+
+    def payment_fields(self, request_body: str) -> dict[str, Any]:
+        return json_fields(request_body.encode("utf-8"))
+
+    def payment_method(self, request_body: str) -> str | None:
+        try:
+            method = json.loads(request_body)["payment_method"]
+        except (ValueError, KeyError, TypeError):
+            return None
+        return method if isinstance(method, str) else None
+
+    def payment_evidence(self, account_id: str, status_code: int, body: bytes) -> Evidence:
+        return cardco.payment_evidence(account_id, status_code, body)
+
+    def payment_lookup(self, *, provider_payment_id: str | None,
+                       client_reference: str | None) -> tuple[str, dict[str, str] | None]:
+        if provider_payment_id:
+            return f"{PAYMENTS_PATH}/{provider_payment_id}", None
+        return PAYMENTS_PATH, {"client_reference": client_reference or ""}
+
+    def lookup_result(self, status_code: int, body: bytes, retry_after: str | None, *, listing: bool) -> Lookup:
+        return cardco.lookup_result(status_code, body, retry_after, listing=listing)
+
+    def payment_method_path(self, payment_method: str) -> str:
+        return f"{PAYMENT_METHODS_PATH}/{quote(payment_method, safe='')}"
+
+    def payment_method_usable(self, status_code: int, body: bytes) -> bool | None:
+        return cardco.payment_method_usable(status_code, body)
+
+    def verifier(self, account: ProviderAccount) -> AccountKeys:
+        return AccountKeys.from_config(account.id, [s.get_secret_value() for s in account.webhook_secrets],
+                                       account.webhook_public_keys)
+
+    def verify(self, headers: Mapping[str, str], body: bytes, keys: Sequence[Any],
+               now: datetime) -> Verified | Rejected:
+        return webhook_signatures.verify(headers, body, keys, now)
+
+    def parse(self, body: bytes) -> Notification | Unreadable:
+        return cardco_notifications.parse(body)
+
+
+CARDCO = CardCo()

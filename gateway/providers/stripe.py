@@ -1,0 +1,156 @@
+"""Stripe behind the seam (issue 16; docs/decisions/0046, 0047; the pure rules are
+gateway.domain.stripe and gateway.domain.stripe_notifications).
+
+Every call carries ``Authorization: Bearer <secret key>`` and the account's pinned
+``Stripe-Version``; a create carries the attempt's key as ``Idempotency-Key`` and a form-encoded
+body, the same bytes on every send. Checkout payments are PaymentIntents created with
+``confirm=true`` (``POST /v1/payment_intents``), looked up by id or through the Search API by
+``metadata['client_reference']``; payouts ``POST /v1/payouts`` (looked up in the list of payouts
+created since the claim, by metadata); refunds ``POST /v1/refunds`` for the paid PaymentIntent
+(looked up in the list of its refunds, by metadata). A payout recall has no Stripe equivalent that
+paygate can use (docs/decisions/0047): the operation is unsupported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from gateway.domain import stripe, stripe_notifications
+from gateway.domain.attempts import Evidence
+from gateway.domain.provider_evidence import Lookup, Notification, Unreadable
+from gateway.domain.stripe_notifications import EndpointSecrets
+from gateway.domain.webhook_signatures import Rejected, Verified
+from gateway.providers.base import Operation, ProviderTimings, Request, Row, UnsupportedOperation
+from gateway.settings import ProviderAccount
+
+if TYPE_CHECKING:
+    from gateway.providers.calls import ProviderCalls
+
+PAYMENT_INTENTS_PATH = "/v1/payment_intents"
+PAYMENT_METHODS_PATH = "/v1/payment_methods"
+PAYOUTS_PATH = "/v1/payouts"
+REFUNDS_PATH = "/v1/refunds"
+PAGE = "100"  # Stripe's largest list page
+# How far before its claim a payout may have been created on Stripe's clock (the hosts' skew).
+CREATED_SLACK = timedelta(minutes=5)
+
+
+def payout_body(attempt: Row, token: str) -> bytes:
+    """``POST /v1/payouts``: amount, currency, the destination (its token, never stored) and the reference."""
+    return stripe.form([("amount", str(attempt["amount_minor"])), ("currency", attempt["currency"].lower()),
+                        ("destination", token), (stripe.CLIENT_REFERENCE, attempt["client_reference"])]).encode()
+
+
+def refund_body(attempt: Row) -> bytes:
+    """``POST /v1/refunds``: the paid PaymentIntent refunded in full, with the refund's own reference."""
+    return stripe.form([("payment_intent", attempt["provider_payment_id"]),
+                        (stripe.CLIENT_REFERENCE, attempt["client_reference"])]).encode()
+
+
+def _payout_request(attempt: Row, token: str | None) -> Request:
+    if token is None:
+        raise ValueError("a payout send needs its destination token")
+    return Request(PAYOUTS_PATH, payout_body(attempt, token))
+
+
+def _payout_fields(body: bytes) -> dict[str, Any]:
+    # Stripe enforces no request expiry: the fields say so (docs/decisions/0047).
+    return stripe.common_fields(body, destination_token="destination") | {"expires_at": None}
+
+
+def _refund_fields(body: bytes) -> dict[str, Any]:
+    return stripe.common_fields(body, provider_payment_id="payment_intent") | {"expires_at": None}
+
+
+async def _payouts(calls: ProviderCalls, attempt: Row) -> list[Row] | None:
+    """The payouts created since the attempt's claim that carry its reference; each destination
+    replaced by its digest before anything else sees it."""
+    since = int((attempt["claimed_at"] - CREATED_SLACK).timestamp())
+    document = await calls.get(PAYOUTS_PATH, {"created[gte]": str(since), "limit": PAGE})
+    return stripe.matching(document, attempt["client_reference"], lambda payout: stripe.record(
+        payout, destination_digest=calls.digest(payout["destination"])
+        if isinstance(payout.get("destination"), str) else None))
+
+
+async def _refunds(calls: ProviderCalls, attempt: Row) -> list[Row] | None:
+    """The refunds of the attempt's PaymentIntent that carry its reference."""
+    document = await calls.get(REFUNDS_PATH, {"payment_intent": attempt["provider_payment_id"], "limit": PAGE})
+    return stripe.matching(document, attempt["client_reference"],
+                           lambda refund: stripe.record(refund, payment=refund.get("payment_intent")))
+
+
+OPERATIONS = {
+    "payout": Operation(stripe.PAYOUT_TABLE, _payout_request, _payout_fields, _payouts),
+    "payment_refund": Operation(stripe.REFUND_TABLE,
+                                lambda attempt, secret: Request(REFUNDS_PATH, refund_body(attempt)),
+                                _refund_fields, _refunds),
+}
+
+
+class Stripe:
+    """The Stripe adapter (gateway.providers.base.Provider)."""
+
+    name = "stripe"
+    # Keys may be pruned once 24 h old; Search "data is generally searchable within a minute" but
+    # can lag further during outages; no request expiry; Search allows 20 reads per second.
+    timings = ProviderTimings(key_window_s=86_400, visibility_delay_s=60, request_expiry_enforced=False,
+                              lookups_per_s=20)
+
+    def headers(self, account: ProviderAccount, credential: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {credential}", "Stripe-Version": account.api_version,
+                "Content-Type": "application/x-www-form-urlencoded"}
+
+    def operation(self, kind: str) -> Operation:
+        if kind not in OPERATIONS:
+            raise UnsupportedOperation(f"stripe has no {kind} operation (docs/decisions/0047)")
+        return OPERATIONS[kind]
+
+    def payments_endpoint(self, account: ProviderAccount) -> str:
+        return account.base_url.rstrip("/") + PAYMENT_INTENTS_PATH
+
+    def payment_body(self, *, amount_minor: int, currency: str, payment_method: str, client_reference: str) -> str:
+        return stripe.payment_body(amount_minor=amount_minor, currency=currency, payment_method=payment_method,
+                                   client_reference=client_reference)
+
+    def payment_fields(self, request_body: str) -> dict[str, Any]:
+        return stripe.common_fields(request_body)
+
+    def payment_method(self, request_body: str) -> str | None:
+        try:
+            return stripe.form_fields(request_body).get("payment_method")
+        except ValueError:
+            return None
+
+    def payment_evidence(self, account_id: str, status_code: int, body: bytes) -> Evidence:
+        return stripe.payment_evidence(account_id, status_code, body)
+
+    def payment_lookup(self, *, provider_payment_id: str | None,
+                       client_reference: str | None) -> tuple[str, dict[str, str] | None]:
+        if provider_payment_id:
+            return f"{PAYMENT_INTENTS_PATH}/{quote(provider_payment_id, safe='')}", None
+        return f"{PAYMENT_INTENTS_PATH}/search", {"query": stripe.search_query(client_reference or "")}
+
+    def lookup_result(self, status_code: int, body: bytes, retry_after: str | None, *, listing: bool) -> Lookup:
+        return stripe.lookup_result(status_code, body, retry_after, listing=listing)
+
+    def payment_method_path(self, payment_method: str) -> str:
+        return f"{PAYMENT_METHODS_PATH}/{quote(payment_method, safe='')}"
+
+    def payment_method_usable(self, status_code: int, body: bytes) -> bool | None:
+        return stripe.payment_method_usable(status_code, body)
+
+    def verifier(self, account: ProviderAccount) -> EndpointSecrets:
+        return EndpointSecrets(account.id, tuple(s.get_secret_value().encode() for s in account.webhook_secrets))
+
+    def verify(self, headers: Mapping[str, str], body: bytes, keys: Sequence[Any],
+               now: datetime) -> Verified | Rejected:
+        return stripe_notifications.verify(headers, body, keys, now)
+
+    def parse(self, body: bytes) -> Notification | Unreadable:
+        return stripe_notifications.parse(body)
+
+
+STRIPE = Stripe()

@@ -1,0 +1,149 @@
+"""What Stripe's answers mean (issue 16; docs/decisions/0047): recorded test vectors shaped as
+Stripe's API reference documents them, one per documented response of a PaymentIntent create, a
+lookup, and each row of the versioned payout and refund tables (seed 000, "Production
+Adaptation"); anything undocumented or unreadable is Unknown (seed 004)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gateway.domain import stripe as rules
+from gateway.domain.payout_outcomes import AttemptState, Expected, ProviderResponse, classify, classify_record
+from gateway.domain.provider_evidence import object_evidence
+from tests.stripe_support import (
+    card_declined,
+    declined_intent,
+    error,
+    payment_intent,
+    payout,
+    refund,
+    requires_action,
+    search_result,
+)
+
+ACCOUNT = "stripe:acct_store:test"
+
+
+def body(document: object) -> bytes:
+    return json.dumps(document).encode()
+
+
+@pytest.mark.parametrize("status, document, finding, reason, provider_status", [
+    (200, payment_intent("succeeded"), "succeeded", None, "succeeded"),
+    (200, payment_intent("processing"), "processing", None, "processing"),
+    (200, requires_action(), "requires_action", None, "requires_action"),
+    (200, declined_intent(), "failed", "insufficient_funds", "requires_payment_method"),
+    (200, payment_intent("canceled", cancellation_reason="abandoned"), "failed", "abandoned", "canceled"),
+    (200, payment_intent("requires_capture"), "processing", None, "requires_capture"),  # 0047: never captured
+    (200, payment_intent("requires_confirmation"), "unknown", "provider.undocumented-status.requires_confirmation",
+     None),
+    (402, card_declined(), "failed", "insufficient_funds", "requires_payment_method"),
+    (400, error("idempotency_error"), "key_in_use", "provider.idempotency-key-in-use", None),
+    (409, error("invalid_request_error", "idempotency_key_in_use"), "unknown",
+     "provider.conflict.idempotency_key_in_use", None),
+    (400, error("invalid_request_error", "parameter_missing", param="amount"), "rejected", "parameter_missing", None),
+    (400, error("invalid_request_error", "resource_missing", param="payment_method"), "rejected", "resource_missing",
+     None),
+    (401, error("invalid_request_error"), "rejected", "invalid_request_error", None),
+    (429, error("invalid_request_error", "rate_limit"), "rejected", "rate_limit", None),
+    (500, error("api_error"), "unknown", "provider.status-500", None),
+    (418, error("teapot_error"), "unknown", "provider.undocumented.418.teapot_error", None),
+    (200, {"object": "payment_intent"}, "unknown", "provider.malformed-body", None),
+    (200, {**payment_intent(), "object": "charge"}, "unknown", "provider.malformed-body", None),
+])
+def test_payment_intent_answers(status: int, document: object, finding: str, reason: str | None,
+                                provider_status: str | None) -> None:
+    evidence = rules.payment_evidence(ACCOUNT, status, body(document))
+    assert (evidence.finding, evidence.reason, evidence.provider_status) == (finding, reason, provider_status)
+
+
+def test_a_succeeded_intent_carries_its_id_reference_amount_and_upper_case_currency() -> None:
+    evidence = rules.payment_evidence(ACCOUNT, 200, body(payment_intent()))
+    assert (evidence.provider_payment_id, evidence.amount_minor, evidence.currency) == ("pi_3Q0abc", 4250, "EUR")
+
+
+def test_requires_action_stores_stripes_next_action_as_the_customer_action() -> None:
+    evidence = rules.payment_evidence(ACCOUNT, 200, body(requires_action()))
+    assert evidence.next_action is not None and evidence.next_action["type"] == "use_stripe_sdk"
+    assert evidence.next_action["use_stripe_sdk"]["type"] == "three_d_secure_redirect"
+
+
+@pytest.mark.parametrize("raw, reason", [(b"", "provider.empty-body"), (b"{\"id\": ", "provider.malformed-body"),
+                                         (b"\xff\xfe", "provider.malformed-body")])
+def test_empty_truncated_and_undecodable_bodies_are_unknown(raw: bytes, reason: str) -> None:
+    assert (rules.payment_evidence(ACCOUNT, 200, raw).finding, rules.payment_evidence(ACCOUNT, 200, raw).reason) \
+        == ("unknown", reason)
+
+
+def test_the_create_body_is_form_encoded_with_confirm_and_the_reference_in_metadata() -> None:
+    sent = rules.payment_body(amount_minor=4250, currency="EUR", payment_method="pm_card_visa",
+                              client_reference="ORD-5521-a1")
+    fields = rules.form_fields(sent)
+    assert fields["amount"] == "4250" and fields["currency"] == "eur" and fields["confirm"] == "true"
+    assert fields["metadata[client_reference]"] == "ORD-5521-a1" and fields["payment_method"] == "pm_card_visa"
+    assert rules.common_fields(sent)["amount_minor"] == 4250 and rules.common_fields(sent)["currency"] == "EUR"
+
+
+@pytest.mark.parametrize("status, document, listing, outcome", [
+    (200, payment_intent(), False, "found"),
+    (404, error("invalid_request_error", "resource_missing"), False, "not-found"),
+    (200, search_result(payment_intent()), True, "found"),
+    (200, search_result(), True, "not-found"),  # never proof of absence: only a same-key resend follows
+    (200, search_result(payment_intent(), payment_intent(id="pi_2")), True, "ambiguous"),
+    (429, error("invalid_request_error", "rate_limit"), True, "rate-limited"),
+    (500, error("api_error"), False, "failed"),
+    (404, error("invalid_request_error"), True, "failed"),
+    (200, {"object": "search_result"}, True, "failed"),
+])
+def test_lookups_say_failed_never_not_found_when_the_lookup_itself_failed(status: int, document: object,
+                                                                          listing: bool, outcome: str) -> None:
+    assert rules.lookup_result(status, body(document), "2", listing=listing).outcome == outcome
+
+
+def test_a_rate_limited_lookup_carries_retry_after() -> None:
+    assert rules.lookup_result(429, body(error("invalid_request_error", "rate_limit")), "7",
+                               listing=True).retry_after_s == 7.0
+
+
+def test_a_found_intent_is_evidence_of_its_status_under_the_account() -> None:
+    found = rules.lookup_result(200, body(payment_intent("processing")), None, listing=False)
+    assert found.payment is not None
+    assert object_evidence(ACCOUNT, found.payment).finding == "processing"
+
+
+def test_the_search_query_escapes_quotes() -> None:
+    assert rules.search_query("O'R-1-a1") == "metadata['client_reference']:'O\\'R-1-a1'"
+
+
+PAYOUT_EXPECTED = Expected("PAY-3107-a1", 425000, "EUR")
+
+
+@pytest.mark.parametrize("status, state", [("pending", "Started"), ("in_transit", "Started"), ("paid", "Succeeded"),
+                                           ("failed", "Failed"), ("canceled", "Failed"), ("exploded", "Unknown")])
+def test_each_row_of_the_payout_table(status: str, state: str) -> None:
+    seen = classify_record(rules.record(payout(status)), PAYOUT_EXPECTED, rules.PAYOUT_TABLE)
+    assert (seen.state.value, seen.table) == (state, "stripe-payouts/2025-09-30.1")
+
+
+@pytest.mark.parametrize("status, state", [("pending", "Started"), ("requires_action", "Started"),
+                                           ("succeeded", "Succeeded"), ("failed", "Failed"), ("canceled", "Failed")])
+def test_each_row_of_the_refund_table(status: str, state: str) -> None:
+    seen = classify_record(rules.record(refund(status)), Expected("ORD-5521-r1", 4250, "EUR"), rules.REFUND_TABLE)
+    assert seen.state.value == state
+
+
+@pytest.mark.parametrize("status, document, state, resend", [
+    (400, error("idempotency_error"), AttemptState.UNKNOWN, False),
+    (409, error("invalid_request_error", "idempotency_key_in_use"), AttemptState.UNKNOWN, False),
+    (429, error("invalid_request_error", "rate_limit"), AttemptState.STARTED, True),
+    (400, error("invalid_request_error", "balance_insufficient"), AttemptState.FAILED, False),  # by its type
+    (500, error("api_error"), AttemptState.UNKNOWN, False),
+    (200, payout("paid"), AttemptState.SUCCEEDED, False),
+    (200, payout("paid", amount=1), AttemptState.UNKNOWN, False),  # a mismatching record is not the attempt's
+])
+def test_payout_create_answers(status: int, document: object, state: AttemptState, resend: bool) -> None:
+    observation = ProviderResponse(status, body(document), 3.0)
+    seen = classify(observation, PAYOUT_EXPECTED, rules.PAYOUT_TABLE)
+    assert (seen.state, seen.row.resend) == (state, resend)
