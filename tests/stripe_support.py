@@ -10,6 +10,9 @@ import hashlib
 import hmac
 import json
 from typing import Any
+from urllib.parse import parse_qsl
+
+import httpx
 
 STRIPE_ACCOUNT = "stripe:acct_store:test"
 STRIPE_URL = "http://stripe.test"
@@ -89,3 +92,114 @@ def event(event_type: str, subject: dict[str, Any], *, id: str = "evt_1Q0abc") -
     return json.dumps({"id": id, "object": "event", "api_version": STRIPE_API_VERSION, "created": 1764600005,
                        "data": {"object": subject}, "livemode": False, "pending_webhooks": 1,
                        "request": {"id": "req_1", "idempotency_key": "k"}, "type": event_type}).encode()
+
+
+class StripeApi:
+    """Stripe's PaymentIntents API as its reference documents it, for respx (issue 16: "the API
+    through respx with response bodies shaped exactly as Stripe documents them, including errors,
+    429s with Retry-After, and idempotency replays"):
+
+    - ``POST /v1/payment_intents`` (form) saves the status and body of the first request under its
+      ``Idempotency-Key``; a repeat with the same parameters gets the saved answer with
+      ``Idempotent-Replayed: true``, one with other parameters a 400 ``idempotency_error``;
+      ``pm_card_visa`` succeeds, ``pm_card_declined`` is a 402 decline, ``pm_card_3ds`` requires action;
+    - ``POST /v1/payouts`` (pending) and ``POST /v1/refunds`` (succeeded, in full) under the same
+      idempotency layer, listed by ``GET /v1/payouts`` and ``GET /v1/refunds?payment_intent=``;
+    - ``GET /v1/payment_intents/{id}``, ``GET /v1/payment_intents/search`` (a new intent becomes
+      searchable only ``visibility_s`` after it was created, on the test's clock), and
+      ``GET /v1/payment_methods/{id}``;
+    - ``script``: what the next create (of any object) does instead of answering: ``drop`` (created, the answer is
+      lost), ``lost`` (never arrives), ``429`` (rate limited before the idempotency layer, with
+      ``Retry-After``); ``lookups``: ``429`` for the next lookup.
+    """
+
+    def __init__(self, now: Any, visibility_s: float = 60.0) -> None:
+        self.now = now
+        self.visibility_s = visibility_s
+        self.intents: dict[str, dict[str, Any]] = {}
+        self.created_at: dict[str, Any] = {}
+        self.saved: dict[str, tuple[dict[str, str], int, dict[str, Any]]] = {}
+        self.requests: list[Any] = []
+        self.payouts: dict[str, dict[str, Any]] = {}
+        self.refunds: dict[str, dict[str, Any]] = {}
+        self.script: list[str] = []
+        self.lookups: list[str] = []
+
+    def creates(self) -> list[Any]:
+        return [r for r in self.requests if r.method == "POST"]
+
+    def handle(self, request: Any) -> Any:
+        self.requests.append(request)
+        path = request.url.path
+        if request.method == "POST":
+            action = self.script.pop(0) if self.script else None
+            if action == "lost":
+                raise httpx.ReadTimeout("no answer", request=request)
+            if action == "429":
+                return httpx.Response(429, json=error("invalid_request_error", "rate_limit"),
+                                      headers={"Retry-After": "2"})
+            create = self._create if path == "/v1/payment_intents" else lambda params: self._object(path, params)
+            return self._saved(request, create, action)
+        if path in ("/v1/payouts", "/v1/refunds"):
+            objects = self.payouts if path == "/v1/payouts" else self.refunds
+            wanted = request.url.params.get("payment_intent")
+            return httpx.Response(200, json=listing(*(o for o in objects.values()
+                                                      if wanted in (None, o.get("payment_intent"))), url=path))
+        if self.lookups and request.method == "GET" and path.startswith("/v1/payment_intents"):
+            self.lookups.pop(0)
+            return httpx.Response(429, json=error("invalid_request_error", "rate_limit"), headers={"Retry-After": "7"})
+        if path == "/v1/payment_intents/search":
+            query = request.url.params["query"]
+            found = [intent for id, intent in self.intents.items()
+                     if f"'{intent['metadata'].get('client_reference')}'" in query
+                     and (self.now() - self.created_at[id]).total_seconds() >= self.visibility_s]
+            return httpx.Response(200, json=search_result(*found))
+        if path.startswith("/v1/payment_intents/"):
+            intent = self.intents.get(path.rsplit("/", 1)[1])
+            return httpx.Response(200, json=intent) if intent else httpx.Response(
+                404, json=error("invalid_request_error", "resource_missing", param="intent"))
+        if path.startswith("/v1/payment_methods/"):
+            return httpx.Response(200, json={"id": path.rsplit("/", 1)[1], "object": "payment_method", "type": "card"})
+        return httpx.Response(404, json=error("invalid_request_error", "resource_missing"))
+
+    def _saved(self, request: Any, create: Any, action: str | None = None) -> Any:
+        """Stripe's idempotency layer: the first answer under a key is saved and replayed."""
+        params = dict(parse_qsl(request.content.decode()))
+        key = request.headers["idempotency-key"]
+        if key in self.saved:
+            saved_params, status, document = self.saved[key]
+            if saved_params != params:
+                return httpx.Response(400, json=error("idempotency_error"))
+            return httpx.Response(status, json=document, headers={"Idempotent-Replayed": "true"})
+        status, document = create(params)
+        self.saved[key] = (params, status, document)
+        if action == "drop":
+            raise httpx.ReadTimeout("the answer was lost", request=request)
+        return httpx.Response(status, json=document, headers={"Request-Id": f"req_{len(self.requests)}"})
+
+    def _object(self, path: str, params: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        """A payout (pending) or a full refund (succeeded) as Stripe creates them."""
+        reference = params.get("metadata[client_reference]", "")
+        if path == "/v1/payouts":
+            id = f"po_{len(self.payouts) + 1:04d}"
+            self.payouts[id] = payout("pending", id=id, amount=int(params["amount"]), currency=params["currency"],
+                                      client_reference=reference, destination=params["destination"])
+            return 200, self.payouts[id]
+        intent = self.intents.get(params["payment_intent"], {})
+        id = f"re_{len(self.refunds) + 1:04d}"
+        self.refunds[id] = refund("succeeded", id=id, amount=intent.get("amount", 0),
+                                  currency=intent.get("currency", "eur"), client_reference=reference,
+                                  payment_intent=params["payment_intent"])
+        return 200, self.refunds[id]
+
+    def _create(self, params: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        id = f"pi_{len(self.intents) + 1:04d}"
+        fields = {"id": id, "amount": int(params["amount"]), "currency": params["currency"],
+                  "client_reference": params.get("metadata[client_reference]")}
+        method = params.get("payment_method")
+        intent = declined_intent(**fields) if method == "pm_card_declined" else requires_action(**fields) \
+            if method == "pm_card_3ds" else payment_intent("succeeded", **fields)
+        self.intents[id], self.created_at[id] = intent, self.now()
+        if method == "pm_card_declined":
+            return 402, error("card_error", "card_declined", decline_code="insufficient_funds", payment_intent=intent)
+        return 200, intent

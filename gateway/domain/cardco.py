@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from gateway.domain.attempts import Evidence
-from gateway.domain.provider_evidence import Lookup, PaymentObject, object_evidence, retry_after_s
+from gateway.domain.provider_evidence import Lookup, PaymentObject, lookup_answer, object_evidence
 
 REJECTIONS = {400: "invalid_request", 401: "unauthorized", 429: "rate_limited"}
 
@@ -77,24 +77,7 @@ def payment_evidence(account: str, status_code: int, body: bytes) -> Evidence:
 def lookup_result(status_code: int, body: bytes, retry_after: str | None, *, listing: bool) -> Lookup:
     """Classify the answer to ``GET /v1/payments/{id}`` (``listing`` False) or
     ``GET /v1/payments?client_reference=`` (``listing`` True)."""
-    if status_code == 429:
-        return Lookup("rate-limited", reason="provider.rate-limited", retry_after_s=retry_after_s(retry_after))
-    if status_code == 404 and not listing:
-        return Lookup("not-found")
-    if status_code != 200:
-        return Lookup("failed", reason=f"provider.lookup-status-{status_code}")
-    try:
-        document = _json(body)
-        if not listing:
-            return Lookup("found", PaymentObject.model_validate(document))
-        found = [PaymentObject.model_validate(item) for item in document["data"]]
-    except (UnicodeDecodeError, ValueError, KeyError, TypeError, ValidationError):
-        return Lookup("failed", reason="provider.lookup-unreadable")
-    if not found:
-        return Lookup("not-found")
-    if len(found) > 1:
-        return Lookup("ambiguous", reason="provider.lookup-ambiguous")
-    return Lookup("found", found[0])
+    return lookup_answer(status_code, body, retry_after, listing=listing, read=PaymentObject.model_validate)
 
 
 def payment_method_usable(status_code: int, body: bytes) -> bool | None:

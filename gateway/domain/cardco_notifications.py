@@ -10,8 +10,6 @@ fields, never the raw payload (DESIGN invariant 8): a payout's destination token
 
 from __future__ import annotations
 
-import json
-
 from pydantic import ValidationError
 
 from gateway.domain.notification_keys import present
@@ -21,6 +19,7 @@ from gateway.domain.provider_evidence import (
     PayoutObject,
     PayoutRecallObject,
     Unreadable,
+    event_envelope,
     from_detail,
     refund_evidence,
     unreadable,
@@ -42,15 +41,10 @@ def recall_event_type(status: str) -> str:
 
 def parse(body: bytes) -> Notification | Unreadable:
     """Read a CardCo event: ``{"id", "type", "created", "data": {"object": {...}}}``."""
-    try:
-        document = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return unreadable("malformed-json", body)
-    if not isinstance(document, dict) or not isinstance(document.get("data"), dict):
-        return unreadable("malformed-payload", body, document)
-    event_type = document.get("type")
-    if not isinstance(event_type, str) or event_type not in PAYMENT_TYPES | PAYOUT_TYPES | RECALL_TYPES:
-        return unreadable("unknown-type", body, document)
+    envelope = event_envelope(body, PAYMENT_TYPES | PAYOUT_TYPES | RECALL_TYPES)
+    if isinstance(envelope, Unreadable):
+        return envelope
+    document, event_type = envelope
     model = PaymentObject if event_type in PAYMENT_TYPES else \
         PayoutRecallObject if event_type in RECALL_TYPES else PayoutObject
     try:

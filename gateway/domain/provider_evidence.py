@@ -12,6 +12,8 @@ and that is what the attempt's ``provider_status`` shows. Everything above the s
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -137,6 +139,32 @@ class Lookup:
     retry_after_s: float | None = None
 
 
+def lookup_answer(status_code: int, body: bytes, retry_after: str | None, *, listing: bool,
+                  read: Callable[[Any], PaymentObject]) -> Lookup:
+    """Classify a lookup's answer: by id (``listing`` False: 404 is "not found"), or by client
+    reference (a ``{"data": [...]}`` list: empty is "not found", two or more "ambiguous"); each
+    object read into the common shape by the provider's ``read``. A 429 is "rate-limited", every
+    other failure "failed", never "not found" (seed 004, "The Recovery Loop")."""
+    if status_code == 429:
+        return Lookup("rate-limited", reason="provider.rate-limited", retry_after_s=retry_after_s(retry_after))
+    if status_code == 404 and not listing:
+        return Lookup("not-found")
+    if status_code != 200:
+        return Lookup("failed", reason=f"provider.lookup-status-{status_code}")
+    try:
+        document = json.loads(body.decode("utf-8"))
+        if not listing:
+            return Lookup("found", read(document))
+        found = [read(item) for item in document["data"]]
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, ValidationError):
+        return Lookup("failed", reason="provider.lookup-unreadable")
+    if not found:
+        return Lookup("not-found")
+    if len(found) > 1:
+        return Lookup("ambiguous", reason="provider.lookup-ambiguous")
+    return Lookup("found", found[0])
+
+
 def retry_after_s(value: str | None) -> float | None:
     """A ``Retry-After`` header in seconds, or None when absent or not a number."""
     try:
@@ -221,6 +249,21 @@ def unreadable(reason: str, body: bytes, document: Any = None) -> Unreadable:
     return Unreadable(reason=reason, event_id=present(fields.get("id")),
                       event_type=event_type[:100] if isinstance(event_type, str) else None,
                       body_sha256=hashlib.sha256(body).hexdigest(), body_bytes=len(body))
+
+
+def event_envelope(body: bytes, types: Collection[str]) -> tuple[dict[str, Any], str] | Unreadable:
+    """A verified event's document and type, ``{"id", "type", "data": {"object": {...}}}``, when the
+    body is JSON of that shape and its type one of ``types``; else why it is unreadable."""
+    try:
+        document = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return unreadable("malformed-json", body)
+    if not isinstance(document, dict) or not isinstance(document.get("data"), dict):
+        return unreadable("malformed-payload", body, document)
+    event_type = document.get("type")
+    if not isinstance(event_type, str) or event_type not in types:
+        return unreadable("unknown-type", body, document)
+    return document, event_type
 
 
 def from_detail(detail: dict[str, Any]) -> Notification | None:

@@ -39,8 +39,8 @@ from gateway.domain.provider_evidence import (
     Lookup,
     NextAction,
     PaymentObject,
+    lookup_answer,
     object_evidence,
-    retry_after_s,
 )
 
 CLIENT_REFERENCE = "metadata[client_reference]"
@@ -190,24 +190,7 @@ def lookup_result(status_code: int, body: bytes, retry_after: str | None, *, lis
     ``GET /v1/payment_intents/search`` (``listing`` True). Search results lag behind writes, so an
     empty search is "not found", never proof of absence: the recovery loop resends only under the
     attempt's key, which Stripe answers with the saved result of any earlier send."""
-    if status_code == 429:
-        return Lookup("rate-limited", reason="provider.rate-limited", retry_after_s=retry_after_s(retry_after))
-    if status_code == 404 and not listing:
-        return Lookup("not-found")
-    if status_code != 200:
-        return Lookup("failed", reason=f"provider.lookup-status-{status_code}")
-    try:
-        document = json.loads(body.decode("utf-8"))
-        if not listing:
-            return Lookup("found", payment_intent(document))
-        found = [payment_intent(item) for item in document["data"]]
-    except (UnicodeDecodeError, ValueError, KeyError, TypeError, ValidationError):
-        return Lookup("failed", reason="provider.lookup-unreadable")
-    if not found:
-        return Lookup("not-found")
-    if len(found) > 1:
-        return Lookup("ambiguous", reason="provider.lookup-ambiguous")
-    return Lookup("found", found[0])
+    return lookup_answer(status_code, body, retry_after, listing=listing, read=payment_intent)
 
 
 def payment_method_usable(status_code: int, body: bytes) -> bool | None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from gateway.domain.provider_evidence import (
     PayoutObject,
     RefundReference,
     Unreadable,
+    event_envelope,
     unreadable,
 )
 from gateway.domain.stripe import payment_intent, record
@@ -156,15 +156,10 @@ def _subject(event_type: str, subject: Any) -> PaymentObject | str:
 
 def parse(body: bytes) -> Notification | Unreadable:
     """Read a Stripe event: ``{"id", "object": "event", "type", "data": {"object": {...}}}``."""
-    try:
-        document = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return unreadable("malformed-json", body)
-    if not isinstance(document, dict) or not isinstance(document.get("data"), dict):
-        return unreadable("malformed-payload", body, document)
-    event_type = document.get("type")
-    if not isinstance(event_type, str) or event_type not in {*INTENT_EVENTS, *PAYOUT_EVENTS, "charge.refunded"}:
-        return unreadable("unknown-type", body, document)
+    envelope = event_envelope(body, {*INTENT_EVENTS, *PAYOUT_EVENTS, "charge.refunded"})
+    if isinstance(envelope, Unreadable):
+        return envelope
+    document, event_type = envelope
     try:
         subject = _subject(event_type, document["data"].get("object"))
     except (ValueError, ValidationError):
