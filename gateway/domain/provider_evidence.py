@@ -218,6 +218,8 @@ def refund_evidence(notification: Notification) -> Notification | None:
     subject the refund the payment names (succeeded, for the payment's amount), so a refund attempt
     is matched by its own reference ``<order_id>-r<N>`` and provider id like any attempt kind. None
     for any other event, and for a refund the payment does not name (one made outside the gateway)."""
+    if notification.kind == "refund":  # a provider that announces refunds as themselves (Stripe's refund.*)
+        return notification
     payment = notification.payment
     if payment is None or payment.status != "refunded" or payment.refund is None:
         return None

@@ -10,7 +10,7 @@ old and the new secret while both are active). The timestamp must be within 300 
 clock's now, either way; every missing or malformed header is a rejection (a 401), never an
 exception. The account is the one whose secret verified, never a payload field (seed 004).
 
-Parsing: ``payment_intent.*``, ``charge.refunded`` and ``payout.*`` events become the common
+Parsing: ``payment_intent.*``, ``charge.refunded``, ``refund.*`` and ``payout.*`` events become the common
 :class:`~gateway.domain.provider_evidence.Notification`, keyed by the event id (Stripe events always
 carry one). The event's object is read into the common shape (gateway.domain.stripe); an event whose
 type does not agree with its object's status is not evidence (``type-status-mismatch``). Every other
@@ -34,6 +34,7 @@ from gateway.domain.provider_evidence import (
     Notification,
     PaymentObject,
     PayoutObject,
+    RefundObject,
     RefundReference,
     Unreadable,
     event_envelope,
@@ -57,6 +58,12 @@ INTENT_EVENTS = {
     "payment_intent.payment_failed": {"requires_payment_method", "canceled"},
     "payment_intent.canceled": {"canceled"},
     "payment_intent.amount_capturable_updated": {"requires_capture"},
+}
+# The refund statuses each refund event may carry.
+REFUND_EVENTS = {
+    "refund.created": {"pending", "succeeded", "failed", "requires_action", "canceled"},
+    "refund.updated": {"pending", "succeeded", "failed", "requires_action", "canceled"},
+    "refund.failed": {"failed"},
 }
 # The payout statuses each payout event may carry (``payout.updated``: any).
 PAYOUT_EVENTS = {
@@ -148,6 +155,12 @@ def _subject(event_type: str, subject: Any) -> PaymentObject | str:
     if event_type in INTENT_EVENTS:
         payment = payment_intent(subject)
         return payment if payment.native_status in INTENT_EVENTS[event_type] else "type-status-mismatch"
+    if event_type in REFUND_EVENTS:
+        if subject.get("object") != "refund":
+            return "malformed-object"
+        refund = RefundObject.model_validate({**record(subject, payment=subject.get("payment_intent")),
+                                              "object": "refund"})
+        return refund if refund.status in REFUND_EVENTS[event_type] else "type-status-mismatch"
     if subject.get("object") != "payout":
         return "malformed-object"
     payout = PayoutObject.model_validate({**record(subject), "object": "payout"})
@@ -156,7 +169,7 @@ def _subject(event_type: str, subject: Any) -> PaymentObject | str:
 
 def parse(body: bytes) -> Notification | Unreadable:
     """Read a Stripe event: ``{"id", "object": "event", "type", "data": {"object": {...}}}``."""
-    envelope = event_envelope(body, {*INTENT_EVENTS, *PAYOUT_EVENTS, "charge.refunded"})
+    envelope = event_envelope(body, {*INTENT_EVENTS, *REFUND_EVENTS, *PAYOUT_EVENTS, "charge.refunded"})
     if isinstance(envelope, Unreadable):
         return envelope
     document, event_type = envelope

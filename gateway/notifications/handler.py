@@ -142,7 +142,7 @@ class NotificationHandler:
                 conflict_key=keys["identity-conflict"], unmatched_key=keys["unmatched"], now=self._clock.now())
             by_reference, by_payment_id, recorded = identified.by_reference, identified.by_payment_id, \
                 identified.recorded
-        else:  # payout.*: the payouts aggregate matches its own attempts, the same two ways
+        elif parsed.kind != "refund":  # payout.*: the payouts aggregate matches its own attempts, the same two ways
             payout = await payout_notifications.match(conn, account_id, parsed)
         conflict = (by_reference is not None and by_payment_id is not None and by_reference != by_payment_id) \
             or payout.conflict is not None

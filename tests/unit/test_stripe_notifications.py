@@ -68,6 +68,16 @@ def test_a_charge_listing_our_refund_is_evidence_about_that_refund_attempt() -> 
     assert refund_evidence(_read(event("charge.refunded", charge_refunded()))) is None  # made outside paygate
 
 
+@pytest.mark.parametrize("event_type, status", [("refund.created", "pending"), ("refund.updated", "succeeded"),
+                                                ("refund.failed", "failed")])
+def test_refund_events_are_evidence_about_the_refund_itself(event_type: str, status: str) -> None:
+    notification = _read(event(event_type, refund(status)))
+    assert refund_evidence(notification) is notification
+    assert (notification.kind, notification.provider_object_id, notification.client_reference) == (
+        "refund", "re_1Q0abc", "ORD-5521-r1")
+    assert notification.subject.status == status and notification.subject.payment == "pi_3Q0abc"  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("event_type, status", [("payout.paid", "paid"), ("payout.failed", "failed"),
                                                 ("payout.canceled", "canceled"), ("payout.created", "pending"),
                                                 ("payout.updated", "in_transit")])
@@ -82,6 +92,8 @@ def test_payout_events_carry_stripes_payout_status_for_the_payout_table(event_ty
 @pytest.mark.parametrize("body, reason", [
     (event("payment_intent.succeeded", payment_intent("processing")), "type-status-mismatch"),
     (event("payout.paid", payout("failed")), "type-status-mismatch"),
+    (event("refund.failed", refund("succeeded")), "type-status-mismatch"),
+    (event("refund.updated", payout()), "malformed-object"),
     (event("charge.refunded", charge_refunded(refunded=False)), "partial-refund"),
     (event("customer.created", {"id": "cus_1", "object": "customer"}), "unknown-type"),
     (event("payment_intent.created", payment_intent("requires_payment_method")), "unknown-type"),

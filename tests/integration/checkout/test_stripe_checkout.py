@@ -210,3 +210,21 @@ async def test_a_merchant_refund_of_a_stripe_payment_goes_through_stripes_refund
                                                      "metadata[client_reference]": "ORD-5521-r1"}
     order = await shop.http.get("/v1/orders/ORD-5521", headers=shop.merchant)
     assert order.json()["state"] == "Refunded"
+
+
+async def test_a_refund_whose_answer_was_lost_is_resolved_by_stripes_refund_event(
+        shop: Shop, stripe_api: StripeApi, clock: ManualClock) -> None:
+    """Decision 0047 item 6: ``refund.*`` events are evidence about the refund attempt they name
+    (by its reference and Stripe's refund id), through the pipeline's one notification application."""
+    await pay(shop)
+    assert (await shop.http.post("/v1/orders/ORD-5521/refund", headers=shop.merchant, json={})).status_code == 200
+    stripe_api.script = ["drop"]
+    assert await run_refund(shop, await refund_job(shop)) == "Unknown"
+    [created] = stripe_api.refunds.values()
+    body = event("refund.updated", created, id="evt_refund_1")
+    response = await shop.http.post(f"/v1/webhooks/{ENDPOINT}", content=body,
+                                    headers={"Stripe-Signature": stripe_signature(body, int(clock.now().timestamp()))})
+    assert response.status_code == 204
+    [attempt] = await shop.services.db.fetch_all("SELECT * FROM payment_refund_attempts")
+    assert (attempt["state"], attempt["provider_refund_id"]) == ("Succeeded", created["id"])
+    assert (await shop.http.get("/v1/orders/ORD-5521", headers=shop.merchant)).json()["state"] == "Refunded"
