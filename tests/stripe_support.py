@@ -159,7 +159,8 @@ class StripeApi:
             return httpx.Response(200, json=intent) if intent else httpx.Response(
                 404, json=error("invalid_request_error", "resource_missing", param="intent"))
         if path.startswith("/v1/payment_methods/"):
-            return httpx.Response(200, json={"id": path.rsplit("/", 1)[1], "object": "payment_method", "type": "card"})
+            return httpx.Response(200, json={"id": path.rsplit("/", 1)[1], "object": "payment_method", "type": "card",
+                                             "card": {"brand": "visa", "exp_month": 12, "exp_year": 2034}})
         return httpx.Response(404, json=error("invalid_request_error", "resource_missing"))
 
     def _saved(self, request: Any, create: Any, action: str | None = None) -> Any:

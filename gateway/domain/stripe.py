@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
@@ -193,9 +194,10 @@ def lookup_result(status_code: int, body: bytes, retry_after: str | None, *, lis
     return lookup_answer(status_code, body, retry_after, listing=listing, read=payment_intent)
 
 
-def payment_method_usable(status_code: int, body: bytes) -> bool | None:
-    """``GET /v1/payment_methods/{id}``: True when Stripe returns it, False when it does not know
-    it (404 ``resource_missing``), None when the check itself failed."""
+def payment_method_usable(status_code: int, body: bytes, now: datetime) -> bool | None:
+    """``GET /v1/payment_methods/{id}``: a card is usable through the end of its expiry month
+    (``card.exp_month``/``exp_year``); another method while Stripe returns it. False when Stripe
+    does not know it (404 ``resource_missing``); None when the check itself failed."""
     if status_code == 404:
         return False
     if status_code != 200:
@@ -204,7 +206,15 @@ def payment_method_usable(status_code: int, body: bytes) -> bool | None:
         document = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return None
-    return True if isinstance(document, dict) and document.get("object") == "payment_method" else None
+    if not isinstance(document, dict) or document.get("object") != "payment_method":
+        return None
+    card = document.get("card")
+    if not isinstance(card, dict):
+        return True
+    month, year = card.get("exp_month"), card.get("exp_year")
+    if not isinstance(month, int) or not isinstance(year, int):
+        return None
+    return (year, month) >= (now.year, now.month)
 
 
 # Payouts and refunds: the pipeline's records and versioned tables (seed 000, "Production Adaptation").

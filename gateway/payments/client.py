@@ -145,4 +145,4 @@ class PaymentClient:
                                                operation="payment_method")
         except (TimeoutError, httpx.HTTPError):
             return None
-        return provider.payment_method_usable(response.status_code, response.content)
+        return provider.payment_method_usable(response.status_code, response.content, self._clock.now())

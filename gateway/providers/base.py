@@ -148,8 +148,8 @@ class Provider(Protocol):
 
     def payment_method_path(self, payment_method: str) -> str: ...
 
-    def payment_method_usable(self, status_code: int, body: bytes) -> bool | None:
-        """True / False from the provider's answer; None when the check itself failed."""
+    def payment_method_usable(self, status_code: int, body: bytes, now: datetime) -> bool | None:
+        """True / False from the provider's answer at ``now``; None when the check itself failed."""
         ...
 
     # Notifications (seed 004, "The Notification Handler").

@@ -161,8 +161,8 @@ class CardCo:
     def payment_method_path(self, payment_method: str) -> str:
         return f"{PAYMENT_METHODS_PATH}/{quote(payment_method, safe='')}"
 
-    def payment_method_usable(self, status_code: int, body: bytes) -> bool | None:
-        return cardco.payment_method_usable(status_code, body)
+    def payment_method_usable(self, status_code: int, body: bytes, now: datetime) -> bool | None:
+        return cardco.payment_method_usable(status_code, body)  # CardCo says "expired" itself
 
     def verifier(self, account: ProviderAccount) -> AccountKeys:
         return AccountKeys.from_config(account.id, [s.get_secret_value() for s in account.webhook_secrets],

@@ -139,8 +139,8 @@ class Stripe:
     def payment_method_path(self, payment_method: str) -> str:
         return f"{PAYMENT_METHODS_PATH}/{quote(payment_method, safe='')}"
 
-    def payment_method_usable(self, status_code: int, body: bytes) -> bool | None:
-        return stripe.payment_method_usable(status_code, body)
+    def payment_method_usable(self, status_code: int, body: bytes, now: datetime) -> bool | None:
+        return stripe.payment_method_usable(status_code, body, now)
 
     def verifier(self, account: ProviderAccount) -> EndpointSecrets:
         return EndpointSecrets(account.id, tuple(s.get_secret_value().encode() for s in account.webhook_secrets))

@@ -6,6 +6,7 @@ Adaptation"); anything undocumented or unreadable is Unknown (seed 004)."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 
@@ -147,3 +148,21 @@ def test_payout_create_answers(status: int, document: object, state: AttemptStat
     observation = ProviderResponse(status, body(document), 3.0)
     seen = classify(observation, PAYOUT_EXPECTED, rules.PAYOUT_TABLE)
     assert (seen.state, seen.row.resend) == (state, resend)
+
+
+NOW = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("status, document, usable", [
+    (200, {"id": "pm_1", "object": "payment_method", "type": "card", "card": {"exp_month": 12, "exp_year": 2026}},
+     True),  # through the end of its expiry month
+    (200, {"id": "pm_1", "object": "payment_method", "type": "card", "card": {"exp_month": 11, "exp_year": 2026}},
+     False),
+    (200, {"id": "pm_1", "object": "payment_method", "type": "sepa_debit"}, True),
+    (404, error("invalid_request_error", "resource_missing"), False),
+    (500, error("api_error"), None),
+    (200, {"object": "customer"}, None),
+])
+def test_a_payment_method_is_usable_until_its_card_expires(status: int, document: object, usable: bool | None) -> None:
+    """Seed 004: resend only "while the payment method is still usable" (docs/decisions/0027)."""
+    assert rules.payment_method_usable(status, body(document), NOW) is usable
