@@ -127,16 +127,21 @@ def account_config(account_id: str, **overrides: object) -> dict[str, object]:
     }
 
 
-@pytest.fixture
-def settings(database_url: str, redis_url: str) -> Settings:
+def settings_with(database_url: str, redis_url: str, accounts: list[dict[str, object]]) -> Settings:
+    """The tests' settings on ``accounts`` (the ``settings`` fixture's are CardCo's test and live)."""
     return build_settings({
         "database_url": database_url,
         "redis_url": redis_url,
         "token_pepper": TEST_PEPPER,
         "log_format": "console",
-        "provider_accounts": [account_config(TEST_ACCOUNT), account_config(LIVE_ACCOUNT)],
+        "provider_accounts": accounts,
         "certificate_keys": [{"key_id": CERTIFICATE_KEY_ID, "private_key": CERTIFICATE_PRIVATE_KEY, "active": True}],
     })
+
+
+@pytest.fixture
+def settings(database_url: str, redis_url: str) -> Settings:
+    return settings_with(database_url, redis_url, [account_config(TEST_ACCOUNT), account_config(LIVE_ACCOUNT)])
 
 
 @pytest.fixture

@@ -20,6 +20,13 @@ STRIPE_SECRET = "whsec_test_secret_0123456789abcdef"
 STRIPE_API_VERSION = "2025-09-30.clover"
 
 
+def stripe_account(base_url: str = STRIPE_URL, api_key: str = "sk_test_51Qstripe", secret: str = STRIPE_SECRET,
+                   endpoint: str = "stripe-test") -> dict[str, object]:
+    """A Stripe test account's gateway configuration (issue 16)."""
+    return {"id": STRIPE_ACCOUNT, "base_url": base_url, "api_key": api_key, "api_version": STRIPE_API_VERSION,
+            "webhook_endpoint_id": endpoint, "webhook_secrets": [secret]}
+
+
 def stripe_signature(body: bytes, timestamp: int, *secrets: str) -> str:
     """``Stripe-Signature`` with one ``v1`` entry per secret (Stripe signs with each active secret
     while one is being rolled)."""

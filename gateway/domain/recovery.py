@@ -76,6 +76,10 @@ def first_step(attempt: AttemptView, timings: Timings, now: datetime) -> Step:
         if attempt.escalation_deadline and now >= attempt.escalation_deadline:
             # The key window is closing whether or not the customer acts.
             return Step("escalate-and-finish", delay, "deadline")
+        if expiry is None:
+            # An action the provider gives no expiry (Stripe's requires_action): each due pass is
+            # the "next status check", a lookup that never resends (after_not_found).
+            return Step("reconcile")
         return Step("finish", delay)
     if attempt.state == "Started" and attempt.first_sent_at is not None:
         settled_at = attempt.first_sent_at + timedelta(
@@ -101,6 +105,10 @@ def after_not_found(attempt: AttemptView, conditions: ResendConditions, timings:
     otherwise resend (the caller commits the intent first and re-checks everything there)."""
     if attempt.escalation_deadline is None or now >= attempt.escalation_deadline:
         return Step("escalate-and-finish", timings.readonly_cadence_s, "deadline")
+    if action_is_current(attempt.state, attempt.next_action, attempt.next_action_expires_at, now):
+        # Recovery never resends an attempt waiting for the customer; a lookup that missed it
+        # (a search that lags) proves nothing either.
+        return Step("finish", backoff_s(timings, attempt.passes), "waiting-for-customer")
     for failed, name in ((not conditions.order_payable, "order-not-payable"),
                          (not conditions.request_buildable, "request-not-buildable"),
                          (conditions.payment_method_usable is False, "token-expired"),

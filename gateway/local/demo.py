@@ -1,5 +1,6 @@
-"""The demo world ``paygate up`` runs: two CardCo accounts, their keys and webhook secrets, the
-timings (normal or ``--rehearsal``), demo tokens for every role, a customer with an open order.
+"""The demo world ``paygate up`` runs: two CardCo accounts and a Stripe test account (served by the
+fake's Stripe dialect, ``/stripe/v1/...``; issue 16), their keys and webhook secrets, the timings
+(normal or ``--rehearsal``), demo tokens for every role, a customer with an open order.
 
 Secrets are generated once per data directory and kept in ``secrets.json`` (mode 0600), so a
 restarted demo keeps verifying the webhooks its CardCo signs.
@@ -24,7 +25,11 @@ from gateway.clock import Clock
 from gateway.payouts import reference
 from gateway.store.db import Database
 
-ACCOUNTS = ("cardco:acct_store:test", "cardco:acct_store:live")
+# API.md, Command line: the two CardCo accounts first, then the Stripe one (issue 16).
+ACCOUNTS = ("cardco:acct_store:test", "cardco:acct_store:live", "stripe:acct_store:test")
+# The Stripe API version the demo pins its Stripe account to (the fake renders every version alike).
+STRIPE_API_VERSION = "2026-10-28.endive"
+STRIPE_MOUNT = "/stripe"
 CUSTOMER_ID = "cus_demo"
 TENANT_ID = "T-0417"
 DEMO_ORDER_ID = "ORD-DEMO-1"
@@ -67,12 +72,21 @@ class Urls:
         return f"{self.sinks}/alerts"
 
 
+def _provider(account_id: str) -> str:
+    return account_id.split(":", 1)[0]
+
+
 def _endpoint_id(account_id: str) -> str:
-    return "cardco-" + account_id.rsplit(":", 1)[1]
+    """``cardco-test``, ``cardco-live``, ``stripe-test``."""
+    return f"{_provider(account_id)}-{account_id.rsplit(':', 1)[1]}"
 
 
 def _new_account_secrets(account_id: str) -> dict[str, str]:
     environment = account_id.rsplit(":", 1)[1]
+    if _provider(account_id) == "stripe":
+        # Stripe's shapes: a secret key, and an endpoint secret used as it is (no Ed25519 key).
+        return {"api_key": f"sk_{environment}_{secrets.token_urlsafe(24)}",
+                "webhook_secret": "whsec_" + secrets.token_urlsafe(32)}
     return {
         "api_key": f"ck_{environment}_{secrets.token_urlsafe(24)}",
         "webhook_secret": "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode(),
@@ -85,7 +99,7 @@ def load_or_create_secrets(data_dir: Path) -> dict[str, Any]:
     path = data_dir / "secrets.json"
     if path.exists():
         stored: dict[str, Any] = json.loads(path.read_text())
-        return _with_certificate_key(stored, data_dir)
+        return _with_new_accounts(_with_certificate_key(stored, data_dir), data_dir)
     created = {
         "token_pepper": secrets.token_urlsafe(32),
         # Effect certificates (seed 001): the demo's signing key, "demo-1" in GET /v1/keys/certificates.
@@ -107,10 +121,25 @@ def _with_certificate_key(stored: dict[str, Any], data_dir: Path) -> dict[str, A
     return stored
 
 
+def _with_new_accounts(stored: dict[str, Any], data_dir: Path) -> dict[str, Any]:
+    """Secrets written before an account joined the demo (the Stripe one) get its secrets now, once."""
+    missing = [account for account in ACCOUNTS if account not in stored["accounts"]]
+    if not missing:
+        return stored
+    stored = {**stored, "accounts": {**stored["accounts"], **{a: _new_account_secrets(a) for a in missing}}}
+    (data_dir / "secrets.json").write_text(json.dumps(stored, indent=2))
+    return stored
+
+
 def public_key(seed_b64: str) -> str:
     """The ``whpk_`` public key for an Ed25519 signing seed (Standard Webhooks v1a)."""
     key = Ed25519PrivateKey.from_private_bytes(base64.b64decode(seed_b64)).public_key()
     return "whpk_" + base64.b64encode(key.public_bytes(Encoding.Raw, PublicFormat.Raw)).decode()
+
+
+def _public_keys(account_secrets: dict[str, str]) -> list[str]:
+    """A CardCo account's ``whpk_`` key (Standard Webhooks v1a); Stripe signs with its secret only."""
+    return [public_key(account_secrets["signing_seed"])] if "signing_seed" in account_secrets else []
 
 
 def gateway_config(stored: dict[str, Any], urls: Urls, *, rehearsal: bool) -> dict[str, Any]:
@@ -118,13 +147,15 @@ def gateway_config(stored: dict[str, Any], urls: Urls, *, rehearsal: bool) -> di
     accounts = []
     for account_id in ACCOUNTS:
         account_secrets = stored["accounts"][account_id]
+        stripe = _provider(account_id) == "stripe"
         accounts.append({
             "id": account_id,
-            "base_url": urls.provider,
+            "base_url": urls.provider + STRIPE_MOUNT if stripe else urls.provider,
             "api_key": account_secrets["api_key"],
+            **({"api_version": STRIPE_API_VERSION} if stripe else {}),
             "webhook_endpoint_id": _endpoint_id(account_id),
             "webhook_secrets": [account_secrets["webhook_secret"]],
-            "webhook_public_keys": [public_key(account_secrets["signing_seed"])],
+            "webhook_public_keys": _public_keys(account_secrets),
             **(REHEARSAL_ACCOUNT if rehearsal else {}),
         })
     return {
@@ -146,7 +177,8 @@ def cardco_config(stored: dict[str, Any], urls: Urls, *, rehearsal: bool) -> dic
             "api_key": stored["accounts"][account_id]["api_key"],
             "webhook_url": f"{urls.gateway}/v1/webhooks/{_endpoint_id(account_id)}",
             "webhook_secrets": [stored["accounts"][account_id]["webhook_secret"]],
-            "webhook_signing_key": stored["accounts"][account_id]["signing_seed"],
+            **({"dialect": "stripe", "api_version": STRIPE_API_VERSION} if _provider(account_id) == "stripe" else
+               {"webhook_signing_key": stored["accounts"][account_id]["signing_seed"]}),
         } for account_id in ACCOUNTS],
         **({"processing_complete_after_s": 2, "webhook_retry_schedule_s": [1, 2, 4, 8]} if rehearsal else {}),
     }
@@ -209,7 +241,7 @@ def demo_document(stored: dict[str, Any], urls: Urls, tokens: dict[str, str],
             "api_key": stored["accounts"][account_id]["api_key"],
             "webhook_endpoint_id": _endpoint_id(account_id),
             "webhook_secret": stored["accounts"][account_id]["webhook_secret"],
-            "webhook_public_key": public_key(stored["accounts"][account_id]["signing_seed"]),
+            "webhook_public_key": next(iter(_public_keys(stored["accounts"][account_id])), None),
         } for account_id in ACCOUNTS],
         "merchant_sink_url": urls.merchant_sink,
         "alert_sink_url": urls.alert_sink,

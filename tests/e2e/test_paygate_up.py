@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import httpx
 import psutil
@@ -61,7 +61,7 @@ def test_paygate_up_runs_the_system_and_stops_it_cleanly(tmp_path: Path) -> None
     log = (tmp_path / "up.log").open("wb")
     process, web_port, provider_port = _start_up(tmp_path, log)
     try:
-        demo = _wait_for(data_dir / "paygate-demo.json", process)
+        demo: dict[str, Any] = _wait_for(data_dir / "paygate-demo.json", process)
         children = psutil.Process(process.pid).children(recursive=True)
         # pg_ctl daemonizes the server, so it is not among the children: follow its pid file.
         postgres = psutil.Process(int((data_dir / "pg" / "postmaster.pid").read_text().split()[0]))
@@ -72,7 +72,11 @@ def test_paygate_up_runs_the_system_and_stops_it_cleanly(tmp_path: Path) -> None
         assert demo["control_url"] == f"http://127.0.0.1:{provider_port}/_control"
         assert set(demo["tokens"]) == {"merchant", "customer", "operator", "clerk", "approver", "admin"}  # type: ignore[arg-type]
         accounts = demo["provider_accounts"]
-        assert [a["id"] for a in accounts] == ["cardco:acct_store:test", "cardco:acct_store:live"]  # type: ignore[union-attr,index]
+        assert [a["id"] for a in accounts] == [  # type: ignore[union-attr,index]
+            "cardco:acct_store:test", "cardco:acct_store:live", "stripe:acct_store:test"]
+        stripe_account = accounts[2]  # type: ignore[index]
+        assert stripe_account["webhook_endpoint_id"] == "stripe-test" and stripe_account["webhook_public_key"] is None
+        assert stripe_account["webhook_secret"].startswith("whsec_") and stripe_account["api_key"].startswith("sk_test_")
         settings = demo["settings"]
         assert settings["recovery_lease_s"] == 12 and settings["abandonment_threshold_s"] == 2  # type: ignore[index]
         assert settings["lookup_backoff_s"] == [1, 2, 4, 8] and settings["key_window_s"] == 120  # type: ignore[index]
@@ -83,6 +87,7 @@ def test_paygate_up_runs_the_system_and_stops_it_cleanly(tmp_path: Path) -> None
         keys = httpx.get(f"{demo['gateway_url']}/v1/keys/certificates", timeout=5).json()["keys"]
         assert [(k["key_id"], k["active"]) for k in keys] == [("demo-1", True)]
         assert httpx.get(str(demo["merchant_sink_url"]), timeout=5).json() == {"messages": []}
+        _pays_through_stripe(demo)
 
         created = subprocess.run(
             [sys.executable, "-m", "gateway.cli", "token", "create", "--role", "operator", "--subject", "op-e2e",
@@ -107,6 +112,34 @@ def test_paygate_up_runs_the_system_and_stops_it_cleanly(tmp_path: Path) -> None
             process.kill()
             process.wait(10)
         log.close()
+
+
+def _pays_through_stripe(demo: dict[str, Any]) -> None:
+    """Issue 16: an order created with ``provider_account`` ``stripe:acct_store:test`` pays through
+    the fake's Stripe dialect, and its webhook is posted to ``/v1/webhooks/stripe-test`` with a
+    ``Stripe-Signature`` the gateway verifies (204)."""
+    gateway, tokens = str(demo["gateway_url"]), demo["tokens"]
+    merchant, customer = ({"Authorization": f"Bearer {tokens[role]}"} for role in ("merchant", "customer"))
+    created = httpx.post(f"{gateway}/v1/orders", headers=merchant, timeout=10, json={
+        "order_id": "ORD-STRIPE-1", "customer_id": demo["customer_id"], "amount_minor": 4250, "currency": "EUR",
+        "payment_method": "pm_card_visa", "provider_account": "stripe:acct_store:test"})
+    assert created.status_code == 201, created.text
+    paid = httpx.post(f"{gateway}/v1/orders/ORD-STRIPE-1/payment", headers=customer, timeout=30).json()
+    assert paid["state"] == "Succeeded" and paid["provider_payment_id"].startswith("pi_"), paid
+    control = str(demo["control_url"])
+    sent = [r for r in httpx.get(f"{control}/requests", timeout=5).json()["requests"] if r["method"] == "POST"]
+    assert [r["path"] for r in sent] == ["/stripe/v1/payment_intents"]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        deliveries = [d for d in httpx.get(f"{control}/webhooks", timeout=5).json()["deliveries"]
+                      if d["account"] == "stripe:acct_store:test" and d["type"] == "payment_intent.succeeded"]
+        if deliveries and deliveries[0]["state"] == "delivered":
+            break
+        httpx.post(f"{control}/webhooks/deliver", timeout=10)
+        time.sleep(0.5)
+    else:
+        raise AssertionError(f"the Stripe webhook was not delivered: {deliveries}")
+    assert deliveries[0]["attempts"][-1]["status"] == 204, deliveries
 
 
 def _dramatiq_parent(up: psutil.Process) -> psutil.Process | None:

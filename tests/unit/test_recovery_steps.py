@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 from gateway.domain.recovery import (
@@ -100,3 +101,24 @@ def test_a_payment_method_the_provider_could_not_check_waits_for_the_backoff_wit
         "resend-not-safe:order-not-payable"
     assert after_not_found(attempt(), ResendConditions(True, True, False, True), TIMINGS, NOW).reason == \
         "resend-not-safe:token-expired"
+
+
+def _waiting_without_expiry(deadline_in_s: float = 3600) -> AttemptView:
+    """A Started attempt showing a customer action the provider gave no expiry (Stripe's requires_action)."""
+    return dataclasses.replace(attempt("Started", deadline_in_s=deadline_in_s),
+                               next_action={"type": "use_stripe_sdk"}, next_action_expires_at=None)
+
+
+def test_an_action_without_expiry_is_looked_up_on_each_due_pass() -> None:
+    """Seed 004 matrix: "An attempt waiting for customer action is rescheduled to the action's
+    expiry or the next status check": without an expiry, the due pass is that status check (issue
+    16, Stripe), and past the deadline it escalates as any waiting attempt."""
+    assert first_step(_waiting_without_expiry(), TIMINGS, NOW).kind == "reconcile"
+    late = first_step(_waiting_without_expiry(deadline_in_s=0), TIMINGS, NOW)
+    assert (late.kind, late.reason) == ("escalate-and-finish", "deadline")
+
+
+def test_a_lookup_that_misses_an_attempt_waiting_for_the_customer_never_resends_it() -> None:
+    """Seed 004 matrix: "recovery never resends an attempt waiting for the customer"."""
+    step = after_not_found(_waiting_without_expiry(), OK, TIMINGS, NOW)
+    assert (step.kind, step.reason, step.delay_s) == ("finish", "waiting-for-customer", 60)

@@ -1,4 +1,8 @@
-"""A shop over the real gateway app: a merchant and a customer with tokens, CardCo in-process."""
+"""A shop over the real gateway app: a merchant and a customer with tokens, CardCo in-process.
+
+A shop pays on one provider account (``account``): CardCo's by default; the recovery matrix also
+runs it on a Stripe account served by the same fake's Stripe dialect (issue 16), so its helpers
+name what differs per provider (payment-method names, request paths and headers)."""
 
 from __future__ import annotations
 
@@ -13,6 +17,17 @@ from gateway.services import Services
 from provider_fake import CardCo
 from tests.conftest import TEST_ACCOUNT
 
+# CardCo's test payment methods and the fake's Stripe dialect's equivalents (docs/rehearsing-incidents.md).
+STRIPE_METHODS = {"pm_card_declined": "pm_card_visa_chargeDeclined", "pm_card_3ds": "pm_card_threeDSecure2Required"}
+# Where each provider's calls go on the fake: (create, lookup by id, lookup by reference, payment method).
+PATHS = {"cardco": ("/v1/payments", "/v1/payments/{id}", "/v1/payments?client_reference={reference}",
+                    "/v1/payment_methods/{method}"),
+         "stripe": ("/stripe/v1/payment_intents", "/stripe/v1/payment_intents/{id}",
+                    "/stripe/v1/payment_intents/search?query=metadata%5B%27client_reference%27%5D%3A%27{reference}%27",
+                    "/stripe/v1/payment_methods/{method}")}
+# The headers every send carries besides the credential and the key, per provider.
+CONTEXT_HEADERS = {"cardco": ("cardco-account", "cardco-version"), "stripe": ("stripe-version",)}
+
 
 @dataclass
 class Shop:
@@ -22,12 +37,26 @@ class Shop:
     merchant: dict[str, str]
     customer: dict[str, str]
     customer_id: str = "cus_1"
+    account: str = TEST_ACCOUNT  # the provider account orders pay on
+
+    @property
+    def provider(self) -> str:
+        return self.account.split(":", 1)[0]
+
+    def method(self, name: str) -> str:
+        """The provider's test payment method for CardCo's ``name``."""
+        return STRIPE_METHODS.get(name, name) if self.provider == "stripe" else name
+
+    def path(self, which: int, **names: str) -> str:
+        """0: the create path; 1: a lookup by ``id``; 2: a lookup by ``reference``; 3: a payment ``method``."""
+        return PATHS[self.provider][which].format(**names)
 
     async def order(self, order_id: str = "ORD-5521", payment_method: str = "pm_card_visa",
-                    amount_minor: int = 4250, account: str = TEST_ACCOUNT) -> dict[str, Any]:
+                    amount_minor: int = 4250, account: str | None = None) -> dict[str, Any]:
         response = await self.http.post("/v1/orders", headers=self.merchant, json={
             "order_id": order_id, "customer_id": self.customer_id, "amount_minor": amount_minor,
-            "currency": "EUR", "payment_method": payment_method, "provider_account": account})
+            "currency": "EUR", "payment_method": self.method(payment_method),
+            "provider_account": account or self.account})
         assert response.status_code == 201, response.text
         created: dict[str, Any] = response.json()
         return created
@@ -44,8 +73,9 @@ class Shop:
             response = await control.post("/_control/faults", json={"rules": list(rules)})
             assert response.status_code == 200, response.text
 
-    def provider_requests(self, path: str = "/v1/payments") -> list[dict[str, Any]]:
-        return [r for r in self.cardco.store.requests if r["path"] == path]
+    def provider_requests(self, path: str | None = None) -> list[dict[str, Any]]:
+        """The fake's log of requests to ``path`` (default: the provider's create path)."""
+        return [r for r in self.cardco.store.requests if r["path"] == (path or self.path(0))]
 
     def ledger(self) -> list[dict[str, Any]]:
         return [p.ledger_entry() for p in self.cardco.store.payments.values()]

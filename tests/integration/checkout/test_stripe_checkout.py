@@ -15,25 +15,18 @@ import respx
 
 from gateway.clock import ManualClock
 from gateway.recovery.loop import Recovery
-from gateway.settings import Settings, build_settings
-from tests.conftest import (
-    CERTIFICATE_KEY_ID,
-    CERTIFICATE_PRIVATE_KEY,
-    LIVE_ACCOUNT,
-    TEST_ACCOUNT,
-    TEST_PEPPER,
-    account_config,
-)
+from gateway.settings import Settings
+from tests.conftest import LIVE_ACCOUNT, TEST_ACCOUNT, account_config, settings_with
 from tests.integration.checkout.conftest import Shop
 from tests.integration.refunds.conftest import refund_job, run_refund
 from tests.stripe_support import (
     STRIPE_ACCOUNT,
     STRIPE_API_VERSION,
-    STRIPE_SECRET,
     STRIPE_URL,
     StripeApi,
     event,
     payment_intent,
+    stripe_account,
     stripe_signature,
 )
 
@@ -43,13 +36,8 @@ ENDPOINT = "stripe-test"
 @pytest.fixture
 def settings(database_url: str, redis_url: str) -> Settings:
     """The suite's two CardCo accounts, then a Stripe test account (issue 16: listed after them)."""
-    return build_settings({
-        "database_url": database_url, "redis_url": redis_url, "token_pepper": TEST_PEPPER, "log_format": "console",
-        "provider_accounts": [account_config(TEST_ACCOUNT), account_config(LIVE_ACCOUNT), {
-            "id": STRIPE_ACCOUNT, "base_url": STRIPE_URL, "api_key": "sk_test_51Qstripe",
-            "api_version": STRIPE_API_VERSION, "webhook_endpoint_id": ENDPOINT, "webhook_secrets": [STRIPE_SECRET]}],
-        "certificate_keys": [{"key_id": CERTIFICATE_KEY_ID, "private_key": CERTIFICATE_PRIVATE_KEY, "active": True}],
-    })
+    return settings_with(database_url, redis_url, [account_config(TEST_ACCOUNT), account_config(LIVE_ACCOUNT),
+                                                   stripe_account(endpoint=ENDPOINT)])
 
 
 @pytest.fixture

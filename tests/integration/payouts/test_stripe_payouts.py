@@ -11,18 +11,11 @@ import pytest
 import respx
 
 from gateway.clock import ManualClock
-from gateway.settings import Settings, build_settings
-from tests.conftest import (
-    CERTIFICATE_KEY_ID,
-    CERTIFICATE_PRIVATE_KEY,
-    LIVE_ACCOUNT,
-    TEST_ACCOUNT,
-    TEST_PEPPER,
-    account_config,
-)
+from gateway.settings import Settings
+from tests.conftest import LIVE_ACCOUNT, TEST_ACCOUNT, account_config, settings_with
 from tests.integration.payouts.conftest import AMOUNT, TOKEN, World
 from tests.integration.payouts.recall_helpers import recall_job, run_recall
-from tests.stripe_support import STRIPE_ACCOUNT, STRIPE_API_VERSION, STRIPE_SECRET, STRIPE_URL, StripeApi, event
+from tests.stripe_support import STRIPE_API_VERSION, STRIPE_URL, StripeApi, event, stripe_account
 from tests.stripe_support import stripe_signature as sign
 
 SEND_DEADLINE_S, SKEW_S = 300, 30  # settings defaults
@@ -31,14 +24,8 @@ SEND_DEADLINE_S, SKEW_S = 300, 30  # settings defaults
 @pytest.fixture
 def settings(database_url: str, redis_url: str) -> Settings:
     """Stripe first: new payouts are claimed on the first configured account (decision 0007)."""
-    return build_settings({
-        "database_url": database_url, "redis_url": redis_url, "token_pepper": TEST_PEPPER, "log_format": "console",
-        "provider_accounts": [{
-            "id": STRIPE_ACCOUNT, "base_url": STRIPE_URL, "api_key": "sk_test_51Qstripe",
-            "api_version": STRIPE_API_VERSION, "webhook_endpoint_id": "stripe-test", "webhook_secrets": [STRIPE_SECRET]},
-            account_config(TEST_ACCOUNT), account_config(LIVE_ACCOUNT)],
-        "certificate_keys": [{"key_id": CERTIFICATE_KEY_ID, "private_key": CERTIFICATE_PRIVATE_KEY, "active": True}],
-    })
+    return settings_with(database_url, redis_url, [stripe_account(), account_config(TEST_ACCOUNT),
+                                                   account_config(LIVE_ACCOUNT)])
 
 
 @pytest.fixture

@@ -1,10 +1,11 @@
-"""CardCo's 409 ``idempotency_key_in_use`` is escalated (issue 11 item 8; docs/decisions/0009).
+"""CardCo's 409 ``idempotency_key_in_use``, and Stripe's 400 ``idempotency_error``, are escalated
+(issue 11 item 8; docs/decisions/0009, 0047).
 
 Our idempotency key already carrying a request with other parameters means something is badly
 wrong (another system, a copied key, a drifted body): the answer proves nothing about the
 attempt, so it stays Unknown, and a person is told, once per open episode, from the checkout
 endpoint's send and from recovery's resends alike. End to end: the real gateway app and
-PostgreSQL, the CardCo fake's own idempotency store producing the 409, one ManualClock.
+PostgreSQL, the fake's own idempotency store producing the answer, one ManualClock.
 """
 
 from __future__ import annotations
@@ -16,16 +17,22 @@ from typing import Any
 from gateway.clock import ManualClock
 from tests.conftest import CARDCO_URL, TEST_ACCOUNT, account_config
 from tests.integration.checkout.conftest import Shop
-from tests.integration.recovery.conftest import WorkerFactory
+from tests.integration.recovery.conftest import STRIPE_KEY, WorkerFactory
 
 
 async def _reuse_the_key_elsewhere(shop: Shop, attempt: dict[str, Any]) -> None:
     """Someone else sends a different payment under the attempt's idempotency key, first."""
-    response = await shop.services.http.post(f"{CARDCO_URL}/v1/payments", headers={
-        "Authorization": f"Bearer {account_config(TEST_ACCOUNT)['api_key']}", "CardCo-Account": TEST_ACCOUNT,
-        "Idempotency-Key": attempt["idempotency_key"], "Content-Type": "application/json",
-    }, content=json.dumps({"amount_minor": 999, "currency": "EUR", "payment_method": "pm_card_visa",
-                           "client_reference": "SOMEONE-ELSE-1"}))
+    if shop.provider == "stripe":
+        response = await shop.services.http.post(f"{CARDCO_URL}/stripe/v1/payment_intents", headers={
+            "Authorization": f"Bearer {STRIPE_KEY}", "Idempotency-Key": attempt["idempotency_key"]}, data={
+            "amount": "999", "currency": "eur", "confirm": "true", "payment_method": "pm_card_visa",
+            "metadata[client_reference]": "SOMEONE-ELSE-1"})
+    else:
+        response = await shop.services.http.post(f"{CARDCO_URL}/v1/payments", headers={
+            "Authorization": f"Bearer {account_config(TEST_ACCOUNT)['api_key']}", "CardCo-Account": TEST_ACCOUNT,
+            "Idempotency-Key": attempt["idempotency_key"], "Content-Type": "application/json",
+        }, content=json.dumps({"amount_minor": 999, "currency": "EUR", "payment_method": "pm_card_visa",
+                               "client_reference": "SOMEONE-ELSE-1"}))
     assert response.status_code == 200, response.text
 
 
@@ -51,7 +58,7 @@ async def test_a_key_reused_with_other_parameters_is_unknown_and_a_person_is_tol
         "SELECT escalation_id, escalation_key, reason, resolved_at, details FROM payment_escalations")
     assert [(e["escalation_key"], e["reason"], e["resolved_at"]) for e in escalations] == [
         (f"attempt:{attempt['attempt_id']}:idempotency-key-in-use", "idempotency-key-in-use", None)]
-    assert escalations[0]["details"]["http_status"] == 409
+    assert escalations[0]["details"]["http_status"] == {"cardco": 409, "stripe": 400}[shop.provider]
     [alert] = await _alerts(shop)
     assert (alert["dedup_key"], alert["reason"]) == (f"escalation:{escalations[0]['escalation_id']}:initial",
                                                      "idempotency-key-in-use")

@@ -157,7 +157,7 @@ async def test_a_recorded_id_that_misses_falls_back_to_the_client_reference(
     clock.advance(3600)
     assert (await worker().sweep()).outcomes == {"found:succeeded->Succeeded": 1}
     paths = [r["path"] for r in shop.cardco.store.requests if r["method"] == "GET"]
-    assert paths == [f"/v1/payments/{started['provider_payment_id']}", "/v1/payments?client_reference=ORD-5521-a1"]
+    assert paths == [shop.path(1, id=started["provider_payment_id"]), shop.path(2, reference="ORD-5521-a1")]
 
 
 async def test_a_record_owned_by_another_attempt_resolves_nothing_and_escalates(

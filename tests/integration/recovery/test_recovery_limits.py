@@ -14,7 +14,6 @@ from gateway.domain.attempts import Evidence
 from gateway.payments.attempts import Attempts
 from gateway.payments.leases import Lease
 from gateway.payments.sends import PaymentSends
-from tests.conftest import TEST_ACCOUNT
 from tests.integration.checkout.conftest import Shop
 from tests.integration.recovery.conftest import WorkerFactory
 from tests.integration.recovery.test_recovery_loop import row, unknown_payment
@@ -95,13 +94,13 @@ async def test_an_outcome_that_loses_to_unknown_is_reapplied_and_one_that_loses_
     attempts: Attempts = shop.services.attempts
     attempt = await attempts.mark_started(await attempts.get_or_create_live("ORD-5521", "cus_1"))
     assert attempt is not None
-    unknown = Evidence(finding="unknown", provider_account=TEST_ACCOUNT, reason="provider.no-response.caller")
+    unknown = Evidence(finding="unknown", provider_account=shop.account, reason="provider.no-response.caller")
     await attempts.apply_evidence(attempt["attempt_id"], unknown, actor="recovery-1", kind="lookup")
-    success = Evidence(finding="succeeded", provider_account=TEST_ACCOUNT, provider_payment_id="pay_1",
+    success = Evidence(finding="succeeded", provider_account=shop.account, provider_payment_id="pay_1",
                        amount_minor=4250, currency="EUR")
     won = await attempts.record_response(attempt["attempt_id"], success, actor="endpoint")
     assert (won["state"], won["version"]) == ("Succeeded", attempt["version"] + 2)
-    declined = Evidence(finding="failed", provider_account=TEST_ACCOUNT, reason="card_declined")
+    declined = Evidence(finding="failed", provider_account=shop.account, reason="card_declined")
     lost = await attempts.record_response(attempt["attempt_id"], declined, actor="endpoint")
     assert lost["state"] == "Succeeded", "the final winner is returned, not overwritten"
 

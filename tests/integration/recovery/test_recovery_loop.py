@@ -11,7 +11,7 @@ from typing import Any
 
 from gateway.clock import ManualClock
 from gateway.recovery.loop import Recovery
-from tests.integration.checkout.conftest import Shop
+from tests.integration.checkout.conftest import CONTEXT_HEADERS, Shop
 from tests.integration.recovery.conftest import WorkerFactory
 
 SETTLED_S = 15 + 5 + 10  # call + record budgets + processing allowance
@@ -62,7 +62,7 @@ async def test_a_request_that_never_arrived_is_resent_once_with_identical_bytes(
     first, resend = shop.provider_requests()
     assert first["body_base64"] == resend["body_base64"]
     assert base64.b64decode(resend["body_base64"]).decode() == (await row(shop, attempt["attempt_id"]))["request_body"]
-    for header in ("idempotency-key", "cardco-account", "cardco-version"):
+    for header in ("idempotency-key", *CONTEXT_HEADERS[shop.provider]):
         assert first["headers"][header] == resend["headers"][header]
     assert len(shop.ledger()) == 1
     assert await shop.events(attempt["attempt_id"]) == [
@@ -242,9 +242,8 @@ async def test_a_crash_between_intent_and_send_is_reconciled_then_resent(
         "SELECT detail FROM payment_attempt_events WHERE attempt_id = %(a)s AND kind = 'lookup'",
         {"a": attempt["attempt_id"]})
     assert lookup is not None and lookup["detail"]["ambiguous_send_boundary"] is True
-    assert [r["path"] for r in shop.cardco.store.requests] == ["/v1/payments?client_reference=ORD-5521-a1",
-                                                               "/v1/payment_methods/pm_card_visa",
-                                                               "/v1/payments"]
+    assert [r["path"] for r in shop.cardco.store.requests] == [
+        shop.path(2, reference="ORD-5521-a1"), shop.path(3, method="pm_card_visa"), shop.path(0)]
 
 
 async def test_two_workers_racing_one_attempt_make_one_pass(shop: Shop, worker: WorkerFactory, clock: ManualClock) -> None:
@@ -330,15 +329,17 @@ async def test_a_cancelled_order_is_not_resent_and_is_escalated(shop: Shop, work
     await shop.http.post("/v1/orders/ORD-5521/cancel", headers=shop.merchant)
     clock.advance(60)
     assert (await worker().sweep()).outcomes == {"escalated:resend-not-safe:order-not-payable": 1}
-    account = shop.services.settings.provider_accounts[0]
-    shop.services.settings.provider_accounts[0] = account.model_copy(update={"api_version": "2027-01-01"})
+    accounts = shop.services.settings.provider_accounts
+    index = next(i for i, configured in enumerate(accounts) if configured.id == shop.account)
+    account = accounts[index]
+    accounts[index] = account.model_copy(update={"api_version": "2027-01-01"})
     try:
         async with shop.services.db.transaction() as conn:
             await conn.execute("UPDATE orders SET state = 'Open'")
         clock.advance(900)
         assert (await worker().sweep()).outcomes == {"escalated:resend-not-safe:request-not-buildable": 1}
     finally:
-        shop.services.settings.provider_accounts[0] = account
+        accounts[index] = account
     assert await escalations(shop) == [f"attempt:{attempt['attempt_id']}:resend-not-safe:order-not-payable",
                                        f"attempt:{attempt['attempt_id']}:resend-not-safe:request-not-buildable"]
     assert len(shop.provider_requests()) == 1
