@@ -42,7 +42,7 @@ class Services:
         """Connect to PostgreSQL (refused when it lacks a migration of this build) and the broker,
         and register the configured provider accounts."""
         clock = clock or SystemClock()
-        check_accounts(settings.provider_accounts)
+        check_accounts(settings)
         db = await open_current(settings.database_url, size=settings.db_pool_size, name="paygate")
         await register_provider_accounts(db, clock, settings.provider_accounts)
         redis = aioredis.Redis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)

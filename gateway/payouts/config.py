@@ -9,6 +9,7 @@ attempt uses the stored account (gateway.pipeline.accounts), never this choice a
 from __future__ import annotations
 
 from gateway.domain.payout_timing import PayoutTimings
+from gateway.providers import provider_for
 from gateway.settings import ProviderAccount, Settings
 
 OPERATION = "payout.submit"
@@ -32,5 +33,8 @@ def payout_timings(settings: Settings, account: ProviderAccount | None = None) -
         grant_lead_s=settings.payout_grant_lead_s, grant_window_s=settings.payout_grant_window_s,
         send_deadline_s=settings.payout_send_deadline_s, provider_skew_s=settings.provider_skew_s,
         call_budget_s=account.call_budget_s, record_budget_s=account.record_budget_s,
-        visibility_delay_s=account.processing_allowance_s, key_window_s=account.key_window_s,
+        # How long a new object may stay invisible to a lookup: the account's processing allowance
+        # or its provider's documented visibility delay, whichever is longer (issue 16).
+        visibility_delay_s=max(account.processing_allowance_s, provider_for(account.id).timings.visibility_delay_s),
+        key_window_s=account.key_window_s,
         escalation_safety_margin_s=account.escalation_safety_margin_s, lookup_backoff_s=account.lookup_backoff_s)

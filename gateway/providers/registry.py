@@ -1,17 +1,15 @@
 """Which adapter serves a provider account: the provider prefix of its id (``cardco:acct_store:test``
 is CardCo's, ``stripe:acct_store:test`` Stripe's; seed 004, "The Attempt Row": the account id names
 the provider, the account and the environment). An account of no known provider, or one whose timings the
-provider does not honour, fails start-up (:func:`check_accounts`, from ``Services.open``).
+provider does not honour, fails the gateway's start-up (:func:`check_accounts`, from ``Services.open``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from gateway.providers.base import Provider
 from gateway.providers.cardco import CARDCO
 from gateway.providers.stripe import STRIPE
-from gateway.settings import ProviderAccount
+from gateway.settings import Settings
 
 PROVIDERS: dict[str, Provider] = {CARDCO.name: CARDCO, STRIPE.name: STRIPE}
 
@@ -25,14 +23,19 @@ def provider_for(account_id: str) -> Provider:
     return PROVIDERS[provider_name(account_id)]
 
 
-def check_accounts(accounts: Sequence[ProviderAccount]) -> None:
-    """Every account has an adapter, and its key window is no longer than its provider keeps keys
-    (a same-key resend after the provider pruned the key would be a new payment); ValueError naming it."""
-    for account in accounts:
+def check_accounts(settings: Settings) -> None:
+    """Every configured account has an adapter and timings its provider honours (ValueError naming
+    it): a key window no longer than the provider keeps keys (a same-key resend after the provider
+    pruned the key would be a new payment), and a lookup rate no higher than the provider documents."""
+    for account in settings.provider_accounts:
         name = provider_name(account.id)
         if name not in PROVIDERS:
             raise ValueError(f"provider account {account.id}: paygate has no adapter for provider {name!r}")
-        window = PROVIDERS[name].timings.key_window_s
-        if account.key_window_s > window:
+        timings = PROVIDERS[name].timings
+        if account.key_window_s > timings.key_window_s:
             raise ValueError(f"provider account {account.id}: key_window_s {account.key_window_s:g} exceeds "
-                             f"{name}'s idempotency-key window of {window:g} s")
+                             f"{name}'s idempotency-key window of {timings.key_window_s:g} s")
+        rate, _ = settings.lookup_limit(account)
+        if timings.lookups_per_s and rate > timings.lookups_per_s:
+            raise ValueError(f"provider account {account.id}: lookup_rate_per_s {rate:g} exceeds "
+                             f"{name}'s documented {timings.lookups_per_s:g} lookups per second")

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import pytest
 
+from gateway.payouts.config import payout_timings
 from gateway.providers import provider_for
 from gateway.providers.registry import check_accounts
-from gateway.settings import ProviderAccount
+from gateway.settings import Settings, build_settings
 
 
-def account(account_id: str, **overrides: object) -> ProviderAccount:
-    return ProviderAccount.model_validate({"id": account_id, "base_url": "https://api.example", "api_key": "k",
-                                           "webhook_endpoint_id": "e", **overrides})
+def configured(*accounts: dict[str, object]) -> Settings:
+    return build_settings({"database_url": "postgresql://x", "redis_url": "redis://x", "token_pepper": "p",
+                           "provider_accounts": [{"base_url": "https://api.example", "api_key": "k",
+                                                  "webhook_endpoint_id": a["id"], **a} for a in accounts]})
 
 
 def test_the_account_ids_prefix_chooses_the_adapter() -> None:
@@ -22,11 +24,28 @@ def test_the_account_ids_prefix_chooses_the_adapter() -> None:
 
 def test_an_account_of_a_provider_without_an_adapter_fails_start_up() -> None:
     with pytest.raises(ValueError, match="no adapter for provider 'paypal'"):
-        check_accounts([account("cardco:acct_store:test"), account("paypal:acct_store:test")])
+        check_accounts(configured({"id": "cardco:acct_store:test"}, {"id": "paypal:acct_store:test"}))
 
 
 def test_a_key_window_longer_than_the_provider_keeps_keys_fails_start_up() -> None:
     """Stripe may prune a key after 24 h: a same-key resend after that could be a second payment."""
-    check_accounts([account("stripe:acct_store:test", key_window_s=86_400)])
+    check_accounts(configured({"id": "stripe:acct_store:test", "key_window_s": 86_400}))
     with pytest.raises(ValueError, match="stripe:acct_store:test: key_window_s 90000 exceeds"):
-        check_accounts([account("stripe:acct_store:test", key_window_s=90_000)])
+        check_accounts(configured({"id": "stripe:acct_store:test", "key_window_s": 90_000}))
+
+
+def test_a_lookup_rate_above_the_providers_documented_limit_fails_start_up() -> None:
+    """Stripe's Search API allows 20 reads per second; CardCo documents no limit of its own."""
+    check_accounts(configured({"id": "stripe:acct_store:test", "lookup_rate_per_s": 20}))
+    check_accounts(configured({"id": "cardco:acct_store:test", "lookup_rate_per_s": 500}))
+    with pytest.raises(ValueError, match="lookup_rate_per_s 25 exceeds stripe's documented 20"):
+        check_accounts(configured({"id": "stripe:acct_store:test", "lookup_rate_per_s": 25}))
+
+
+def test_a_lookup_inside_the_providers_visibility_delay_proves_nothing() -> None:
+    """Issue 16: the provider's visibility delay (Stripe's search lag) joins the NotApplied cutoff
+    of seed 000 when it is longer than the account's processing allowance."""
+    settings = configured({"id": "cardco:acct_store:test"}, {"id": "stripe:acct_store:test"})
+    cardco, stripe = settings.provider_accounts
+    assert payout_timings(settings, cardco).visibility_delay_s == 10
+    assert payout_timings(settings, stripe).visibility_delay_s == 60
