@@ -73,6 +73,13 @@ class Shop:
             response = await control.post("/_control/faults", json={"rules": list(rules)})
             assert response.status_code == 200, response.text
 
+    async def authenticate(self, payment_id: str) -> None:
+        """The customer completes 3-D Secure (the fake's control API, so both dialects announce it)."""
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=_control_app(self.cardco)),
+                                     base_url="http://cardco.test") as control:
+            response = await control.post(f"/_control/payments/{payment_id}/authenticate", json={"result": "succeeded"})
+            assert response.status_code == 200, response.text
+
     def provider_requests(self, path: str | None = None) -> list[dict[str, Any]]:
         """The fake's log of requests to ``path`` (default: the provider's create path)."""
         return [r for r in self.cardco.store.requests if r["path"] == (path or self.path(0))]

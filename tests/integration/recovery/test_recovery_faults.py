@@ -153,7 +153,7 @@ async def test_a_recorded_id_that_misses_falls_back_to_the_client_reference(
     await shop.order(payment_method="pm_card_3ds")
     started = (await shop.pay()).json()
     await shop.faults({"operation": "get_payment", "action": "not_found_for_s", "not_found_for_s": 7200, "times": 0})
-    shop.cardco.store.payments[started["provider_payment_id"]].change("succeeded")
+    await shop.authenticate(started["provider_payment_id"])
     clock.advance(3600)
     assert (await worker().sweep()).outcomes == {"found:succeeded->Succeeded": 1}
     paths = [r["path"] for r in shop.cardco.store.requests if r["method"] == "GET"]
