@@ -33,8 +33,17 @@ def payout_timings(settings: Settings, account: ProviderAccount | None = None) -
         grant_lead_s=settings.payout_grant_lead_s, grant_window_s=settings.payout_grant_window_s,
         send_deadline_s=settings.payout_send_deadline_s, provider_skew_s=settings.provider_skew_s,
         call_budget_s=account.call_budget_s, record_budget_s=account.record_budget_s,
-        # How long a new object may stay invisible to a lookup: the account's processing allowance
-        # or its provider's documented visibility delay, whichever is longer (issue 16).
-        visibility_delay_s=max(account.processing_allowance_s, provider_for(account.id).timings.visibility_delay_s),
+        visibility_delay_s=_visibility_delay_s(account),
         key_window_s=account.key_window_s,
         escalation_safety_margin_s=account.escalation_safety_margin_s, lookup_backoff_s=account.lookup_backoff_s)
+
+
+def _visibility_delay_s(account: ProviderAccount) -> float:
+    """How long a new object may stay invisible to a lookup, as the NotApplied cutoff must wait it
+    out: the account's processing allowance, or its provider's documented visibility delay when
+    longer (issue 16). A provider that enforces no request expiry never has an attempt closed for
+    "not found" (docs/decisions/0047), so its delay would only postpone the escalation deadline."""
+    provider = provider_for(account.id).timings
+    if not provider.request_expiry_enforced:
+        return account.processing_allowance_s
+    return max(account.processing_allowance_s, provider.visibility_delay_s)

@@ -3,10 +3,13 @@ chosen by the provider prefix of its id, and an account paygate cannot serve saf
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from gateway.payouts.config import payout_timings
 from gateway.providers import provider_for
+from gateway.providers.cardco import CARDCO
 from gateway.providers.registry import check_accounts
 from gateway.settings import Settings, build_settings
 
@@ -42,10 +45,14 @@ def test_a_lookup_rate_above_the_providers_documented_limit_fails_start_up() -> 
         check_accounts(configured({"id": "stripe:acct_store:test", "lookup_rate_per_s": 25}))
 
 
-def test_a_lookup_inside_the_providers_visibility_delay_proves_nothing() -> None:
-    """Issue 16: the provider's visibility delay (Stripe's search lag) joins the NotApplied cutoff
-    of seed 000 when it is longer than the account's processing allowance."""
+def test_the_not_applied_cutoff_waits_out_the_providers_visibility_delay(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 16: a provider's visibility delay joins seed 000's NotApplied cutoff when it is longer
+    than the account's processing allowance, where "not found" can close an attempt at all; Stripe
+    enforces no request expiry, so its search lag never postpones the escalation deadline."""
     settings = configured({"id": "cardco:acct_store:test"}, {"id": "stripe:acct_store:test"})
     cardco, stripe = settings.provider_accounts
     assert payout_timings(settings, cardco).visibility_delay_s == 10
-    assert payout_timings(settings, stripe).visibility_delay_s == 60
+    assert payout_timings(settings, stripe).visibility_delay_s == 10
+    lagging = dataclasses.replace(CARDCO.timings, visibility_delay_s=45)
+    monkeypatch.setattr(CARDCO, "timings", lagging)
+    assert payout_timings(settings, cardco).visibility_delay_s == 45
