@@ -7,7 +7,7 @@ database has not recorded, in order, each in its own transaction together with i
 nothing left to do. Before it runs anything it compares each recorded checksum with the file's:
 a migration changed after it was applied stops it (drift). A database that has paygate's tables
 but no records (made by ``paygate db init`` before migrations existed) is adopted: its catalog is
-compared with the schema after each migration, and the versions up to the one it equals are
+compared with the schema after each migration, and the versions up to the first one it equals are
 recorded as ``adopted`` without running them.
 
 Processes that work on the database call :func:`require_current` when they start: a database
@@ -180,7 +180,7 @@ def _migrate_locked(conn: psycopg.Connection[Any], clock: Clock, migrations: Seq
 
 
 def _adopt(conn: psycopg.Connection[Any], clock: Clock, migrations: Sequence[Migration]) -> tuple[Migration, ...]:
-    """Record the migrations a database without records already has: those up to the last
+    """Record the migrations a database without records already has: those up to the first
     version whose schema equals its catalog. An empty database has none; a database equal to no
     version is refused with what separates it from the closest one."""
     live = describe(conn, live_schema(conn))
@@ -196,7 +196,9 @@ def _adopt(conn: psycopg.Connection[Any], clock: Clock, migrations: Sequence[Mig
             + "\n  ".join(differences(versions[closest], live))
             + "\nchange the database by hand to match that version (docs/migrations.md, \"Adopting\"), "
               "then run `paygate db migrate` again")
-    adopted = tuple(migrations[:max(equal) + 1])
+    # The first version it equals: a later one with the same catalog changed only data (a backfill),
+    # which a database that never ran it still needs.
+    adopted = tuple(migrations[:min(equal) + 1])
     with conn.transaction():
         for migration in adopted:
             _record(conn, migration, "adopted", clock.now())

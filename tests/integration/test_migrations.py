@@ -206,6 +206,23 @@ def test_a_database_made_by_db_init_before_migrations_is_adopted_without_running
         assert conn.execute("SELECT count(*) FROM provider_accounts").fetchone() == (1,)
 
 
+def test_adoption_stops_at_the_first_equal_version_so_a_later_data_migration_still_runs(
+        new_database: Callable[[], str]) -> None:
+    """A migration that changes only data (a backfill) leaves the catalog as it was, so a database
+    without records equals the versions before and after it: adoption records the first, and the
+    backfill runs."""
+    url = new_database()
+    run_sql(url, schema_sql())
+    backfill = Migration(len(shipped()) + 1, "backfill",
+                         "INSERT INTO provider_accounts VALUES ('cardco:acct_backfill:test', 'cardco', 'test',"
+                         " '2026-12-01T00:00:00Z');")
+    outcome = migrate(url, ManualClock(), [*shipped(), backfill])
+    assert outcome == Outcome(adopted=tuple(shipped()), applied=(backfill,))
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT provider_account FROM provider_accounts").fetchall() == [
+            ("cardco:acct_backfill:test",)]
+
+
 def test_a_database_equal_to_no_version_is_refused_with_what_separates_it(new_database: Callable[[], str]) -> None:
     """A database without records whose schema is no version (changed by hand, or half of an
     upgrade) is not guessed at: migrate refuses, names the closest version and the differences,
