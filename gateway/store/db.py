@@ -89,12 +89,12 @@ class Database:
                     except BaseException:
                         await _sync(conn)  # ends a segment an error aborted, so the ROLLBACK runs
                         raise
-            except psycopg.Error:
+            except psycopg.Error as error:
                 # A write whose result was never read failed: the queued COMMIT was skipped and the
                 # transaction is aborted. Roll it back here, not in the pool's reset.
                 if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
                     await conn.rollback()
-                raise
+                raise _statement_error(error) from None
 
     async def fetch_one(self, sql: Statement, params: Params | None = None) -> dict[str, Any] | None:
         """Run one statement on its own: autocommit, so one round trip, and a write commits by itself."""
@@ -115,6 +115,19 @@ async def _configure(conn: Connection) -> None:
     documents as the standard library's, several times faster on the hot paths' event details."""
     set_json_dumps(_dumps, conn)
     set_json_loads(orjson.loads, conn)
+
+
+def _statement_error(error: psycopg.Error) -> psycopg.Error:
+    """The error of the statement that failed, not the ``PipelineAborted`` of the COMMIT queued
+    behind it: when the server answered the failing write before the block ended, psycopg's
+    pipeline exit raises that write's error and then, from its final fetch, ``PipelineAborted``,
+    which replaces it (a timing the tests met under load). Callers classify by type (a deadlock is
+    retried, a constraint named), so they get the statement's own error whenever answers arrive."""
+    context = error.__context__
+    if isinstance(error, psycopg.errors.PipelineAborted) and isinstance(context, psycopg.Error) \
+            and not isinstance(context, psycopg.errors.PipelineAborted):
+        return context
+    return error
 
 
 async def _sync(conn: Connection) -> None:

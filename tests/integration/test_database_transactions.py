@@ -4,6 +4,9 @@ transaction unchanged (all or nothing, errors surface, the connection goes back 
 
 from __future__ import annotations
 
+import asyncio
+import select
+
 import psycopg
 import pytest
 
@@ -29,6 +32,22 @@ async def test_a_write_never_read_that_fails_rolls_the_whole_transaction_back(db
     for _ in range(db.pool.max_size + 1):  # every pooled connection is idle and clean again
         async with db.transaction() as conn:
             assert await fetch_one(conn, "SELECT 1 AS one") == {"one": 1}
+
+
+async def test_a_failed_write_whose_answer_came_before_the_commit_still_raises_its_own_error(db: Database) -> None:
+    """The flake seen under load: when the server has already answered the failing write by the
+    time the block ends, psycopg's pipeline exit raises that error and then, from its final fetch,
+    PipelineAborted for the queued COMMIT, which replaces it. Callers classify errors by type
+    (retry on a deadlock, a constraint's name), so the transaction raises the write's own error
+    whenever the server's answers arrive."""
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        async with db.transaction() as conn:
+            await conn.execute(_PROVIDER, {"id": "cardco:acct_e:test"})
+            await conn.execute(_PROVIDER, {"id": "cardco:acct_e:test"})  # never read
+            # Wait until the server's answer to the failing write is readable (no deadline).
+            await asyncio.get_running_loop().run_in_executor(
+                None, select.select, [conn.pgconn.socket], [], [], 5.0)
+    assert await accounts(db) == []
 
 
 async def test_an_error_in_python_rolls_back_writes_not_read_yet(db: Database) -> None:
