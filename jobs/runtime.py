@@ -21,6 +21,7 @@ from dramatiq.broker import MessageProxy
 
 from gateway.clock import Clock, SystemClock
 from gateway.outbox.dispatcher import http_client
+from gateway.providers.registry import check_accounts
 from gateway.settings import Settings, load_settings
 from gateway.store.counters import flush_logged
 from gateway.store.db import Database
@@ -59,6 +60,7 @@ async def current() -> Runtime:
     async with _opening:  # two actor threads starting together must open one pool, not two
         if _current is None:
             settings, clock = _configured or (load_settings(), SystemClock())
+            check_accounts(settings)  # as the web process does: an account no adapter serves safely
             # A database that lacks a migration of this build is refused: every actor fails until
             # `paygate db migrate` ran (docs/migrations.md); its messages are retried, the sweeps
             # find the work again in the database.

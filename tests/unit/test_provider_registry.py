@@ -12,6 +12,7 @@ from gateway.providers import provider_for
 from gateway.providers.cardco import CARDCO
 from gateway.providers.registry import check_accounts
 from gateway.settings import Settings, build_settings
+from jobs import runtime
 
 
 def configured(*accounts: dict[str, object]) -> Settings:
@@ -56,3 +57,14 @@ def test_the_not_applied_cutoff_waits_out_the_providers_visibility_delay(monkeyp
     lagging = dataclasses.replace(CARDCO.timings, visibility_delay_s=45)
     monkeypatch.setattr(CARDCO, "timings", lagging)
     assert payout_timings(settings, cardco).visibility_delay_s == 45
+
+
+async def test_a_worker_refuses_the_same_accounts_before_it_opens_anything() -> None:
+    """Issue 16, the provider's timings: the worker runs the sends and lookups, so it refuses an
+    account its provider cannot serve safely exactly as the web process does (no database needed)."""
+    runtime.configure(configured({"id": "stripe:acct_store:test", "key_window_s": 90_000}))
+    try:
+        with pytest.raises(ValueError, match="key_window_s 90000 exceeds"):
+            await runtime.current()
+    finally:
+        runtime.configure(None)
