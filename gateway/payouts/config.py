@@ -20,7 +20,8 @@ EXPIRED_GRANT_PREFIX = "payout-grant:"
 
 
 def payout_account(settings: Settings) -> ProviderAccount:
-    """The account new payout (and recall) attempts are claimed on: the first configured one."""
+    """The account new payout attempts are claimed on: the first configured one (a recall goes to
+    the account its payout was paid on, gateway.payouts.recalls)."""
     if not settings.provider_accounts:
         raise RuntimeError("payouts need a configured provider account")
     return settings.provider_accounts[0]

@@ -32,10 +32,10 @@ from gateway.domain.recall_policy import recall_outcome, recall_reason
 from gateway.escalations.store import resolve_by_key_prefix_of_payout
 from gateway.outbox.store import enqueue
 from gateway.payouts import history, records
-from gateway.payouts.config import payout_account, payout_timings
+from gateway.payouts.config import payout_timings
 from gateway.payouts.governance import persist_recall
 from gateway.payouts.validation import PayoutJob
-from gateway.pipeline.accounts import operation
+from gateway.pipeline.accounts import NOT_CONFIGURED, operation
 from gateway.pipeline.grants import presented_grant
 from gateway.pipeline.kind import (
     AttemptKind,
@@ -168,6 +168,7 @@ async def _issue(conn: Connection, now: datetime, timings: PayoutTimings, payout
 class Admitted:
     grant: dict[str, Any]
     payout: dict[str, Any]
+    paid_account: str  # the account the recalled payout was paid on: it holds the provider payout id
 
 
 async def _admit(db: Database, now: datetime, job: PayoutJob, presenter: Presenter) -> Admitted | Refused | Postponed:
@@ -179,18 +180,24 @@ async def _admit(db: Database, now: datetime, job: PayoutJob, presenter: Present
         if isinstance(grant, (Refused, Postponed)):
             return grant
         payout = await records.get_payout(conn, job.payout_id, grant["tenant_id"])
+        paid = await fetch_required(conn, _SQL["paid_account"], {"decision_id": grant["decision_id"]})
     if payout["state"] != "Paid":
         return Refused("payout.not-recallable", grant, {"state": payout["state"]})
-    return Admitted(grant, payout)
+    return Admitted(grant, payout, paid["provider_account"])
 
 
 async def claim(db: Database, now: datetime, settings: Settings, admitted: Admitted,
                 worker_id: str) -> Claimed | Refused:
-    """The atomic claim: the grant consumed by ``now``, the attempt Claimed on the account new
-    attempts use and its seed 001 effect record, or nothing. Raises whatever the commit raises:
-    the caller treats that as unconfirmed and sends nothing."""
+    """The atomic claim: the grant consumed by ``now``, the attempt Claimed on the account the
+    payout was paid on (only that account knows its provider payout id, whatever the configuration
+    lists first today) with its seed 001 effect record, or nothing. An account no longer configured
+    claims nothing: the grant lapses, as a refund's does. Raises whatever the commit raises: the
+    caller treats that as unconfirmed and sends nothing."""
     grant, payout = admitted.grant, admitted.payout
-    timings, account = payout_timings(settings), payout_account(settings)
+    account = settings.account(admitted.paid_account)
+    if account is None:
+        return Refused(NOT_CONFIGURED, grant)
+    timings = payout_timings(settings, account)
     payout_id, number = payout["payout_id"], grant["recall_number"]
     try:
         operation(RECALL, account.id)

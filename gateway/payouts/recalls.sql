@@ -21,6 +21,12 @@ SELECT attempt_id, provider_payout_id, provider_status FROM payout_attempts
  WHERE payout_id = %(payout_id)s AND state = 'Succeeded'
  ORDER BY attempt_number DESC LIMIT 1;
 
+-- name: paid_account
+-- The account the recalled payout was paid on, through the decision's paid attempt: the recall is
+-- sent there, never to whichever account the configuration lists first (issue 11 item 2).
+SELECT a.provider_account FROM payout_recall_decisions d JOIN payout_attempts a ON a.attempt_id = d.paid_attempt_id
+ WHERE d.decision_id = %(decision_id)s;
+
 -- name: recall_policy
 SELECT current_version FROM policy_releases WHERE operation = 'payout.recall';
 

@@ -8,6 +8,7 @@ from gateway.payouts.recalls import RECALL, RECALL_EXECUTOR
 from gateway.payouts.validation import PayoutJob
 from gateway.pipeline.executor import Executor
 from gateway.pipeline.reconciler import Reconciler
+from gateway.settings import Settings
 from tests.integration.payouts.conftest import World
 
 RECALL_POLICY = "payout-recall-policy/2026.11"
@@ -33,8 +34,8 @@ async def recall_job(world: World, grant_id: str) -> PayoutJob:
     return PayoutJob(payload["payout_id"], payload["grant_id"], payload["correlation_id"])
 
 
-async def run_recall(world: World, job: PayoutJob) -> Any:
-    return await Executor(RECALL, world.services.db, world.clock, world.settings, RECALL_EXECUTOR,
+async def run_recall(world: World, job: PayoutJob, settings: Settings | None = None) -> Any:
+    return await Executor(RECALL, world.services.db, world.clock, settings or world.settings, RECALL_EXECUTOR,
                           world.services.http).run(job)
 
 

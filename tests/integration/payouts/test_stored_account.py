@@ -11,12 +11,19 @@ from typing import Any
 
 from gateway.payouts.attempts import PAYOUT
 from gateway.payouts.recalls import RECALL
+from gateway.pipeline.accounts import NOT_CONFIGURED
 from gateway.pipeline.kind import AttemptKind
 from gateway.pipeline.reconciler import Reconciler
 from gateway.settings import Settings
 from tests.conftest import LIVE_ACCOUNT, TEST_ACCOUNT
 from tests.integration.payouts.conftest import World
-from tests.integration.payouts.recall_helpers import paid, recall_job, recall_lookups, run_recall
+from tests.integration.payouts.recall_helpers import (
+    paid,
+    recall_calls,
+    recall_job,
+    recall_lookups,
+    run_recall,
+)
 
 PAST_CUTOFF_S = 3600  # past the send deadline, CardCo's skew and visibility delay: "not found" would decide
 
@@ -98,3 +105,36 @@ async def test_a_removed_account_never_concludes_a_recall_not_applied(world: Wor
     assert attempt["state"] == "Unknown"
     assert recall_lookups(world) == []
     assert [e["reason"] for e in await _open_escalations(world)] == ["payout-recall-account-not-configured"]
+
+
+async def _recall_with(world: World, settings: Settings) -> Any:
+    """Take the published recall policy's decision on the paid PAY-3107 and run its job with ``settings``."""
+    decision = (await world.post("/v1/payouts/PAY-3107/recall")).json()
+    return await run_recall(world, await recall_job(world, decision["grant"]["grant_id"]), settings)
+
+
+async def test_a_recall_goes_to_the_account_the_payout_was_paid_on(world: World) -> None:
+    """Seed 000 section 17 (the recall links to the paid payout) with issue 11 item 2: the payout was
+    paid on the test account; the accounts are then reordered. The recall is claimed on, and sent
+    to, the account that holds the provider payout id, which accepts it (before: it was claimed on
+    the new first account, which knows no such payout)."""
+    await paid(world)
+    reordered = _accounts(world, LIVE_ACCOUNT, TEST_ACCOUNT)
+    assert await _recall_with(world, reordered) == "Started"
+    assert _asked(recall_calls(world)) == {TEST_ACCOUNT}
+    world.clock.advance(60)
+    assert await _reconcile(world, RECALL, reordered) == 1
+    [attempt] = await world.rows("SELECT provider_account, state FROM payout_recall_attempts")
+    assert (attempt["provider_account"], attempt["state"]) == (TEST_ACCOUNT, "Succeeded")
+
+
+async def test_a_recall_of_a_payout_paid_on_a_removed_account_claims_nothing(world: World) -> None:
+    """The paid payout's account is no longer configured: the recall claims no attempt and calls
+    no provider (asking another account would name a payout it never made); the grant stays unused
+    and lapses as any unused grant does."""
+    await paid(world)
+    assert await _recall_with(world, _accounts(world, LIVE_ACCOUNT)) == NOT_CONFIGURED
+    assert await world.rows("SELECT attempt_id FROM payout_recall_attempts") == []
+    assert recall_calls(world) == []
+    [grant] = await world.rows("SELECT state FROM payout_recall_grants")
+    assert grant["state"] == "Issued"
