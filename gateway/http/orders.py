@@ -13,11 +13,11 @@ from starlette.routing import BaseRoute, Route
 from gateway.auth.tokens import Principal
 from gateway.domain.errors import OrderNotFound, OrderPaid, PaymentNotStarted, RequestInvalid
 from gateway.domain.timestamps import rfc3339
-from gateway.effects.views import effects_of
 from gateway.http.auth import authenticate
 from gateway.http.bodies import Body, parse_body
 from gateway.http.problems import from_error
 from gateway.payments.checkout import PaymentStatus, status_url
+from gateway.payments.status import status_extensions
 from gateway.refunds.decisions import RefundPolicy, request_refund
 from gateway.refunds.views import decision_view, refunds_of
 from gateway.services import Services
@@ -114,10 +114,8 @@ async def cancel_order(request: Request) -> Response:
 async def _status_response(services: Services, status: PaymentStatus) -> Response:
     """200 for final states and a current action; 202 with the status URL otherwise. The body
     carries the attempt's seed 001 effect record as an extension (``effect``, as for payouts)."""
-    async with services.db.transaction() as conn:
-        status.body["effect"] = (await effects_of(conn, [status.body["attempt_id"]])).get(status.body["attempt_id"])
-        # Issue 11 item 3: the payment's refund, if one was decided (the attempt itself stays as it is).
-        status.body["refund"] = (await refunds_of(conn, status.body["order_id"]))["refund"]
+    # Issue 11 item 3: with the payment's refund, if one was decided (the attempt itself stays as it is).
+    status.body.update(await status_extensions(services.db, status.body["attempt_id"], status.body["order_id"]))
     if status.final or status.action_current:
         return JSONResponse(status.body)
     return JSONResponse(status.body, status_code=202, headers={"Location": status.body["status_url"]})

@@ -24,12 +24,23 @@ def decision_view(decision: dict[str, Any], grant: dict[str, Any] | None) -> dic
         "grant": None if grant is None else shown(grant, ("grant_id", "refund_number", "not_before", "expires_at"))}
 
 
-async def refunds_of(conn: Connection, order_id: str) -> dict[str, Any]:
-    """``{"refund": summary | None, "refunds": {"decisions", "grants", "attempts"}}`` for one order.
+def refund_summary(grant: dict[str, Any], decision: dict[str, Any], attempt: dict[str, Any] | None) -> dict[str, Any]:
+    """The one-line ``refund`` of an order: its latest grant, that grant's decision and its attempt
+    if one was claimed. ``Requested`` until the attempt is claimed, then the attempt's own state
+    (``Claimed``, ``Started``, ``Unknown``, ``Succeeded``, ``Failed``, ``NotStarted``,
+    ``NotApplied``), or ``Expired`` for a grant that lapsed unclaimed."""
+    state = attempt["state"] if attempt else ("Expired" if grant["state"] == "Expired" else "Requested")
+    return {"refund_number": grant["refund_number"], "cause": decision["cause"], "state": state,
+            "decision_id": str(decision["decision_id"]), "grant_id": str(grant["grant_id"]),
+            "attempt_id": str(attempt["attempt_id"]) if attempt else None,
+            "client_reference": attempt["client_reference"] if attempt else None,
+            "provider_refund_id": attempt["provider_refund_id"] if attempt else None,
+            "outcome_reason": attempt["outcome_reason"] if attempt else None}
 
-    The summary follows the latest grant: ``Requested`` until its attempt is claimed, then the
-    attempt's own state (``Claimed``, ``Started``, ``Unknown``, ``Succeeded``, ``Failed``,
-    ``NotStarted``, ``NotApplied``), or ``Expired`` for a grant that lapsed unclaimed."""
+
+async def refunds_of(conn: Connection, order_id: str) -> dict[str, Any]:
+    """``{"refund": summary | None, "refunds": {"decisions", "grants", "attempts"}}`` for one order;
+    the summary is :func:`refund_summary` of the latest grant."""
     params = {"order_id": order_id}
     decisions = await fetch_all(conn, SQL["decisions_of_order"], params)
     grants = await fetch_all(conn, SQL["grants_of_order"], params)
@@ -37,15 +48,8 @@ async def refunds_of(conn: Connection, order_id: str) -> dict[str, Any]:
     summary = None
     if grants:
         latest = grants[-1]
-        attempt = next((a for a in attempts if a["grant_id"] == latest["grant_id"]), None)
-        decision = next(d for d in decisions if d["decision_id"] == latest["decision_id"])
-        state = attempt["state"] if attempt else ("Expired" if latest["state"] == "Expired" else "Requested")
-        summary = {"refund_number": latest["refund_number"], "cause": decision["cause"], "state": state,
-                   "decision_id": str(decision["decision_id"]), "grant_id": str(latest["grant_id"]),
-                   "attempt_id": str(attempt["attempt_id"]) if attempt else None,
-                   "client_reference": attempt["client_reference"] if attempt else None,
-                   "provider_refund_id": attempt["provider_refund_id"] if attempt else None,
-                   "outcome_reason": attempt["outcome_reason"] if attempt else None}
+        summary = refund_summary(latest, next(d for d in decisions if d["decision_id"] == latest["decision_id"]),
+                                 next((a for a in attempts if a["grant_id"] == latest["grant_id"]), None))
     return {"refund": summary, "refunds": {
         "decisions": [decision_view(d, next((g for g in grants if g["decision_id"] == d["decision_id"]), None))
                       for d in decisions],
