@@ -54,16 +54,20 @@ class SendGate:
         return problem
 
     async def open_in(self, conn: Connection, kind: AttemptKind, attempt_id: uuid.UUID,
-                      derive: Callable[[], ledger.Intent], *, actor: str) -> str | None:
+                      derive: Callable[[], ledger.Intent], *, actor: str,
+                      record: dict[str, Any] | None = None) -> str | None:
         """:meth:`open` in the caller's transaction: the endpoint's first send opens the gate in the
         transaction that commits Started, so the send follows one commit (docs/decisions/0031). The
-        refusal is returned (and escalated in that transaction), not logged."""
+        refusal is returned (and escalated in that transaction), not logged. ``record`` is the
+        effect record as the caller locked it in this transaction and left it
+        (:func:`ledger.advance_record`); without it the gate locks it itself."""
         try:
             intent: ledger.Intent | None = derive()
         except ManifestUnbuildable:
             intent = None  # a stored request that no longer reads as an effect has drifted too
         now = self.clock.now()
-        record = await (await ledger.lock_record(conn, attempt_id)).fetchone()
+        if record is None:
+            record = await (await ledger.lock_record(conn, attempt_id)).fetchone()
         problem = _problem(record, intent)
         if problem is not None:
             await ledger.escalate(conn, kind, attempt_id, problem, now, self.reminder_interval_s, {

@@ -118,6 +118,17 @@ async def advance(conn: Connection, attempt_id: uuid.UUID, attempt_state: str, *
     e.g. one created before effect records existed); with ``certifier`` and the area's ``subject``,
     a newly confirmed effect is certified in the same transaction. ``locked`` is the caller's
     :func:`lock_record` sent earlier in the transaction. The protocol state after, or None."""
+    record = await advance_record(conn, attempt_id, attempt_state, actor=actor, now=now, certifier=certifier,
+                                  subject=subject, locked=locked)
+    return None if record is None else str(record["protocol_state"])
+
+
+async def advance_record(conn: Connection, attempt_id: uuid.UUID, attempt_state: str, *, actor: str,
+                         now: datetime, certifier: Certifier | None = None, subject: Subject | None = None,
+                         locked: Cursor | None = None) -> dict[str, Any] | None:
+    """:func:`advance`, answering the locked record as it stands after (its ``sequence`` and
+    ``protocol_state`` the last appended), for a caller that appends more in the same transaction
+    (the endpoint's send gate), or None for an attempt without a record."""
     record = await (locked if locked is not None else await lock_record(conn, attempt_id)).fetchone()
     if record is None:
         return None
@@ -127,13 +138,13 @@ async def advance(conn: Connection, attempt_id: uuid.UUID, attempt_state: str, *
     except TransitionRefused as refused:
         log.error("effect_protocol_refused", attempt_id=str(attempt_id), attempt_state=attempt_state,
                   protocol_state=current.value, reason=str(refused))
-        return current.value
+        return record
     record = await _append(conn, record, [(state, {"attempt_state": attempt_state}) for state in states], actor, now)
     confirmed = record["protocol_state"] == ProtocolState.EFFECT_CONFIRMED
     if confirmed and certifier is not None and subject is not None \
             and await certifier.issue(conn, record, subject, now) is not None:
         record = await _append(conn, record, [(ProtocolState.CERTIFIED, {"key_id": certifier.key_id})], actor, now)
-    return str(record["protocol_state"])
+    return record
 
 
 async def step(conn: Connection, record: dict[str, Any], state: ProtocolState, *, actor: str, now: datetime,

@@ -21,7 +21,7 @@ from gateway.domain.attempts import ORDER_CONFIRMATION, AttemptFacts, Decision, 
 from gateway.domain.errors import OrderCancelled, OrderNotFound, OrderPaid, OrderRefunded, ProviderAccountUnavailable
 from gateway.domain.refunds import after_payment
 from gateway.effects.certify import Certifier, Subject
-from gateway.effects.ledger import advance, lock_record
+from gateway.effects.ledger import advance, advance_record, lock_record
 from gateway.escalations.store import raise_escalation, resolve_for_attempt
 from gateway.outbox.store import attempt_ordering_key, enqueue
 from gateway.payments.client import StoredRequest, payments_endpoint
@@ -145,16 +145,20 @@ class Attempts:
         return winner
 
     async def mark_started(self, attempt: Attempt, actor: str = "endpoint", *,
-                           then: Callable[[Connection, Attempt], Awaitable[None]] | None = None) -> Attempt | None:
+                           then: Callable[[Connection, Attempt, dict[str, Any] | None], Awaitable[None]] | None = None,
+                           ) -> Attempt | None:
         """NotStarted -> Started with its send_intent (see queries.sql ``mark_started``); ``then``
-        runs in the same transaction once it started (the endpoint opens the send gate there).
+        runs in the same transaction once it started, with the attempt's effect record as locked
+        and advanced here (the endpoint opens the send gate there).
 
         None means a confirmed miss: another writer moved the attempt, or the order is no longer
         payable. A database failure or an unconfirmed commit raises: the caller reloads."""
         account = self._account(attempt["provider_account"])
         now = self._clock.now()
         async with self._db.transaction() as conn:
-            started = await fetch_one(conn, _SQL["mark_started"], {
+            # The record's lock (the last one taken) travels with the transition: one round trip
+            # for both (issue 13); a miss only held it until this commit.
+            marked = await conn.execute(_SQL["mark_started"], {
                 "attempt_id": attempt["attempt_id"], "order_id": attempt["order_id"],
                 "version": attempt["version"], "now": now, "actor": actor,
                 "escalation_deadline": now + timedelta(
@@ -162,10 +166,13 @@ class Attempts:
                 "next_check_at": now + timedelta(seconds=account.call_budget_s + account.record_budget_s
                                                  + account.processing_allowance_s),
             })
+            locked = await lock_record(conn, attempt["attempt_id"])
+            started = await marked.fetchone()
             if started is not None:  # seed 001 (issue 8): INTENT_PERSISTED -> AUTHORIZATION_ISSUED
-                await advance(conn, started["attempt_id"], "Started", actor=actor, now=now)
+                record = await advance_record(conn, started["attempt_id"], "Started", actor=actor, now=now,
+                                              locked=locked)
                 if then is not None:
-                    await then(conn, started)
+                    await then(conn, started, record)
             return started
 
     async def record_response(self, attempt_id: uuid.UUID, evidence: Evidence, actor: str) -> Attempt:

@@ -118,10 +118,11 @@ class Checkout:
             return await self._reload(attempt, "start.account-not-configured")
         opened: list[Opened] = []
 
-        async def open_gate(conn: Connection, started: Attempt) -> None:
-            # Seed 001's send gate in the transaction that commits Started (docs/decisions/0031).
+        async def open_gate(conn: Connection, started: Attempt, record: dict[str, Any] | None) -> None:
+            # Seed 001's send gate in the transaction that commits Started (docs/decisions/0031),
+            # on the effect record that transaction locked.
             opened.append(await self._sends.open_in(conn, stored_request(started), started["attempt_id"],
-                                                    actor="endpoint"))
+                                                    actor="endpoint", record=record))
 
         try:
             async with self._clock.budget(account.start_budget_s):

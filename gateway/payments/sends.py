@@ -59,11 +59,13 @@ class PaymentSends:
         """Why a send of ``stored`` would be refused (see :meth:`SendGate.check`), or None."""
         return await self.gate.check(attempt_id, lambda: payment_intent(stored, attempt_id))
 
-    async def open_in(self, conn: Connection, stored: StoredRequest, attempt_id: Any, *, actor: str) -> Opened:
+    async def open_in(self, conn: Connection, stored: StoredRequest, attempt_id: Any, *, actor: str,
+                      record: dict[str, Any] | None = None) -> Opened:
         """The gate for the first send of an attempt being marked Started, in that transaction
-        (:meth:`SendGate.open_in`); pass it to :meth:`create_payment` as ``opened``."""
+        (:meth:`SendGate.open_in`, with the effect ``record`` as the caller locked it); pass it to
+        :meth:`create_payment` as ``opened``."""
         return Opened(await self.gate.open_in(conn, "payment", attempt_id,
-                                              lambda: payment_intent(stored, attempt_id), actor=actor))
+                                              lambda: payment_intent(stored, attempt_id), actor=actor, record=record))
 
     async def create_payment(self, stored: StoredRequest, attempt_id: Any, *, actor: str,
                              budget_s: float | None = None, opened: Opened | None = None) -> Evidence:
