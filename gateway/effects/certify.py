@@ -19,7 +19,9 @@ import structlog
 from psycopg.types.json import Jsonb
 
 from gateway.domain.certificates import ALG, CERTIFICATE_VERSION, STATEMENT, sign
+from gateway.domain.effect_protocol import ProtocolState
 from gateway.domain.timestamps import rfc3339
+from gateway.effects.ledger import next_entry
 from gateway.settings import CertificateKey, Settings
 from gateway.store.db import Connection, Statement, fetch_all, fetch_one
 from gateway.store.queries import load_queries
@@ -68,10 +70,14 @@ class Certifier:
         return {"keys": [{"key_id": key.key_id, "alg": ALG, "active": key.active,
                           "public_key": base64.b64encode(key.public_bytes).decode("ascii")} for key in self.keys]}
 
-    async def issue(self, conn: Connection, record: dict[str, Any], subject: Subject,
-                    now: datetime) -> dict[str, Any] | None:
-        """Sign and store the certificate of ``record``'s confirmed effect; None without an active
-        key, or when one was already issued (then nothing is rewritten)."""
+    async def issue(self, conn: Connection, record: dict[str, Any], subject: Subject, now: datetime, *,
+                    actor: str) -> dict[str, Any] | None:
+        """Sign and store the certificate of ``record``'s confirmed effect (locked by the caller, in
+        EFFECT_CONFIRMED) with its CERTIFIED ledger row, in one statement whose answer nothing waits
+        for (issue 13); the record as it stands after (CERTIFIED), or None without an active key.
+        A certificate already issued is not rewritten and no row is appended (queries.sql); under
+        the record's lock in EFFECT_CONFIRMED there is none, since a certificate always commits with
+        its CERTIFIED row."""
         key = self.active
         if key is None:
             log.warning("effect_not_certified", attempt_id=str(record["attempt_id"]), why="no active certificate key")
@@ -93,10 +99,11 @@ class Certifier:
             "issued_at": rfc3339(now), "statement": STATEMENT,
         }
         signed = sign(certificate, key_id=key.key_id, private_seed=key.private_bytes)
-        stored = await fetch_one(conn, _SQL["insert_certificate"], {
-            "attempt_id": record["attempt_id"], "certificate": Jsonb(certificate), "key_id": key.key_id,
-            "signature": signed["signature"]["value"], "now": now})
-        return None if stored is None else signed
+        entry, certified = next_entry(record, ProtocolState.CERTIFIED, {"key_id": key.key_id}, actor, now)
+        await conn.execute(_SQL["insert_certificate"], {
+            **entry, "certificate": Jsonb(certificate), "key_id": key.key_id,
+            "signature": signed["signature"]["value"]})
+        return certified
 
 
 def _hex(value: bytes | None) -> str | None:

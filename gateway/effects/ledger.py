@@ -140,10 +140,8 @@ async def advance_record(conn: Connection, attempt_id: uuid.UUID, attempt_state:
                   protocol_state=current.value, reason=str(refused))
         return record
     record = await _append(conn, record, [(state, {"attempt_state": attempt_state}) for state in states], actor, now)
-    confirmed = record["protocol_state"] == ProtocolState.EFFECT_CONFIRMED
-    if confirmed and certifier is not None and subject is not None \
-            and await certifier.issue(conn, record, subject, now) is not None:
-        record = await _append(conn, record, [(ProtocolState.CERTIFIED, {"key_id": certifier.key_id})], actor, now)
+    if record["protocol_state"] == ProtocolState.EFFECT_CONFIRMED and certifier is not None and subject is not None:
+        record = await certifier.issue(conn, record, subject, now, actor=actor) or record
     return record
 
 
@@ -154,17 +152,23 @@ async def step(conn: Connection, record: dict[str, Any], state: ProtocolState, *
     return await _append(conn, record, [(state, detail)], actor, now)
 
 
+def next_entry(record: dict[str, Any], state: ProtocolState, detail: dict[str, Any], actor: str,
+               now: datetime) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The parameters of the ledger row that moves ``record`` (locked, as it stands) to ``state``
+    (queries.sql ``append_ledger``), refused here by the table like any other step, and the record
+    as it stands after that row."""
+    current = None if record["protocol_state"] is None else ProtocolState(record["protocol_state"])
+    check(current, state)
+    sequence = int(record["sequence"] or 0) + 1
+    return {"attempt_id": record["attempt_id"], "sequence": sequence, "from_state": current, "to_state": state.value,
+            "effect_digest": record["effect_digest"], "idempotency_key": record["idempotency_key"], "now": now,
+            "actor": actor, "detail": Jsonb(detail)}, {**record, "sequence": sequence, "protocol_state": state.value}
+
+
 async def _append(conn: Connection, record: dict[str, Any], steps: Sequence[Step], actor: str,
                   now: datetime) -> dict[str, Any]:
-    current = None if record["protocol_state"] is None else ProtocolState(record["protocol_state"])
-    sequence = int(record["sequence"] or 0)
     async with pipelined(conn):  # the rows read nothing back: they travel together
         for state, detail in steps:
-            check(current, state)
-            sequence += 1
-            await conn.execute(_SQL["append_ledger"], {
-                "attempt_id": record["attempt_id"], "sequence": sequence, "from_state": current,
-                "to_state": state.value, "effect_digest": record["effect_digest"],
-                "idempotency_key": record["idempotency_key"], "now": now, "actor": actor, "detail": Jsonb(detail)})
-            current = state
-    return {**record, "sequence": sequence, "protocol_state": None if current is None else current.value}
+            entry, record = next_entry(record, state, detail, actor, now)
+            await conn.execute(_SQL["append_ledger"], entry)
+    return record

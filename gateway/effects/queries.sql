@@ -49,10 +49,19 @@ SELECT sequence, from_state, to_state, occurred_at, actor, detail
   FROM effect_ledger WHERE attempt_id = %(attempt_id)s ORDER BY sequence;
 
 -- name: insert_certificate
-INSERT INTO effect_certificates (attempt_id, certificate, key_id, signature, issued_at)
-VALUES (%(attempt_id)s, %(certificate)s, %(key_id)s, %(signature)s, %(now)s)
-ON CONFLICT (attempt_id) DO NOTHING
-RETURNING attempt_id;
+-- The certificate and its CERTIFIED ledger row together, or neither: a certificate already issued
+-- is not rewritten and appends no row. One statement, read by nobody before COMMIT (issue 13).
+WITH certificate AS (
+    INSERT INTO effect_certificates (attempt_id, certificate, key_id, signature, issued_at)
+    VALUES (%(attempt_id)s, %(certificate)s, %(key_id)s, %(signature)s, %(now)s)
+    ON CONFLICT (attempt_id) DO NOTHING
+    RETURNING attempt_id
+)
+INSERT INTO effect_ledger (attempt_id, sequence, from_state, to_state, effect_digest, idempotency_key,
+                           occurred_at, actor, detail)
+SELECT attempt_id, %(sequence)s, %(from_state)s, %(to_state)s, %(effect_digest)s, %(idempotency_key)s,
+       %(now)s, %(actor)s, %(detail)s
+  FROM certificate;
 
 -- name: get_certificate
 SELECT certificate, key_id, signature FROM effect_certificates WHERE attempt_id = %(attempt_id)s;
