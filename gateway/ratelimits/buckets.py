@@ -64,9 +64,11 @@ class LookupTokens:
 
 
 class Allowance:
-    """The tokens one batch of passes holds, per account: taken for the batch in one statement per
-    account, then spent one per provider read. A read the batch did not take a token for takes
-    one more (one statement); when none is granted it raises :class:`NoToken`."""
+    """The tokens a sweep's batches of passes hold, per account: each batch reserves what its passes
+    may read, taking only what the sweep does not hold already, in one statement per account; the
+    passes spend one per provider read. A read no batch reserved a token for takes one more (one
+    statement); when none is granted it raises :class:`NoToken`. What is left goes back once, at the
+    end of the sweep (docs/decisions/0050)."""
 
     def __init__(self, tokens: LookupTokens) -> None:
         self._tokens = tokens
@@ -79,6 +81,15 @@ class Allowance:
         self._accounts[account.id] = account
         return granted
 
+    async def reserve(self, account: ProviderAccount, wanted: int) -> int:
+        """Hold ``wanted`` tokens of ``account`` for a batch: the tokens earlier batches took and
+        did not spend count, and only the shortfall is taken (no statement when nothing is short).
+        How many the batch may spend, at most ``wanted``."""
+        short = wanted - self._held[account.id]
+        if short > 0:
+            await self.take(account, short)
+        return min(self._held[account.id], wanted)
+
     async def spend(self, account: ProviderAccount) -> None:
         """Pay for one provider read on ``account``, or raise :class:`NoToken`."""
         if self._held[account.id] <= 0 and not await self.take(account, 1):
@@ -90,7 +101,7 @@ class Allowance:
         self._held[account_id] = 0
 
     async def give_back(self) -> None:
-        """Return what the batch took and did not spend."""
+        """Return what the sweep took and did not spend."""
         for account_id, count in self._held.items():
             await self._tokens.give_back(self._accounts[account_id], count)
         self._held.clear()

@@ -109,11 +109,14 @@ class Recovery:
         (docs/decisions/0033), and the passes of one claim run together; a claim is made only
         when the previous passes have finished, so no lease waits for a pass that has not begun.
         Lookups run at the rate the account's limits allow (docs/decisions/0042): a claim's passes
-        take their lookup tokens together, one statement per account; those left without one are
-        deferred, and the sweep claims nothing more of that account."""
+        reserve their lookup tokens together, one statement per account for what the sweep does
+        not hold already; those left without one are deferred, and the sweep claims nothing more of
+        that account. What the sweep's passes did not spend goes back once, at its end
+        (docs/decisions/0050)."""
         report = SweepReport()
         passed: list[uuid.UUID] = []  # one pass per attempt per sweep, as a listing of the due ones gave
         spent: set[str] = set()  # accounts whose tokens this sweep found spent
+        allowance = Allowance(self._tokens)
         while report.claimed < limit:
             claimed = await self._leases.claim_due(min(self._concurrency, limit - report.claimed), self.owner,
                                                    passed, spent=spent)
@@ -121,20 +124,20 @@ class Recovery:
                 break
             report.claimed += len(claimed)
             passed.extend(attempt["attempt_id"] for attempt in claimed)
-            allowance = Allowance(self._tokens)
             ready = await self._admit(claimed, allowance, spent)
             for outcome in await asyncio.gather(*(self._claimed_pass(attempt, allowance) for attempt in ready)):
                 report.count(outcome)
             for _ in range(len(claimed) - len(ready)):
                 report.count(DEFERRED)
-            await allowance.give_back()
+        await allowance.give_back()
         return report
 
     async def _admit(self, claimed: list[dict[str, Any]], allowance: Allowance,
                      spent: set[str]) -> list[dict[str, Any]]:
         """The claimed attempts whose passes may run now: those that look nothing up, and, per
-        account in due order, those that look up for which its bucket grants every read they may
-        make (one take per account for the whole claim; what they do not spend goes back). From
+        account in due order, those that look up for which the sweep holds every read they may
+        make (one take per account for the claim's shortfall; what they do not spend is held for
+        the sweep's next claim). From
         the first that does not fit on, the account's attempts are deferred (their leases released,
         nothing else changed) and the account is ``spent`` for the rest of the sweep."""
         now = self._clock.now()
@@ -146,7 +149,7 @@ class Recovery:
                 looking.setdefault(account.id, (account, []))[1].append(attempt)
         deferred: list[dict[str, Any]] = []
         for account, attempts in looking.values():
-            granted = await allowance.take(account, sum(map(reads, attempts)))
+            granted = await allowance.reserve(account, sum(map(reads, attempts)))
             fitting = 0
             while fitting < len(attempts) and reads(attempts[fitting]) <= granted:
                 granted -= reads(attempts[fitting])

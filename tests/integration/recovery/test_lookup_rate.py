@@ -121,3 +121,39 @@ async def test_a_pass_without_tokens_is_deferred_with_its_lease_released_and_its
     assert (await recovery.sweep()).outcomes == {"found:succeeded->Succeeded": 1, DEFERRED: 1}
     clock.advance(4)
     assert (await recovery.sweep()).outcomes == {"found:succeeded->Succeeded": 1}
+
+
+class CountedTokens(LookupTokens):
+    """The shared buckets, with the statements a sweep sends to them counted (wanted per take)."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.takes: list[int] = []
+        self.returns: list[int] = []
+
+    async def take(self, account: Any, wanted: int) -> int:
+        self.takes.append(wanted)
+        return await super().take(account, wanted)
+
+    async def give_back(self, account: Any, count: int) -> None:
+        self.returns.append(count)
+        await super().give_back(account, count)
+
+
+async def test_a_sweep_takes_only_each_claims_shortfall_and_gives_back_once_at_its_end(
+        shop: Shop, clock: ManualClock) -> None:
+    """Issue 13 (the recovery pass's round trips; docs/decisions/0050, 0042): tokens a claim's
+    passes did not spend stay with the sweep for its next claim, so each claim takes only its
+    shortfall, still in one statement, and the rest goes back once when the sweep ends. Four passes
+    one at a time, each reserving two reads and spending one (found by reference): takes of 2, 1, 1,
+    1 and one return of 1; the bucket ends where the four lookups leave it."""
+    attempts = await unknown_payments(shop, "ORD-T", 4)
+    settings = limited(shop.services.settings, rate=0.5, burst=10)
+    recovery = workers(shop, settings, [shop.services.db], concurrency=1)[0]
+    counted = recovery._tokens = CountedTokens(shop.services.db, clock, settings)
+    clock.advance(60)
+    report = await recovery.sweep()
+    assert report.outcomes == {"found:succeeded->Succeeded": 4}
+    assert (counted.takes, counted.returns) == ([2, 1, 1, 1], [1])
+    [account] = [a for a in settings.provider_accounts if a.id == TEST_ACCOUNT]
+    assert await counted.take(account, 10) == 10 - len(attempts), "every unspent token went back"
