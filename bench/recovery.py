@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import json
 import math
+import os
 import sys
 import time
 from collections import Counter
@@ -33,6 +35,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import psycopg
@@ -42,7 +45,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.support import (  # noqa: E402
     ACCOUNT,
     BENCH,
+    SERVER_PIDS,
     WireCounter,
+    cpu_seconds,
     embedded_database,
     in_processes,
     insert_orders,
@@ -141,9 +146,10 @@ async def _take_payments(cardco: str, sends: list[tuple[str, str]]) -> None:
 
 
 async def reconcile(index: int, url: str, cardco: str, concurrency: int, limit: tuple[float, int],
-                    start: Callable[[], None]) -> dict[str, Any]:
+                    profile: Path | None, start: Callable[[], None]) -> dict[str, Any]:
     """One worker process: sweep until nothing is due (or MAX_RUN_S); a sweep that could only defer
-    (the account's lookup tokens spent) is followed by a short wait, as the clock's tick would."""
+    (the account's lookup tokens spent) is followed by a short wait, as the clock's tick would.
+    With ``profile``, the sweeps run under cProfile with a CPU timer, dumped to ``<profile>-<index>.prof``."""
     configure_logging("json", "warning")
     settings = settings_for(url, cardco, concurrency, limit)
     clock = SystemClock()
@@ -151,8 +157,11 @@ async def reconcile(index: int, url: str, cardco: str, concurrency: int, limit: 
     outcomes: Counter[str] = Counter()
     async with httpx.AsyncClient(timeout=httpx.Timeout(None)) as http:
         recovery = Recovery(settings, clock, db, Attempts(db, clock, settings), PaymentClient(settings, clock, http))
+        profiler = cProfile.Profile(time.process_time) if profile else None
         start()
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
+        if profiler:
+            profiler.enable()
         while time.perf_counter() - began < MAX_RUN_S:
             report = await recovery.sweep(BATCH)
             if not report.outcomes:
@@ -160,9 +169,12 @@ async def reconcile(index: int, url: str, cardco: str, concurrency: int, limit: 
             outcomes.update(report.outcomes)
             if set(report.outcomes) == {DEFERRED}:
                 await asyncio.sleep(IDLE_S)
-        seconds = time.perf_counter() - began
+        seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
+        if profiler and profile:
+            profiler.disable()
+            profiler.dump_stats(f"{profile}-{index}.prof")
     await db.close()
-    return {"seconds": seconds, "outcomes": outcomes}
+    return {"seconds": seconds, "outcomes": outcomes, "cpu": cpu}
 
 
 async def look_up(index: int, url: str, cardco: str, references: list[str], duration: float, concurrency: int,
@@ -174,7 +186,7 @@ async def look_up(index: int, url: str, cardco: str, references: list[str], dura
         client = PaymentClient(settings, SystemClock(), http)
         start()
         done = 0
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
 
         async def lookups(lane: int) -> None:
             nonlocal done
@@ -188,7 +200,7 @@ async def look_up(index: int, url: str, cardco: str, references: list[str], dura
                 n += concurrency
 
         await asyncio.gather(*(lookups(lane) for lane in range(concurrency)))
-        return {"seconds": time.perf_counter() - began, "lookups": done}
+        return {"seconds": time.perf_counter() - began, "lookups": done, "cpu": time.process_time() - cpu}
 
 
 def wire_trips(url: str, cardco: str, count: int) -> float:
@@ -197,10 +209,42 @@ def wire_trips(url: str, cardco: str, count: int) -> float:
     prefix = "W-"
     prepare_backlog(url, cardco, prefix, count)
     with WireCounter(url) as counter:
-        results = in_processes(reconcile, 1, counter.url, cardco, 1, UNLIMITED)
+        results = in_processes(reconcile, 1, counter.url, cardco, 1, UNLIMITED, None)
         trips, _ = counter.count()
     run_sql(url, _PARK, {"like": f"{prefix}%"})
     return trips / max(1, results[0]["outcomes"]["found:succeeded->Succeeded"])
+
+
+def postgres_cpu(url: str) -> float:
+    """CPU seconds the embedded PostgreSQL has used so far: the postmaster, its live backends and
+    the ones that have exited (the postmaster's children's times, /proc/<pid>/stat)."""
+    data = Path(parse_qs(urlsplit(url).query)["host"][0])
+    master = int((data / "postmaster.pid").read_text().split()[0])
+    fields = Path(f"/proc/{master}/stat").read_text().rsplit(")", 1)[1].split()
+    total = cpu_seconds(master) + (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == master:
+                total += cpu_seconds(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue  # a backend that exited meanwhile is in the postmaster's children's times
+    return total
+
+
+class CpuMeter:
+    """CPU seconds of CardCo's server and PostgreSQL over a stretch of the run (the workers count
+    their own): CPU per pass is what a busy, shared machine changes least (bench/README.md)."""
+
+    def __init__(self, url: str, cardco: str) -> None:
+        self._url, self._cardco = url, SERVER_PIDS[cardco]
+        self._start = self._now()
+
+    def _now(self) -> tuple[float, float]:
+        return cpu_seconds(self._cardco), postgres_cpu(self._url)
+
+    def used(self) -> tuple[float, float]:
+        now = self._now()
+        return now[0] - self._start[0], now[1] - self._start[1]
 
 
 def check_resolved(url: str, prefix: str, count: int) -> str | None:
@@ -236,14 +280,18 @@ def busiest_second(times: list[float]) -> int:
 
 
 def run(url: str, cardco: str, workers: int, count: int, duration: int, concurrency: int,
-        limit: tuple[float, int] | None) -> dict[str, Any]:
+        limit: tuple[float, int] | None, profile: Path | None = None) -> dict[str, Any]:
     """One backlog run down by ``workers`` processes, then CardCo's lookup rate for as many."""
     prefix = f"R{workers}-"
     progress(f"preparing {count} Unknown attempts and their CardCo payments")
     prepare_backlog(url, cardco, prefix, count)
     pace = "" if limit is None else f", lookups at {limit[0]:g}/s (burst {limit[1]})"
     progress(f"{workers} recovery worker(s), {concurrency} pass(es) each at once{pace}, running the backlog down")
-    results = in_processes(reconcile, workers, url, cardco, concurrency, limit or UNLIMITED)
+    meter = CpuMeter(url, cardco)
+    # Profiled: every worker process of the run, one file each (bench/README.md, "Where the time goes").
+    dump = profile / f"recovery-{workers}w" if profile else None
+    results = in_processes(reconcile, workers, url, cardco, concurrency, limit or UNLIMITED, dump)
+    cardco_cpu, postgres_cpu_s = meter.used()
     outcomes: Counter[str] = sum((r["outcomes"] for r in results), Counter())
     deferred = outcomes.pop(DEFERRED, 0)
     seconds = max(r["seconds"] for r in results)
@@ -254,7 +302,10 @@ def run(url: str, cardco: str, workers: int, count: int, duration: int, concurre
     run_sql(url, _PARK, {"like": f"{prefix}%"})
     references = [f"{prefix}{n}-a1" for n in range(1, count + 1)]
     progress(f"CardCo's lookup rate from {workers} process(es)")
+    meter = CpuMeter(url, cardco)
     lookups = in_processes(look_up, workers, url, cardco, references, duration, concurrency)
+    lookup_cardco_cpu, _ = meter.used()
+    passes, looked_up = max(1, sum(outcomes.values())), max(1, sum(r["lookups"] for r in lookups))
     return {
         "workers": workers,
         "concurrency": concurrency,
@@ -274,6 +325,12 @@ def run(url: str, cardco: str, workers: int, count: int, duration: int, concurre
         "busiest_second": busiest_second(received),
         "deferred": deferred,
         "lookup_ceiling": sum(r["lookups"] for r in lookups) / max(r["seconds"] for r in lookups),
+        # CPU microseconds per pass (worker processes, CardCo, PostgreSQL) and per lookup alone.
+        "worker_cpu_us": 1e6 * sum(r["cpu"] for r in results) / passes,
+        "cardco_cpu_us": 1e6 * cardco_cpu / passes,
+        "postgres_cpu_us": 1e6 * postgres_cpu_s / passes,
+        "lookup_worker_cpu_us": 1e6 * sum(r["cpu"] for r in lookups) / looked_up,
+        "lookup_cardco_cpu_us": 1e6 * lookup_cardco_cpu / looked_up,
     }
 
 
@@ -287,7 +344,10 @@ def main() -> None:
     parser.add_argument("--lookup-rate", type=float, help="the account's lookup_rate_per_s (default: unlimited)")
     parser.add_argument("--lookup-burst", type=int, help="its lookup_burst (default: one second's worth, at least 3)")
     parser.add_argument("--json", type=Path, help="write the figures to this file (bench/README.md)")
+    parser.add_argument("--profile", type=Path, help="directory for a cProfile (CPU timer) of each run's workers")
     args = parser.parse_args()
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
     limit = None if args.lookup_rate is None else (
         args.lookup_rate, args.lookup_burst or max(3, math.ceil(args.lookup_rate)))
     duration = min(args.duration, MAX_CEILING_S)
@@ -298,7 +358,7 @@ def main() -> None:
         with uvicorn(["provider_fake.app:app"], {"CARDCO_CONFIG": str(config)}) as cardco:
             progress("counting round trips on the wire")
             trips = wire_trips(url, cardco, WIRE_COUNT)
-            rows = [run(url, cardco, workers, args.attempts, duration, args.concurrency, limit)
+            rows = [run(url, cardco, workers, args.attempts, duration, args.concurrency, limit, args.profile)
                     for workers in args.workers]
             # Only now: pgbench's attempts stay due, and no worker may sweep them.
             insert_backlog(url, cardco, "PGB-", args.attempts)
@@ -325,6 +385,10 @@ def report(rows: list[dict[str, Any]], count: int, duration: int) -> None:
               f"{row['lookup_ceiling']:>9.0f} {row['ratio_lookup']:>6.2f}")
     if len(rows) > 1:
         print(f"  {rows[-1]['workers']} workers vs {rows[0]['workers']}: {rows[-1]['rate'] / rows[0]['rate']:.2f}x")
+    for row in rows:
+        print(f"  {row['workers']} worker(s), CPU us per pass: workers {row['worker_cpu_us']:.0f}, CardCo "
+              f"{row['cardco_cpu_us']:.0f}, PostgreSQL {row['postgres_cpu_us']:.0f}; per lookup alone: "
+              f"client {row['lookup_worker_cpu_us']:.0f}, CardCo {row['lookup_cardco_cpu_us']:.0f}")
     for row in rows:
         if row["lookup_rate"] is not None:
             allowed = row["lookup_rate"] * row["seconds"] + row["lookup_burst"]
