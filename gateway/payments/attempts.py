@@ -44,6 +44,10 @@ class VersionConflict(Exception):
     """The attempt changed between the read under lock and the conditional write."""
 
 
+class _LostToIndex(Exception):
+    """A writer that skipped the order lock inserted the order's live attempt first."""
+
+
 def stored_request(attempt: Attempt) -> StoredRequest:
     return StoredRequest(provider_account=attempt["provider_account"], endpoint=attempt["endpoint"],
                          api_version=attempt["api_version"], idempotency_key=attempt["idempotency_key"],
@@ -103,7 +107,19 @@ class Attempts:
     async def get_or_create_live(self, order_id: str, customer_id: str) -> Attempt:
         """Lock the order, refuse a paid, cancelled or foreign order, return its live attempt or
         insert attempt N+1 with a fresh key, the exact request and next_check_at = created_at +
-        abandonment threshold (seed 004, PayAsync's first transaction)."""
+        abandonment threshold (seed 004, PayAsync's first transaction). An insert that lost to a
+        writer that skipped the order lock is rolled back, with the effect record sent with it, and
+        the winner is read in a new statement (seed 004: "Roll back and reload the winning attempt")."""
+        try:
+            return await self._get_or_create_live(order_id, customer_id)
+        except _LostToIndex:
+            winner = await self._db.fetch_one(_SQL["live_for_order"], {"order_id": order_id})
+            if winner is None:
+                raise VersionConflict("the live attempt that won the index was resolved before it could be read") \
+                    from None
+            return winner
+
+    async def _get_or_create_live(self, order_id: str, customer_id: str) -> Attempt:
         async with self._db.transaction() as conn:
             order = await fetch_one(conn, _SQL["lock_order_for_checkout"], {"order_id": order_id})
             if order is None or order["customer_id"] != customer_id:
@@ -125,7 +141,7 @@ class Attempts:
         now = self._clock.now()
         number = int(order["next_attempt_number"])
         client_reference = f"{order['order_id']}-a{number}"
-        inserted = await fetch_one(conn, _SQL["insert"], {
+        attempt = {
             "attempt_id": uuid.uuid4(), "order_id": order["order_id"], "customer_id": order["customer_id"],
             "attempt_number": number, "client_reference": client_reference,
             "provider_account": account.id, "endpoint": payments_endpoint(account),
@@ -133,16 +149,17 @@ class Attempts:
             "request_body": request_body(account, order, client_reference), "amount_minor": order["amount_minor"],
             "currency": order["currency"], "now": now,
             "next_check_at": now + timedelta(seconds=account.abandonment_threshold_s),
-        })
-        if inserted is not None:
-            # Seed 001 (issue 8): the effect record commits with the attempt that makes it sendable.
-            await persist_payment(conn, inserted, stored_request(inserted), now=now,
-                                  reminder_interval_s=self._settings.reminder_interval_s)
-            return inserted
-        winner = await fetch_one(conn, _SQL["live_for_order"], {"order_id": order["order_id"]})
-        if winner is None:
-            raise VersionConflict("the live attempt that won the index was resolved before it could be read")
-        return winner
+        }
+        insert = await conn.execute(_SQL["insert"], attempt)
+        # Seed 001 (issue 8): the effect record commits with the attempt that makes it sendable. It is
+        # derived from the values the insert carries and travels with it (one round trip for both,
+        # issue 13); if another live attempt won the index, both are rolled back.
+        await persist_payment(conn, attempt, stored_request(attempt), now=now,
+                              reminder_interval_s=self._settings.reminder_interval_s)
+        inserted = await insert.fetchone()
+        if inserted is None:
+            raise _LostToIndex()
+        return inserted
 
     async def mark_started(self, attempt: Attempt, actor: str = "endpoint", *,
                            then: Callable[[Connection, Attempt, dict[str, Any] | None], Awaitable[None]] | None = None,

@@ -198,7 +198,9 @@ async def test_success_racing_a_new_checkout_leaves_one_attempt_that_took_effect
 
 async def test_an_insert_that_loses_to_a_lock_skipping_writer_returns_the_winner(shop: Shop, database_url: str) -> None:
     """Seed 004 matrix: "An insert that violates the partial unique index from a writer that skipped
-    the order lock returns the winning attempt without querying inside an aborted transaction"."""
+    the order lock returns the winning attempt without querying inside an aborted transaction".
+    Issue 13: the effect record sent with the losing insert is rolled back with it (seed 001: a
+    record exists only for an attempt that does)."""
     await shop.order()
     rogue = await psycopg.AsyncConnection.connect(database_url)
     try:
@@ -216,6 +218,7 @@ async def test_an_insert_that_loses_to_a_lock_skipping_writer_returns_the_winner
         await rogue.close()
     assert (winner["attempt_number"], winner["client_reference"]) == (7, "ORD-5521-admin")
     assert len(await shop.attempts()) == 1
+    assert await shop.services.db.fetch_all("SELECT attempt_id FROM effect_records") == []
 
 
 async def test_a_caller_without_budget_is_cut_off_by_the_maximum_call_duration(shop: Shop, clock: ManualClock) -> None:
