@@ -25,7 +25,7 @@ from gateway.domain.effect_manifest import AttemptKind, Transport, effect_digest
 from gateway.domain.effect_protocol import ProtocolState, TransitionRefused, check
 from gateway.domain.effect_protocol import follow as protocol_follow
 from gateway.escalations.store import raise_escalation
-from gateway.store.db import Connection, Cursor, fetch_one, pipelined
+from gateway.store.db import Connection, Cursor, fetch_one
 from gateway.store.queries import load_queries
 
 if TYPE_CHECKING:
@@ -155,8 +155,8 @@ async def step(conn: Connection, record: dict[str, Any], state: ProtocolState, *
 def next_entry(record: dict[str, Any], state: ProtocolState, detail: dict[str, Any], actor: str,
                now: datetime) -> tuple[dict[str, Any], dict[str, Any]]:
     """The parameters of the ledger row that moves ``record`` (locked, as it stands) to ``state``
-    (queries.sql ``append_ledger``), refused here by the table like any other step, and the record
-    as it stands after that row."""
+    (its ``sequence``, ``from_state``, ``to_state`` and ``detail``, and the effect's own columns),
+    refused here by the table like any other step, and the record as it stands after that row."""
     current = None if record["protocol_state"] is None else ProtocolState(record["protocol_state"])
     check(current, state)
     sequence = int(record["sequence"] or 0) + 1
@@ -167,8 +167,14 @@ def next_entry(record: dict[str, Any], state: ProtocolState, detail: dict[str, A
 
 async def _append(conn: Connection, record: dict[str, Any], steps: Sequence[Step], actor: str,
                   now: datetime) -> dict[str, Any]:
-    async with pipelined(conn):  # the rows read nothing back: they travel together
-        for state, detail in steps:
-            entry, record = next_entry(record, state, detail, actor, now)
-            await conn.execute(_SQL["append_ledger"], entry)
+    """``steps`` as one statement that reads nothing back (queries.sql ``append_ledger``)."""
+    entries = []
+    for state, detail in steps:
+        entry, record = next_entry(record, state, detail, actor, now)
+        entries.append(entry)
+    if entries:
+        await conn.execute(_SQL["append_ledger"], {
+            **entries[0], "sequences": [entry["sequence"] for entry in entries],
+            "from_states": [entry["from_state"] for entry in entries],
+            "to_states": [entry["to_state"] for entry in entries], "details": [entry["detail"] for entry in entries]})
     return record

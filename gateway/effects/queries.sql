@@ -31,10 +31,14 @@ SELECT r.*, l.sequence, l.to_state AS protocol_state
 SELECT * FROM effect_records WHERE attempt_id = %(attempt_id)s;
 
 -- name: append_ledger
+-- Consecutive rows of one effect in one statement (issue 13: a new record's four took four): the
+-- arrays hold each row's sequence, from-state, to-state and detail, in order.
 INSERT INTO effect_ledger (attempt_id, sequence, from_state, to_state, effect_digest, idempotency_key,
                            occurred_at, actor, detail)
-VALUES (%(attempt_id)s, %(sequence)s, %(from_state)s, %(to_state)s, %(effect_digest)s, %(idempotency_key)s,
-        %(now)s, %(actor)s, %(detail)s);
+SELECT %(attempt_id)s, s.sequence, s.from_state, s.to_state, %(effect_digest)s, %(idempotency_key)s,
+       %(now)s, %(actor)s, s.detail
+  FROM unnest(%(sequences)s::int[], %(from_states)s::text[], %(to_states)s::text[], %(details)s::jsonb[])
+       AS s(sequence, from_state, to_state, detail);
 
 -- name: effects_of
 -- What the APIs show: per attempt, the digest, key and current protocol state.
