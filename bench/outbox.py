@@ -2,12 +2,12 @@
 bench/README.md).
 
     python bench/outbox.py [--keys 100] [--rows-per-key 100] [--alerts 100] [--workers 1 4]
-                           [--duration 5] [--json PATH]
+                           [--duration 5] [--json PATH] [--profile DIR]
 
 For each dispatcher count, a fresh backlog in an embedded PostgreSQL: ``--keys`` ordering keys
 ``attempt:<id>`` with ``--rows-per-key`` pending business effects each (message ids interleaved
 across keys, as concurrent attempts write them), plus ``--alerts`` operator alerts with no key.
-That many processes, each with its own pool and the dispatcher's keep-alive HTTP client, call
+That many processes, each with its own pool and the dispatcher's keep-alive lanes, call
 ``dispatch_due`` until nothing is pending (at most 60 s), delivering to bench/sink_app.py under
 uvicorn on loopback, which only remembers what it received; afterwards every row must have arrived
 exactly once and, per key, in message_id order. Ceilings, in the same run:
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import json
 import re
 import subprocess
@@ -47,7 +48,8 @@ from bench.support import (  # noqa: E402
 )
 from gateway.clock import SystemClock  # noqa: E402
 from gateway.logs import configure_logging  # noqa: E402
-from gateway.outbox.dispatcher import BATCH_SIZE, IDLE_GRACE_S, dispatch_due, http_client  # noqa: E402
+from gateway.outbox.dispatcher import BATCH_SIZE, IDLE_GRACE_S, dispatch_due  # noqa: E402
+from gateway.outbox.lanes import Lanes  # noqa: E402
 from gateway.settings import Settings, build_settings  # noqa: E402
 from gateway.store.db import Database  # noqa: E402
 from gateway.store.queries import load_queries  # noqa: E402
@@ -90,26 +92,34 @@ def settings_for(url: str, sink: str) -> Settings:
         "merchant_signing_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"})
 
 
-async def dispatch(index: int, url: str, sink: str, start: Callable[[], None]) -> dict[str, Any]:
-    """One dispatcher process: ``dispatch_due`` until nothing is pending (or MAX_RUN_S)."""
+async def dispatch(index: int, url: str, sink: str, profile: Path | None, start: Callable[[], None]) -> dict[str, Any]:
+    """One dispatcher process: ``dispatch_due`` until nothing is pending (or MAX_RUN_S). With
+    ``profile``, the first process runs under cProfile with a CPU timer and dumps its stats there."""
     configure_logging("json", "error")  # every operator alert is also logged, at warning
     settings = settings_for(url, sink)
     clock = SystemClock()
     db = await Database.open(url, size=2, name=f"bench-outbox-{index}")
     claimed = 0
-    async with http_client() as http:
+    profiler = cProfile.Profile(time.process_time) if profile and index == 0 else None
+    async with Lanes() as lanes:
         start()
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
+        if profiler:
+            profiler.enable()
         while time.perf_counter() - began < MAX_RUN_S:
-            batch = await dispatch_due(db, clock, settings, http)
+            batch = await dispatch_due(db, clock, settings, lanes)
             claimed += batch
             if batch == 0:
                 if (await db.fetch_one(_PENDING))["pending"] == 0:  # type: ignore[index]
                     break
                 await asyncio.sleep(IDLE_S)
-        seconds = time.perf_counter() - began
+        if profiler:
+            profiler.disable()
+            profiler.dump_stats(str(profile))
+        seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
+        opened = len(lanes)
     await db.close()
-    return {"seconds": seconds, "claimed": claimed}
+    return {"seconds": seconds, "claimed": claimed, "cpu_s": cpu, "lanes": opened}
 
 
 def sink_ceiling(sink: str, duration: int) -> float:
@@ -178,12 +188,12 @@ def check_delivery(url: str, sink: str, prefix: str) -> str | None:
     return None
 
 
-def run(url: str, sink: str, work: Path, workers: int, backlog: dict[str, int]) -> dict[str, Any]:
+def run(url: str, sink: str, work: Path, workers: int, backlog: dict[str, int], profile: Path | None) -> dict[str, Any]:
     """One backlog dispatched by ``workers`` processes, then pgbench's drain with as many clients."""
     rows = backlog["keys"] * backlog["rows_per_key"] + backlog["alerts"]
     progress(f"{workers} dispatcher(s): {rows} rows")
     run_sql(url, _BACKLOG, {"prefix": f"O{workers}-", **backlog})
-    results = in_processes(dispatch, workers, url, sink)
+    results = in_processes(dispatch, workers, url, sink, profile and profile / f"outbox-{workers}.prof")
     seconds = max(r["seconds"] for r in results)
     capped = seconds >= MAX_RUN_S
     problem = f"stopped after {MAX_RUN_S} s, not checked" if capped else check_delivery(url, sink, f"O{workers}-")
@@ -194,7 +204,9 @@ def run(url: str, sink: str, work: Path, workers: int, backlog: dict[str, int]) 
     drained_s = pgbench_drain(url, pgbench_script(work / "outbox_txn.sql"), workers)
     dispatched = sum(r["claimed"] for r in results)
     return {"workers": workers, "rows": rows, "seconds": seconds, "rate": dispatched / seconds, "problem": problem,
-            "pgbench_rate": rows / drained_s, "ratio_pgbench": dispatched / seconds / (rows / drained_s)}
+            "pgbench_rate": rows / drained_s, "ratio_pgbench": dispatched / seconds / (rows / drained_s),
+            "cpu_us_per_row": sum(r["cpu_s"] for r in results) / max(dispatched, 1) * 1e6,
+            "lanes": sum(r["lanes"] for r in results)}
 
 
 def main() -> None:
@@ -205,13 +217,17 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--duration", type=int, default=5, help=f"seconds of sink load (at most {MAX_CEILING_S})")
     parser.add_argument("--json", type=Path, help="write the figures to this file (bench/README.md)")
+    parser.add_argument("--profile", type=Path, help="directory for the first dispatcher's cProfile stats (CPU "
+                        "timer), outbox-<dispatchers>.prof; read them with python -m pstats")
     args = parser.parse_args()
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
     backlog = {"keys": args.keys, "rows_per_key": args.rows_per_key, "alerts": args.alerts}
     configure_logging("json", "warning")
     with embedded_database() as (url, work), uvicorn(["bench.sink_app:app"], {}) as sink:
         progress("the sink's own ceiling")
         ceiling = sink_ceiling(sink, min(args.duration, MAX_CEILING_S))
-        runs = [run(url, sink, work, workers, backlog) for workers in args.workers]
+        runs = [run(url, sink, work, workers, backlog, args.profile) for workers in args.workers]
     report(runs, backlog, ceiling)
     if args.json:
         args.json.write_text(json.dumps({"runs": runs, "sink_rate": ceiling}, indent=1) + "\n")
@@ -221,10 +237,12 @@ def report(runs: list[dict[str, Any]], backlog: dict[str, int], sink: float) -> 
     print(f"\noutbox: rows dispatched per second, {backlog['keys']} keys x {backlog['rows_per_key']} rows "
           f"+ {backlog['alerts']} alerts, batches of {BATCH_SIZE}, bench/sink_app.py on loopback (bench/README.md)\n")
     print(f"  the sink's own ceiling: {sink:.0f} deliveries/s (wrk, 50 connections)\n")
-    print(f"{'dispatchers':>11} {'rows/s':>8} {'seconds':>7} {'pgbench rows/s':>14} {'ratio':>6}  delivery")
+    print(f"{'dispatchers':>11} {'rows/s':>8} {'seconds':>7} {'pgbench rows/s':>14} {'ratio':>6} {'cpu us/row':>10} "
+          f"{'lanes':>5}  delivery")
     for run in runs:
         print(f"{run['workers']:>11} {run['rate']:>8.0f} {run['seconds']:>7.1f} {run['pgbench_rate']:>14.0f} "
-              f"{run['ratio_pgbench']:>6.2f}  {run['problem'] or 'every row once, in order per key'}")
+              f"{run['ratio_pgbench']:>6.2f} {run['cpu_us_per_row']:>10.0f} {run['lanes']:>5}  "
+              f"{run['problem'] or 'every row once, in order per key'}")
 
 
 if __name__ == "__main__":

@@ -26,4 +26,4 @@ PUBLISHERS: dict[str, Publisher] = {"payout-job": publish_payout_job,
 async def dispatch_outbox() -> None:
     """Deliver every eligible outbox row, in order per ordering key."""
     current = await runtime.current()
-    await dispatch_due(current.db, current.clock, current.settings, current.http, publishers=PUBLISHERS)
+    await dispatch_due(current.db, current.clock, current.settings, current.outbox, publishers=PUBLISHERS)

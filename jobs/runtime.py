@@ -20,7 +20,7 @@ from dramatiq.asyncio import get_event_loop_thread
 from dramatiq.broker import MessageProxy
 
 from gateway.clock import Clock, SystemClock
-from gateway.outbox.dispatcher import http_client
+from gateway.outbox.lanes import Lanes
 from gateway.providers.registry import check_accounts
 from gateway.settings import Settings, load_settings
 from gateway.store.counters import flush_logged
@@ -33,8 +33,10 @@ class Runtime:
     settings: Settings
     clock: Clock
     db: Database
-    # Outgoing HTTP (outbox deliveries). No client-side timeout: budgets on the clock cut calls off.
+    # Outgoing HTTP to the providers. No client-side timeout: budgets on the clock cut calls off.
     http: httpx.AsyncClient
+    # The outbox's deliveries: a keep-alive connection per delivery in flight (issue 13).
+    outbox: Lanes
 
 
 _configured: tuple[Settings, Clock] | None = None
@@ -65,8 +67,9 @@ async def current() -> Runtime:
             # `paygate db migrate` ran (docs/migrations.md); its messages are retried, the sweeps
             # find the work again in the database.
             db = await open_current(settings.database_url, size=4, name="paygate-jobs")
-            http = http_client()  # the outbox's keep-alive client; recovery's lookups share it
-            _current = Runtime(settings=settings, clock=clock, db=db, http=http)
+            http = httpx.AsyncClient(timeout=httpx.Timeout(None), follow_redirects=False,
+                                     limits=httpx.Limits(max_connections=None, max_keepalive_connections=50))
+            _current = Runtime(settings=settings, clock=clock, db=db, http=http, outbox=Lanes())
         return _current
 
 
@@ -77,6 +80,7 @@ async def close() -> None:
         opened, _current = _current, None
         await flush_logged(opened.db)
         await opened.http.aclose()
+        await opened.outbox.aclose()
         await opened.db.close()
 
 

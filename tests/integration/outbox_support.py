@@ -23,6 +23,7 @@ from starlette.routing import Route
 from gateway.clock import ManualClock
 from gateway.escalations.store import raise_escalation
 from gateway.outbox.dispatcher import dispatch_due
+from gateway.outbox.lanes import Lanes
 from gateway.outbox.store import attempt_ordering_key, enqueue
 from gateway.settings import Settings
 from gateway.store.db import Database
@@ -92,10 +93,11 @@ def receiver() -> Receiver:
 
 
 @pytest.fixture
-async def sink_http(receiver: Receiver) -> AsyncIterator[httpx.AsyncClient]:
-    """The dispatcher's HTTP client, routed to the receiver app over a real ASGI transport."""
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=receiver.app()), base_url=SINK_BASE) as http:
-        yield http
+async def sink_lanes(receiver: Receiver) -> AsyncIterator[Lanes]:
+    """The dispatcher's delivery lanes, each routed to the receiver app over a real ASGI transport."""
+    app = receiver.app()
+    async with Lanes(lambda: httpx.ASGITransport(app=app)) as lanes:
+        yield lanes
 
 
 @dataclass
@@ -155,13 +157,13 @@ class Seeder:
 
 @dataclass
 class World(Seeder):
-    """A seeder plus the dispatcher's HTTP client and the receiver behind it."""
+    """A seeder plus the dispatcher's delivery lanes and the receiver behind them."""
 
-    http: httpx.AsyncClient
+    lanes: Lanes
     receiver: Receiver
 
     async def dispatch(self) -> int:
-        return await dispatch_due(self.db, self.clock, self.settings, self.http)
+        return await dispatch_due(self.db, self.clock, self.settings, self.lanes)
 
     async def fail_until_dead(self, dedup_key: str) -> None:
         """Let the sink refuse ``dedup_key`` through every retry until the row is dead-lettered,
@@ -178,6 +180,5 @@ class World(Seeder):
 
 
 @pytest.fixture
-def world(db: Database, clock: ManualClock, settings: Settings, sink_http: httpx.AsyncClient,
-          receiver: Receiver) -> World:
-    return World(db, clock, settings, sink_http, receiver)
+def world(db: Database, clock: ManualClock, settings: Settings, sink_lanes: Lanes, receiver: Receiver) -> World:
+    return World(db, clock, settings, sink_lanes, receiver)

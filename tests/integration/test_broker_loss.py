@@ -25,6 +25,7 @@ from pydantic import SecretStr
 
 from gateway.escalations.store import raise_escalation
 from gateway.outbox.dispatcher import dispatch_due
+from gateway.outbox.lanes import Lanes
 from gateway.redelivery.republish import republish_due
 from gateway.settings import Settings
 from tests.integration.broker_support import flushall, queued, start_worker, until_held
@@ -71,8 +72,8 @@ async def _relay(world: World) -> None:
     """The outbox relay, as ``dispatch_outbox`` runs it, in this process."""
     from jobs.outbox import PUBLISHERS
 
-    async with httpx.AsyncClient() as http:
-        await dispatch_due(world.services.db, world.clock, world.settings, http, publishers=PUBLISHERS)
+    async with Lanes() as lanes:
+        await dispatch_due(world.services.db, world.clock, world.settings, lanes, publishers=PUBLISHERS)
 
 
 async def test_flushall_mid_flow_delays_every_path_by_one_sweep_and_loses_nothing(

@@ -10,9 +10,9 @@ import httpx
 import pytest
 
 from gateway.services import Services
-from tests.integration.outbox_support import World, receiver, settings, sink_http, world
+from tests.integration.outbox_support import World, receiver, settings, sink_lanes, world
 
-__all__ = ["receiver", "settings", "sink_http", "world"]
+__all__ = ["receiver", "settings", "sink_lanes", "world"]
 
 
 @pytest.fixture

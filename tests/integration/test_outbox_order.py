@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 
+import httpx
 import pytest
 
-from gateway.outbox.dispatcher import dispatch_batch
-from tests.integration.outbox_support import Receiver, World, receiver, settings, sink_http, world
+from gateway.outbox.dispatcher import dispatch_batch, dispatch_due
+from gateway.outbox.lanes import Lanes
+from tests.integration.outbox_support import Receiver, World, receiver, settings, sink_lanes, world
 
-__all__ = ["receiver", "settings", "sink_http", "world"]
+__all__ = ["receiver", "settings", "sink_lanes", "world"]
 
 
 async def test_a_refund_queued_after_a_confirmation_is_not_delivered_before_it(world: World) -> None:
@@ -21,7 +23,7 @@ async def test_a_refund_queued_after_a_confirmation_is_not_delivered_before_it(w
     confirmation = await world.effect(attempt, "order-confirmation")
     refund = await world.effect(attempt, "refund")
 
-    assert await dispatch_batch(world.db, world.clock, world.settings, world.http) == 1
+    assert await dispatch_batch(world.db, world.clock, world.settings, world.lanes) == 1
     assert world.receiver.keys() == [f"attempt:{attempt}:order-confirmation"]
 
     assert await world.dispatch() == 1
@@ -65,11 +67,11 @@ async def test_a_row_locked_by_another_dispatcher_blocks_its_successor(world: Wo
     await world.effect(attempt, "refund")
     release, arrived = world.receiver.hold(f"attempt:{attempt}:order-confirmation")
 
-    first = asyncio.create_task(dispatch_batch(world.db, world.clock, world.settings, world.http))
+    first = asyncio.create_task(dispatch_batch(world.db, world.clock, world.settings, world.lanes))
     await asyncio.wait_for(arrived.wait(), 10)
     await world.effect(other, "order-confirmation")
 
-    assert await dispatch_batch(world.db, world.clock, world.settings, world.http) == 1
+    assert await dispatch_batch(world.db, world.clock, world.settings, world.lanes) == 1
     assert world.receiver.keys() == [f"attempt:{other}:order-confirmation"]
 
     release.set()
@@ -98,3 +100,37 @@ async def test_an_operator_alert_never_waits_behind_the_attempts_effects(world: 
     await world.dispatch()
     assert f"escalation:{escalation_id}:initial" in receiver.keys("alerts")
     assert (await world.message(confirmation))["dispatched_at"] is None
+
+
+async def test_two_dispatchers_racing_over_the_same_keys_deliver_each_key_in_order(world: World) -> None:
+    """Issue 13: "deliver concurrently across ordering keys while keeping each key in order", with
+    two dispatchers at once (seed 004, "Downstream Work": per-ordering-key order, at least once).
+    Six attempts with four effects each, drained by two dispatchers racing, each with its own
+    connection and lanes, while one attempt's first effect fails its first delivery: each row
+    arrives once, each attempt's in message_id order, and the failing attempt's later effects wait
+    for it, though other keys' deliveries in the same concurrent batch go through."""
+    attempts = [await world.attempt() for _ in range(6)]
+    order: dict[str, list[str]] = {str(attempt): [] for attempt in attempts}
+    for effect in ("order-confirmation", "receipt", "shipment", "refund"):
+        for attempt in attempts:
+            await world.effect(attempt, effect)
+            order[str(attempt)].append(f"attempt:{attempt}:{effect}")
+    stuck = f"attempt:{attempts[2]}:order-confirmation"
+    world.receiver.failing[stuck] = 503
+    app = world.receiver.app()
+
+    async with Lanes(lambda: httpx.ASGITransport(app=app)) as other_lanes:
+        other = dispatch_due(world.db, world.clock, world.settings, other_lanes)
+        claimed = await asyncio.gather(world.dispatch(), other)
+    assert sum(claimed) == 6 * 4 - 3  # the failed row once; its three successors not at all
+    assert [key for key in world.receiver.keys() if key.startswith(f"attempt:{attempts[2]}:")] == []
+
+    del world.receiver.failing[stuck]
+    world.clock.advance(world.settings.outbox_backoff_initial_s)
+    async with Lanes(lambda: httpx.ASGITransport(app=app)) as other_lanes:
+        await asyncio.gather(world.dispatch(), dispatch_due(world.db, world.clock, world.settings, other_lanes))
+
+    received = world.receiver.keys()
+    assert sorted(received) == sorted(key for keys in order.values() for key in keys)
+    for attempt, keys in order.items():
+        assert [key for key in received if key.startswith(f"attempt:{attempt}:")] == keys

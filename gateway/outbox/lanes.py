@@ -1,0 +1,68 @@
+"""The dispatcher's HTTP clients: one small keep-alive pool per delivery in flight (issue 13).
+
+httpcore's connection pool does work for every request in proportion to its connections (each
+request and each response's close scans every connection, with a socket-readability syscall for
+each idle one, and counts the idle ones once per idle connection), so one client shared by 50
+concurrent deliveries spent 0.8-1.8 ms of CPU per request (bench/README.md, "Where the time goes";
+``bench/http_costs.py``). A lane is a client with a single connection used by one delivery at a
+time: its pool has one connection to look at, the connection stays alive (HTTP/1.1 keep-alive)
+from one delivery to the next, and no request ever queues behind another. Lanes are created as
+deliveries need them, so there are as many as deliveries ever ran at once, and they are reused.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from types import TracebackType
+
+import httpx
+
+
+def lane_transport(verify: ssl.SSLContext) -> httpx.AsyncBaseTransport:
+    """One lane: httpx's own transport with a single connection, kept alive. No timeout (the
+    delivery budget on the injected clock cuts a delivery off); ``verify`` is shared by the lanes
+    (loading the CA bundle costs ~30 ms of CPU per context)."""
+    return httpx.AsyncHTTPTransport(verify=verify, limits=httpx.Limits(max_connections=1, max_keepalive_connections=1))
+
+
+class Lanes:
+    """Transports, each used by one delivery at a time; ``factory`` makes a new one when every
+    existing lane is busy (by default :func:`lane_transport`; tests route lanes to an ASGI app)."""
+
+    def __init__(self, factory: Callable[[], httpx.AsyncBaseTransport] | None = None) -> None:
+        if factory is None:
+            context = httpx.create_ssl_context()
+            factory = lambda: lane_transport(context)  # noqa: E731
+        self._factory = factory
+        self._idle: list[httpx.AsyncBaseTransport] = []
+        self._all: list[httpx.AsyncBaseTransport] = []
+
+    @asynccontextmanager
+    async def lane(self) -> AsyncIterator[httpx.AsyncBaseTransport]:
+        """A transport no other delivery is using until this one ends."""
+        if self._idle:
+            transport = self._idle.pop()
+        else:
+            transport = self._factory()
+            self._all.append(transport)
+        try:
+            yield transport
+        finally:
+            self._idle.append(transport)
+
+    def __len__(self) -> int:
+        return len(self._all)
+
+    async def aclose(self) -> None:
+        transports, self._all, self._idle = self._all, [], []
+        for transport in transports:
+            await transport.aclose()
+
+    async def __aenter__(self) -> Lanes:
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        traceback: TracebackType | None) -> None:
+        await self.aclose()

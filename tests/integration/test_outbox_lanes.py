@@ -1,0 +1,76 @@
+"""The dispatcher's delivery lanes over real HTTP (issue 13: "keep-alive HTTP connections" in the
+outbox; gateway/outbox/lanes.py): a sink served by uvicorn on loopback, in this event loop, that
+notes which TCP connection (the client's port) carried each delivery."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import uvicorn
+
+from gateway.local.servers import free_port
+from gateway.outbox.dispatcher import dispatch_due
+from gateway.outbox.lanes import Lanes
+from gateway.settings import Settings
+from tests.integration.outbox_support import Seeder, settings
+
+__all__ = ["settings"]
+
+
+class ConnectionSink:
+    """Answers every POST 204 and records ``(client port, path)`` per delivery."""
+
+    def __init__(self) -> None:
+        self.deliveries: list[tuple[int, str]] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body"):
+            pass
+        self.deliveries.append((scope["client"][1], scope["path"]))
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+
+@pytest.fixture
+async def sink() -> AsyncIterator[tuple[ConnectionSink, str]]:
+    app, port = ConnectionSink(), free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off",
+                                           ws="none", http="h11"))
+    serving = asyncio.create_task(server.serve())
+    for _ in range(500):
+        if server.started:
+            break
+        await asyncio.sleep(0.01)
+    try:
+        yield app, f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await serving
+
+
+async def test_each_delivery_in_flight_keeps_its_own_connection_alive_across_batches(
+        db: Any, clock: Any, settings: Settings, sink: tuple[ConnectionSink, str]) -> None:
+    """Issue 13: "keep-alive HTTP connections" and "deliver concurrently across ordering keys".
+    Four attempts with three effects each: every batch claims the four keys' heads and delivers
+    them at once, so three batches make twelve deliveries over real HTTP. They take exactly four
+    connections, one per delivery in flight, each kept alive from one batch to the next (a lane
+    whose answer was not read to its end would lose its connection and open another)."""
+    app, url = sink
+    settings = settings.model_copy(update={"merchant_sink_url": f"{url}/merchant"})
+    seed = Seeder(db, clock, settings)
+    attempts = [await seed.attempt() for _ in range(4)]
+    for effect in ("order-confirmation", "receipt", "refund"):
+        for attempt in attempts:
+            await seed.effect(attempt, effect)
+
+    async with Lanes() as lanes:
+        assert await dispatch_due(db, clock, settings, lanes) == 12
+        assert len(lanes) == 4
+
+    assert len(app.deliveries) == 12
+    assert len({port for port, _ in app.deliveries}) == 4
