@@ -252,8 +252,10 @@ CREATE TABLE IF NOT EXISTS outbox_messages (
         OR (discarded_at IS NOT NULL AND discarded_by IS NOT NULL AND discard_note IS NOT NULL))
 );
 
-CREATE INDEX IF NOT EXISTS outbox_messages_pending
-    ON outbox_messages (next_attempt_at, created_at)
+-- The dispatcher's claim walks pending rows in its own order and stops at its LIMIT
+-- (docs/decisions/0053); the gauges read pending rows through it too.
+CREATE INDEX IF NOT EXISTS outbox_messages_due
+    ON outbox_messages (next_attempt_at, message_id)
     WHERE dispatched_at IS NULL AND dead_lettered_at IS NULL;
 
 -- The keyset of GET /v1/ops/outbox, walked either way (docs/decisions/0036): the dispatched rows

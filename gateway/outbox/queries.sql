@@ -22,8 +22,8 @@ SELECT set_config('idle_in_transaction_session_timeout', %(timeout_ms)s, true);
 -- state, in which a predecessor another dispatcher holds is still undispatched, so SKIP LOCKED
 -- only ever skips the locked row itself and can never make its successor eligible. A discarded
 -- row is finished (an operator's decision). Operator alerts (ordering_key NULL) never wait.
--- The subquery is served by outbox_messages_unfinished_by_order; the outer scan by
--- outbox_messages_pending.
+-- The subquery is served by outbox_messages_unfinished_by_order; the outer scan walks
+-- outbox_messages_due in this ORDER BY and stops at the LIMIT (docs/decisions/0053).
 SELECT m.message_id, m.dedup_key, m.attempt_id, m.ordering_key, m.kind, m.payload, m.delivery_attempts
   FROM outbox_messages m
  WHERE m.dispatched_at IS NULL AND m.dead_lettered_at IS NULL
