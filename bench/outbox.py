@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.support import (  # noqa: E402
     BENCH,
+    WireCounter,
     embedded_database,
     in_processes,
     pgbench_command,
@@ -120,6 +121,19 @@ async def dispatch(index: int, url: str, sink: str, profile: Path | None, start:
         opened = len(lanes)
     await db.close()
     return {"seconds": seconds, "claimed": claimed, "cpu_s": cpu, "lanes": opened}
+
+
+def wire_counts(url: str, sink: str) -> dict[str, float]:
+    """Round trips and statements per batch as PostgreSQL sees them (bench/support.py WireCounter):
+    one dispatcher, ``BATCH_SIZE`` keys with 4 rows each, so every batch claims ``BATCH_SIZE`` rows;
+    the count includes the pass's last claim, which finds nothing."""
+    prefix, keys, rows_per_key = "W-", BATCH_SIZE, 4
+    run_sql(url, _BACKLOG, {"prefix": prefix, "keys": keys, "rows_per_key": rows_per_key, "alerts": 0})
+    with WireCounter(url) as counter:
+        in_processes(dispatch, 1, counter.url, sink, None)
+        trips, statements = counter.count()
+    batches = rows_per_key
+    return {"round_trips": trips / batches, "statements": statements / batches}
 
 
 def sink_ceiling(sink: str, duration: int) -> float:
@@ -227,16 +241,20 @@ def main() -> None:
     with embedded_database() as (url, work), uvicorn(["bench.sink_app:app"], {}) as sink:
         progress("the sink's own ceiling")
         ceiling = sink_ceiling(sink, min(args.duration, MAX_CEILING_S))
+        progress("round trips per batch, one dispatcher through the wire counter")
+        wire = wire_counts(url, sink)
         runs = [run(url, sink, work, workers, backlog, args.profile) for workers in args.workers]
-    report(runs, backlog, ceiling)
+    report(runs, backlog, ceiling, wire)
     if args.json:
-        args.json.write_text(json.dumps({"runs": runs, "sink_rate": ceiling}, indent=1) + "\n")
+        args.json.write_text(json.dumps({"runs": runs, "sink_rate": ceiling, **wire}, indent=1) + "\n")
 
 
-def report(runs: list[dict[str, Any]], backlog: dict[str, int], sink: float) -> None:
+def report(runs: list[dict[str, Any]], backlog: dict[str, int], sink: float, wire: dict[str, float]) -> None:
     print(f"\noutbox: rows dispatched per second, {backlog['keys']} keys x {backlog['rows_per_key']} rows "
           f"+ {backlog['alerts']} alerts, batches of {BATCH_SIZE}, bench/sink_app.py on loopback (bench/README.md)\n")
-    print(f"  the sink's own ceiling: {sink:.0f} deliveries/s (wrk, 50 connections)\n")
+    print(f"  the sink's own ceiling: {sink:.0f} deliveries/s (wrk, 50 connections)")
+    print(f"  per batch of {BATCH_SIZE} on the wire: {wire['round_trips']:.1f} round trips, "
+          f"{wire['statements']:.1f} statements (one dispatcher, the pass's final empty claim included)\n")
     print(f"{'dispatchers':>11} {'rows/s':>8} {'seconds':>7} {'pgbench rows/s':>14} {'ratio':>6} {'cpu us/row':>10} "
           f"{'lanes':>5}  delivery")
     for run in runs:
