@@ -12,6 +12,7 @@ deliveries need them, so there are as many as deliveries ever ran at once, and t
 
 from __future__ import annotations
 
+import functools
 import ssl
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -27,15 +28,20 @@ def lane_transport(verify: ssl.SSLContext) -> httpx.AsyncBaseTransport:
     return httpx.AsyncHTTPTransport(verify=verify, limits=httpx.Limits(max_connections=1, max_keepalive_connections=1))
 
 
+# Idle lanes kept alive: a batch's concurrent deliveries (dispatcher.BATCH_SIZE). Several
+# dispatch_outbox actors at once on a worker's event loop share the lanes; what they opened beyond
+# this is closed when it is returned, so a merchant's sink never holds hundreds of idle connections.
+KEEP = 50
+
+
 class Lanes:
     """Transports, each used by one delivery at a time; ``factory`` makes a new one when every
-    existing lane is busy (by default :func:`lane_transport`; tests route lanes to an ASGI app)."""
+    existing lane is busy (by default :func:`lane_transport`; tests route lanes to an ASGI app).
+    At most ``keep`` idle ones stay open."""
 
-    def __init__(self, factory: Callable[[], httpx.AsyncBaseTransport] | None = None) -> None:
-        if factory is None:
-            context = httpx.create_ssl_context()
-            factory = lambda: lane_transport(context)  # noqa: E731
-        self._factory = factory
+    def __init__(self, factory: Callable[[], httpx.AsyncBaseTransport] | None = None, *, keep: int = KEEP) -> None:
+        self._keep = keep
+        self._factory = factory or functools.partial(lane_transport, httpx.create_ssl_context())
         self._idle: list[httpx.AsyncBaseTransport] = []
         self._all: list[httpx.AsyncBaseTransport] = []
 
@@ -50,7 +56,11 @@ class Lanes:
         try:
             yield transport
         finally:
-            self._idle.append(transport)
+            if len(self._idle) < self._keep:
+                self._idle.append(transport)
+            else:
+                self._all.remove(transport)
+                await transport.aclose()
 
     def __len__(self) -> int:
         return len(self._all)

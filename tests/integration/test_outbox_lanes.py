@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
 import uvicorn
 
@@ -74,3 +75,23 @@ async def test_each_delivery_in_flight_keeps_its_own_connection_alive_across_bat
 
     assert len(app.deliveries) == 12
     assert len({port for port, _ in app.deliveries}) == 4
+
+
+async def test_lanes_beyond_those_kept_are_closed_when_their_delivery_ends() -> None:
+    """Issue 13 (lanes sized to the concurrency): several dispatchers on one worker's event loop
+    share its lanes; when more deliveries ran at once than lanes are kept, the extra lanes are
+    closed as their deliveries end, and the kept ones are reused, not reopened."""
+    closed: list[httpx.AsyncBaseTransport] = []
+
+    class Counted(httpx.AsyncBaseTransport):
+        async def aclose(self) -> None:
+            closed.append(self)
+
+    lanes = Lanes(Counted, keep=2)
+    async with lanes.lane() as first, lanes.lane() as second, lanes.lane() as third:
+        assert len({id(first), id(second), id(third)}) == 3 and len(lanes) == 3
+    assert closed == [first] and len(lanes) == 2
+    async with lanes.lane() as again, lanes.lane() as other:
+        assert {id(again), id(other)} == {id(second), id(third)}
+    await lanes.aclose()
+    assert len(closed) == 3 and len(lanes) == 0
