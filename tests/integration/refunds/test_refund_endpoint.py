@@ -121,6 +121,8 @@ async def test_a_merchant_refund_whose_job_never_ran_is_expired_and_escalated_un
     assert seen.value("paygate_payout_escalations_open", kind="payment_refund",
                       reason="payment-refund-grant-expired-unused") == 1
     assert (await order(shop))["refund"]["state"] == "Expired"
+    # Issue 13: the payment status reads the same summary in its one statement (payments/status.sql).
+    assert (await shop.status()).json()["refund"] == (await order(shop))["refund"]
     [episode] = await shop.services.db.fetch_all("SELECT * FROM payment_escalations")
     assert (episode["escalation_key"], episode["reason"], episode["resolved_at"]) == \
         ("order:ORD-5521:refund-grant-expired", "payment-refund-grant-expired-unused", None)

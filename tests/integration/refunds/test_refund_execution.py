@@ -80,6 +80,9 @@ async def test_a_merchant_refund_is_recorded_before_its_one_send_and_the_order_e
     assert (body["state"], body["refund"]["state"], body["refund"]["provider_refund_id"]) == \
         ("Refunded", "Succeeded", attempt["provider_refund_id"])
     assert body["refunds"]["attempts"][0]["effect"]["protocol_state"] == "CERTIFIED"
+    # Issue 13: the payment status reads the same summary, the refund's attempt included, in its
+    # one statement (payments/status.sql).
+    assert (await shop.status()).json()["refund"] == body["refund"]
     keys = await shop.outbox()
     assert keys[0] == f"attempt:{paid['attempt_id']}:order-confirmation"
     assert keys[-1] == f"attempt:{paid['attempt_id']}:order-refunded"
