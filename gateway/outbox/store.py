@@ -27,10 +27,22 @@ def attempt_ordering_key(attempt_id: UUID) -> str:
     return f"attempt:{attempt_id}"
 
 
+def effect_rows(effects: list[tuple[str, str]], payload: dict[str, Any]) -> dict[str, list[Any]]:
+    """The outbox rows of several (dedup key, kind) effects sharing one ``payload``, as the arrays
+    a statement that queues them together takes (gateway/payments/queries.sql ``write_evidence``):
+    each payload as :func:`enqueue` would store it."""
+    return {"dedup_keys": [key for key, _ in effects], "kinds": [kind for _, kind in effects],
+            "payloads": [_payload(key, kind, payload) for key, kind in effects]}
+
+
+def _payload(dedup_key: str, kind: str, payload: dict[str, Any]) -> Jsonb:
+    return Jsonb({**payload, "dedup_key": dedup_key, "kind": kind})
+
+
 def _row(dedup_key: str, kind: str, payload: dict[str, Any], now: datetime, attempt_id: UUID | None,
          ordering_key: str | None) -> dict[str, Any]:
     return {"dedup_key": dedup_key, "attempt_id": attempt_id, "ordering_key": ordering_key, "kind": kind,
-            "payload": Jsonb({**payload, "dedup_key": dedup_key, "kind": kind}), "now": now}
+            "payload": _payload(dedup_key, kind, payload), "now": now}
 
 
 async def enqueue(
@@ -42,13 +54,9 @@ async def enqueue(
     now: datetime,
     attempt_id: UUID | None = None,
     ordering_key: str | None = None,
-    read_back: bool = True,
 ) -> int | None:
     """Queue one effect in the caller's transaction; the new message id, or None when the same
-    effect was already queued (by this cause or another route). With ``read_back`` False nothing
-    is read back (None), so a psycopg pipeline carrying the cause's other writes need not stop."""
+    effect was already queued (by this cause or another route)."""
     cursor = await conn.execute(_SQL["enqueue"], _row(dedup_key, kind, payload, now, attempt_id, ordering_key))
-    if not read_back:
-        return None
     row = await cursor.fetchone()
     return None if row is None else int(row["message_id"])

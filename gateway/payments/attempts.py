@@ -22,11 +22,10 @@ from gateway.domain.errors import OrderCancelled, OrderNotFound, OrderPaid, Orde
 from gateway.domain.refunds import after_payment
 from gateway.effects.certify import Certifier, Subject
 from gateway.effects.ledger import advance, advance_record, lock_record
-from gateway.escalations.store import raise_escalation, resolve_for_attempt
-from gateway.outbox.store import attempt_ordering_key, enqueue
+from gateway.escalations.store import raise_escalation
+from gateway.outbox.store import attempt_ordering_key, effect_rows
 from gateway.payments.client import StoredRequest, payments_endpoint
-from gateway.payments.leases import LEASE_SQL as _LEASE_SQL
-from gateway.payments.leases import Lease, finish, release
+from gateway.payments.leases import Lease, finish
 from gateway.payments.sends import persist_payment
 from gateway.providers import provider_for
 from gateway.refunds.decisions import RefundPolicy, decide_after_cancel
@@ -240,9 +239,11 @@ class Attempts:
 
     async def _write(self, conn: Connection, attempt: Attempt, decision: Decision, evidence: Evidence,
                      actor: str, kind: str | None, now: datetime, lease: Lease | None) -> Attempt:
-        """Every write the decision implies, sent as one pipeline (one network round trip): the
-        evidence event, the conditional update, the transition, the order, the effect-keyed outbox
-        rows, the escalations and the lease. A conditional update that missed rolls all of it back."""
+        """Every write the decision implies as ONE statement (queries.sql ``write_evidence``,
+        docs/decisions/0048): the conditional update, the evidence and transition events, the
+        order, the effect-keyed outbox rows, the escalations' resolution and the lease, each part
+        switched on or off by a parameter; the effect record's lock, the last one taken, travels
+        with it in the same pipeline. A conditional update that missed writes none of it."""
         attempt_id = attempt["attempt_id"]
         state = decision.new_state or attempt["state"]
         payment_id = attempt["provider_payment_id"] or (
@@ -254,10 +255,14 @@ class Attempts:
         effects = [settlement.confirmation if settlement and effect == ORDER_CONFIRMATION else effect
                    for effect in decision.effects]
         owes_refund = settlement is not None and settlement.refund_owed
+        outbox = effect_rows([(f"attempt:{attempt_id}:{effect}", effect) for effect in effects],
+                             _effect_payload(attempt, payment_id))
+        # Seed 001 (issue 8): the protocol follows the attempt (an Unknown kept after a reconciling
+        # resend is a step too); its record's lock travels with the writes (docs/decisions/0031),
+        # unless a refund decision takes its locks first.
+        follows = state != attempt["state"] or state == "Unknown"
         async with pipelined(conn):
-            if kind is not None:
-                await self._event(conn, attempt_id, kind, actor, now, _evidence_detail(evidence, decision))
-            applied = await conn.execute(_SQL["apply"], {
+            applied = await conn.execute(_SQL["write_evidence"], {
                 "attempt_id": attempt_id, "version": attempt["version"], "state": state,
                 "outcome_reason": decision.outcome_reason if decision.new_state else attempt["outcome_reason"],
                 "provider_payment_id": payment_id, "provider_status": decision.provider_status,
@@ -267,33 +272,15 @@ class Attempts:
                 "next_action_expires_at": evidence.next_action_expires_at,
                 "next_check_at": None if decision.resolves else (
                     now if decision.look_up_now else self._next_check(attempt, state, evidence, now)),
-            })
-            if state != attempt["state"]:
-                await self._event(conn, attempt_id, "transition", actor, now, {
-                    "from": attempt["state"], "to": state, "reason": decision.outcome_reason})
-            if settlement is not None:
-                await conn.execute(_SQL["order_paid"], {"order_id": attempt["order_id"], "now": now,
-                                                        "state": settlement.order_state})
-            if state in ("Failed", "NotApplied"):
-                await conn.execute(_SQL["order_cancel_completed"], {"order_id": attempt["order_id"], "now": now})
-            for effect in effects:
-                await enqueue(
-                    conn, dedup_key=f"attempt:{attempt_id}:{effect}", kind=effect, now=now, attempt_id=attempt_id,
-                    ordering_key=attempt_ordering_key(attempt_id), payload=_effect_payload(attempt, payment_id),
-                    read_back=False)
-            if decision.resolves:
-                await resolve_for_attempt(conn, attempt_id, now, f"attempt {state}")
-            if lease is not None and decision.resolves:
-                await release(conn, attempt_id, lease, now)
-            elif lease is not None:
-                # An escalated attempt keeps being looked up, on the slower read-only cadence.
-                delay = lease.escalated_delay_s if decision.escalation else lease.next_delay_s
-                await conn.execute(_LEASE_SQL["finish"], {**lease.params(attempt_id, now), "next_check_at":
-                                                         now + timedelta(seconds=delay)})
-            # Seed 001 (issue 8): the protocol follows the attempt (an Unknown kept after a
-            # reconciling resend is a step too); its record's lock, the last one taken, travels
-            # with the writes (docs/decisions/0031), unless a refund decision takes its locks first.
-            follows = state != attempt["state"] or state == "Unknown"
+                "now": now, "actor": actor, "evidence_kind": kind,
+                "evidence_detail": Jsonb(_evidence_detail(evidence, decision)) if kind is not None else None,
+                "transition": Jsonb({"from": attempt["state"], "to": state, "reason": decision.outcome_reason})
+                if state != attempt["state"] else None,
+                "order_state": settlement.order_state if settlement is not None else None,
+                "cancel_order": state in ("Failed", "NotApplied"),
+                "ordering_key": attempt_ordering_key(attempt_id), **outbox,
+                "resolves": decision.resolves, "note": f"attempt {state}",
+                **_lease_params(lease, decision, now)})
             record = await lock_record(conn, attempt_id) if follows and not owes_refund else None
         updated = await applied.fetchone()
         if updated is None:
@@ -346,6 +333,17 @@ def _evidence_detail(evidence: Evidence, decision: Decision) -> dict[str, Any]:
         "decision": decision.new_state or ("escalate" if decision.escalation else "keep"),
         **{k: v for k, v in evidence.details.items() if isinstance(v, (str, int, float, bool))},
     }.items() if value is not None}
+
+
+def _lease_params(lease: Lease | None, decision: Decision, now: datetime) -> dict[str, Any]:
+    """``write_evidence``'s lease part: a resolution releases the lease; an outcome that leaves the
+    attempt unresolved also schedules the next look, an escalated attempt on the slower read-only
+    cadence. None of it unless the lease is still this worker's (checked in the statement)."""
+    if lease is None:
+        return {"lease_mode": None, "lease_owner": None, "lease_token": None, "lease_next_check_at": None}
+    delay = lease.escalated_delay_s if decision.escalation else lease.next_delay_s
+    return {"lease_mode": "release" if decision.resolves else "finish", "lease_owner": lease.owner,
+            "lease_token": lease.token, "lease_next_check_at": now + timedelta(seconds=delay)}
 
 
 def _effect_payload(attempt: Attempt, provider_payment_id: str | None) -> dict[str, Any]:

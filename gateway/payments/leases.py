@@ -24,7 +24,7 @@ from gateway.settings import Settings
 from gateway.store.db import Connection, Database, fetch_all, fetch_one
 from gateway.store.queries import load_queries
 
-_SQL = LEASE_SQL = load_queries("gateway.payments", "leases.sql")
+_SQL = load_queries("gateway.payments", "leases.sql")
 _ATTEMPT_SQL = load_queries("gateway.payments")
 
 
@@ -47,10 +47,6 @@ async def finish(conn: Connection, attempt_id: uuid.UUID, lease: Lease, now: dat
     row = await fetch_one(conn, _SQL["finish"], {**lease.params(attempt_id, now),
                                                   "next_check_at": now + timedelta(seconds=delay_s)})
     return row is not None
-
-
-async def release(conn: Connection, attempt_id: uuid.UUID, lease: Lease, now: datetime) -> None:
-    await conn.execute(_SQL["release"], lease.params(attempt_id, now))
 
 
 async def append_event(conn: Connection, attempt_id: uuid.UUID, kind: str, actor: str, now: datetime,

@@ -49,13 +49,6 @@ UPDATE payment_attempts
    AND lease_expires_at > %(now)s
 RETURNING attempt_id;
 
--- name: release
--- After a resolution: the outcome was applied under the state rules alone; the lease is released
--- only if this worker's owner and token still match.
-UPDATE payment_attempts
-   SET recovery_owner = NULL, lease_token = NULL, lease_acquired_at = NULL, lease_expires_at = NULL
- WHERE attempt_id = %(attempt_id)s AND recovery_owner = %(owner)s AND lease_token = %(token)s;
-
 -- name: defer
 -- Passes a worker claimed and may not make yet, because their account's lookup tokens are spent
 -- (docs/decisions/0042): each lease is released (this owner's, this token's) and nothing else

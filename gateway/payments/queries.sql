@@ -98,36 +98,82 @@ WITH payable AS (
 )
 SELECT started.*, (SELECT event_id FROM intent) AS intent_event_id FROM started;
 
--- name: apply
--- Conditional on the version read under the lock: a writer that skipped the lock makes this
--- miss, and the caller retries the whole transaction a bounded number of times. A decision that
--- records a state writes the provider status that goes with it, NULL included: keeping the old
--- one (requires_action on an Unknown attempt) would show what the recorded state contradicts.
-UPDATE payment_attempts
-   SET state = %(state)s,
-       outcome_reason = %(outcome_reason)s,
-       provider_payment_id = COALESCE(provider_payment_id, %(provider_payment_id)s),
-       provider_status = CASE WHEN %(set_provider_status)s THEN %(provider_status)s ELSE provider_status END,
-       next_action = CASE WHEN %(store_action)s THEN %(next_action)s
-                          WHEN %(clear_action)s THEN NULL ELSE next_action END,
-       next_action_expires_at = CASE WHEN %(store_action)s THEN %(next_action_expires_at)s
-                                     WHEN %(clear_action)s THEN NULL ELSE next_action_expires_at END,
-       next_check_at = COALESCE(%(next_check_at)s, next_check_at),
-       version = version + 1
- WHERE attempt_id = %(attempt_id)s AND version = %(version)s
-RETURNING *;
+-- name: write_evidence
+-- Every write a decision implies, in one statement (docs/decisions/0048): the conditional update,
+-- conditional on the version read under the lock (a writer that skipped the lock makes it miss,
+-- and the caller retries the whole transaction a bounded number of times), and, only when it
+-- applied, the rest: the evidence event (evidence_kind: send_result, lookup; NULL when the caller
+-- recorded its own, like a notification) and the transition event (transition NULL when the state
+-- stays), the order settled (order_state: Paid or PaidAfterCancel from Open or CancelRequested) or
+-- its requested cancellation completed (cancel_order), the effect-keyed outbox rows, and, for an
+-- attempt it resolves, its open escalations closed. A miss returns no row and writes nothing.
+-- A decision that records a state writes the provider status that goes with it, NULL included:
+-- keeping the old one (requires_action on an Unknown attempt) would show what the recorded state
+-- contradicts. A recovery lease (lease_mode) is released in the same update, only if this
+-- worker's owner and token still match: 'release' after a resolution (the outcome was applied
+-- under the state rules alone), 'finish' also scheduling the next check (lease_next_check_at)
+-- while the lease has not expired; a stale worker cannot clear another worker's lease
+-- (leases.sql ``release`` and ``finish``, which one statement cannot run on the same row again).
+WITH applied AS (
+    UPDATE payment_attempts
+       SET state = %(state)s,
+           outcome_reason = %(outcome_reason)s,
+           provider_payment_id = COALESCE(provider_payment_id, %(provider_payment_id)s),
+           provider_status = CASE WHEN %(set_provider_status)s THEN %(provider_status)s ELSE provider_status END,
+           next_action = CASE WHEN %(store_action)s THEN %(next_action)s
+                              WHEN %(clear_action)s THEN NULL ELSE next_action END,
+           next_action_expires_at = CASE WHEN %(store_action)s THEN %(next_action_expires_at)s
+                                         WHEN %(clear_action)s THEN NULL ELSE next_action_expires_at END,
+           next_check_at = CASE WHEN lease_ours AND %(lease_mode)s = 'finish' THEN %(lease_next_check_at)s
+                                ELSE COALESCE(%(next_check_at)s, next_check_at) END,
+           recovery_owner = CASE WHEN lease_ours THEN NULL ELSE recovery_owner END,
+           lease_token = CASE WHEN lease_ours THEN NULL ELSE lease_token END,
+           lease_acquired_at = CASE WHEN lease_ours THEN NULL ELSE lease_acquired_at END,
+           lease_expires_at = CASE WHEN lease_ours THEN NULL ELSE lease_expires_at END,
+           version = version + 1
+      FROM (SELECT COALESCE(recovery_owner = %(lease_owner)s AND lease_token = %(lease_token)s
+                            AND (%(lease_mode)s = 'release' OR lease_expires_at > %(now)s), false) AS lease_ours
+              FROM payment_attempts WHERE attempt_id = %(attempt_id)s) lease
+     WHERE attempt_id = %(attempt_id)s AND version = %(version)s
+    RETURNING payment_attempts.*
+), events AS (
+    INSERT INTO payment_attempt_events (attempt_id, occurred_at, kind, actor, detail)
+    SELECT applied.attempt_id, %(now)s, e.kind, %(actor)s, e.detail
+      FROM applied, (VALUES (1, %(evidence_kind)s::text, %(evidence_detail)s::jsonb),
+                            (2, 'transition', %(transition)s::jsonb)) AS e (n, kind, detail)
+     WHERE e.kind IS NOT NULL AND e.detail IS NOT NULL
+     ORDER BY e.n
+), settled AS (
+    -- Succeeded settles the order with the attempt, so a checkout never sees "no live attempt" on an
+    -- order about to be paid: Open -> Paid, CancelRequested -> PaidAfterCancel (docs/decisions/0020);
+    -- a failed or not-applied attempt completes a cancellation requested while it was live.
+    UPDATE orders o
+       SET state = CASE WHEN %(cancel_order)s THEN 'Cancelled' ELSE %(order_state)s END,
+           updated_at = %(now)s, version = o.version + 1
+      FROM applied
+     WHERE o.order_id = applied.order_id
+       AND ((%(order_state)s::text IS NOT NULL AND o.state IN ('Open', 'CancelRequested'))
+            OR (%(cancel_order)s AND o.state = 'CancelRequested'))
+), queued AS (
+    -- gateway/outbox/queries.sql ``enqueue``, one row per effect, in the effects' order.
+    INSERT INTO outbox_messages (dedup_key, attempt_id, ordering_key, kind, payload, created_at, next_attempt_at)
+    SELECT q.dedup_key, applied.attempt_id, %(ordering_key)s, q.kind, q.payload, %(now)s, %(now)s
+      FROM applied, unnest(%(dedup_keys)s::text[], %(kinds)s::text[], %(payloads)s::jsonb[])
+                    WITH ORDINALITY AS q (dedup_key, kind, payload, n)
+     ORDER BY q.n
+    ON CONFLICT (dedup_key) DO NOTHING
+), resolved AS (
+    -- gateway/escalations/queries.sql ``resolve_for_attempt``.
+    UPDATE payment_escalations
+       SET resolved_at = %(now)s, next_reminder_at = NULL, resolution_note = %(note)s
+     WHERE attempt_id = (SELECT attempt_id FROM applied) AND %(resolves)s AND resolved_at IS NULL
+)
+SELECT * FROM applied;
 
 -- name: append_event
 INSERT INTO payment_attempt_events (attempt_id, occurred_at, kind, actor, detail)
 VALUES (%(attempt_id)s, %(now)s, %(kind)s, %(actor)s, %(detail)s)
 RETURNING event_id;
-
--- name: order_paid
--- Recording Succeeded and settling the order happen in one transaction, so a checkout can never
--- see "no live attempt" on an order that is about to be paid: Open -> Paid, CancelRequested ->
--- PaidAfterCancel (gateway.domain.refunds.after_payment; docs/decisions/0020).
-UPDATE orders SET state = %(state)s, updated_at = %(now)s, version = version + 1
- WHERE order_id = %(order_id)s AND state IN ('Open', 'CancelRequested');
 
 -- name: order_cancel_completed
 -- A cancellation requested while an attempt was live completes when that attempt ends unpaid.

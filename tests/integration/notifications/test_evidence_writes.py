@@ -1,0 +1,48 @@
+"""The evidence writes as one statement (issue 13; docs/decisions/0048): every part of
+``write_evidence`` hangs on the conditional update, so a miss writes nothing at all."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.domain.attempts import Evidence, decide
+from gateway.payments.attempts import _SQL, VersionConflict, facts
+from gateway.services import Services
+from gateway.store.db import fetch_one
+from tests.conftest import TEST_ACCOUNT
+from tests.integration.notifications.conftest import Webhooks
+
+
+async def test_a_write_whose_conditional_update_misses_writes_nothing_and_raises_version_conflict(
+        webhooks: Webhooks, services: Services) -> None:
+    """Seed 004, "Persisting the Attempt": every write is conditional on the version read under the
+    lock, and a miss is retried as a whole. A success decided against a stale version raises
+    VersionConflict and leaves, inside the same transaction, no evidence or transition event, the
+    order Open, no outbox row and the attempt's open escalation open: nothing a retry would repeat."""
+    attempt = await webhooks.attempt()
+    now = webhooks.clock.now()
+    await services.db.fetch_one(
+        "INSERT INTO payment_escalations (escalation_key, attempt_id, reason, details, raised_at, next_reminder_at)"
+        " VALUES (%(k)s, %(a)s, 'test', '{}', %(now)s, %(now)s) RETURNING escalation_id",
+        {"k": f"attempt:{attempt['attempt_id']}:test", "a": attempt["attempt_id"], "now": now})
+    evidence = Evidence(finding="succeeded", provider_account=TEST_ACCOUNT, provider_payment_id="pay_stale",
+                        provider_status="succeeded", amount_minor=4250, currency="EUR")
+    async with services.db.transaction() as conn:
+        locked = await fetch_one(conn, _SQL["lock_for_evidence"], {
+            "attempt_id": attempt["attempt_id"], "provider_payment_id": "pay_stale"})
+        assert locked is not None
+        stale = {**locked, "version": locked["version"] - 1}
+        decision = decide(facts(stale), evidence, only_send=True)
+        assert decision.new_state == "Succeeded" and decision.resolves
+        with pytest.raises(VersionConflict):
+            await services.attempts._write(conn, stale, decision, evidence, "endpoint", "send_result", now, None)
+        written = await fetch_one(conn, """
+            SELECT (SELECT count(*) FROM payment_attempt_events
+                     WHERE attempt_id = %(a)s AND kind IN ('send_result', 'transition')
+                       AND occurred_at = %(now)s) AS events,
+                   (SELECT state FROM orders WHERE order_id = %(o)s) AS order_state,
+                   (SELECT count(*) FROM outbox_messages WHERE attempt_id = %(a)s) AS outbox,
+                   (SELECT count(*) FROM payment_escalations WHERE attempt_id = %(a)s AND resolved_at IS NULL) AS open
+            """, {"a": attempt["attempt_id"], "o": attempt["order_id"], "now": now})
+    assert written == {"events": 0, "order_state": "Open", "outbox": 0, "open": 1}
+    assert (await webhooks.reload(attempt))["state"] == "Started"
