@@ -129,6 +129,7 @@ class NotificationHandler:
                 for problem in ("identity-conflict", "unmatched")}
         detail = {**parsed.detail(), "webhook_id": context.webhook_id}
         recorded: repository.Recorded | repository.Duplicate | None = None
+        locked = None
         refund = await refund_notifications.match(conn, account_id, parsed)
         if refund is not None:  # payment.refunded naming a refund the gateway made: that refund's evidence
             payout = refund.found
@@ -139,9 +140,11 @@ class NotificationHandler:
             identified = await repository.identify_and_record(
                 conn, provider_account=account_id, client_reference=reference, provider_payment_id=object_id,
                 notification_key=context.key, detail={**detail, "payout_attempt_id": None},
-                conflict_key=keys["identity-conflict"], unmatched_key=keys["unmatched"], now=self._clock.now())
+                conflict_key=keys["identity-conflict"], unmatched_key=keys["unmatched"],
+                evidence_payment_id=parsed.payment.id if parsed.payment else None, now=self._clock.now())
             by_reference, by_payment_id, recorded = identified.by_reference, identified.by_payment_id, \
                 identified.recorded
+            locked = identified.locked
         elif parsed.kind != "refund":  # payout.*: the payouts aggregate matches its own attempts, the same two ways
             payout = await payout_notifications.match(conn, account_id, parsed)
         conflict = (by_reference is not None and by_payment_id is not None and by_reference != by_payment_id) \
@@ -167,7 +170,8 @@ class NotificationHandler:
                                              settings=self._settings)
             return Handled("applied", recorded.event_id, payout.attempt["attempt_id"])
         if attempt_id is not None:
-            await self.apply(conn, account_id, attempt_id, parsed, recorded.event_id, context.key, actor=ACTOR)
+            await self.apply(conn, account_id, attempt_id, parsed, recorded.event_id, context.key, actor=ACTOR,
+                             locked=locked)
             return Handled("applied", recorded.event_id, attempt_id)
         facts = {"provider_account": account_id, "client_reference": reference, "provider_payment_id": object_id,
                  "notification_event_id": recorded.event_id, "provider_event_id": parsed.event_id,
@@ -185,10 +189,12 @@ class NotificationHandler:
         return Handled("unmatched", recorded.event_id)
 
     async def apply(self, conn: Connection, account_id: str, attempt_id: UUID, parsed: Notification, event_id: int,
-                    key: str | None, *, actor: str) -> dict[str, Any]:
+                    key: str | None, *, actor: str, locked: dict[str, Any] | None = None) -> dict[str, Any]:
         """Apply a payment notification's evidence in the caller's transaction. A concurrent
         writer that changed the attempt makes it reapply against the new version, a bounded number
-        of times, inside a savepoint: the notification record is never rolled back for it."""
+        of times, inside a savepoint: the notification record is never rolled back for it.
+        ``locked``: the attempt as the recording statement locked it (docs/decisions/0049), used by
+        the first application; a reapplication locks and reads it again."""
         if parsed.payment is None:
             raise ValueError("only payment notifications apply to payment attempts")
         evidence = dataclasses.replace(
@@ -197,8 +203,11 @@ class NotificationHandler:
             evidence_key=key)
 
         async def once() -> dict[str, Any]:
+            nonlocal locked
+            taken, locked = locked, None
             async with savepoint(conn, "apply_evidence"):
-                return await self._attempts.apply_evidence(attempt_id, evidence, actor=actor, kind=None, conn=conn)
+                return await self._attempts.apply_evidence(attempt_id, evidence, actor=actor, kind=None, conn=conn,
+                                                           locked=taken)
 
         applied: dict[str, Any] = await retry_transaction(once)
         return applied

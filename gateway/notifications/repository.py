@@ -33,26 +33,32 @@ class Duplicate:
 
 @dataclass(frozen=True)
 class Identified:
-    """A payment notification's two lookups and its recording, from one statement."""
+    """A payment notification's two lookups and its recording, from one statement, and the attempt
+    it names locked for its evidence (``lock_for_evidence``'s row) when it was recorded for one."""
 
     by_reference: UUID | None
     by_payment_id: UUID | None
     recorded: Recorded | Duplicate
+    locked: dict[str, Any] | None
 
 
 async def identify_and_record(conn: Connection, *, provider_account: str, client_reference: str | None,
                               provider_payment_id: str | None, notification_key: str | None,
                               detail: dict[str, Any], conflict_key: str, unmatched_key: str,
-                              now: datetime) -> Identified:
-    """:func:`attempts_by_identity` and :func:`record` in one round trip (queries.sql
-    ``identify_and_record``): ``detail`` gains ``escalation_key`` as the handler would set it."""
+                              evidence_payment_id: str | None, now: datetime) -> Identified:
+    """Both lookups, :func:`record` and, for a notification recorded for one attempt, that
+    attempt's evidence locks, in one round trip (queries.sql ``identify_and_record``): ``detail``
+    gains ``escalation_key`` as the handler would set it."""
     row = await fetch_one(conn, _SQL["identify_and_record"], {
         "provider_account": provider_account, "client_reference": client_reference,
         "provider_payment_id": provider_payment_id, "notification_key": notification_key, "detail": Jsonb(detail),
-        "conflict_key": conflict_key, "unmatched_key": unmatched_key, "now": now})
+        "conflict_key": conflict_key, "unmatched_key": unmatched_key, "evidence_payment_id": evidence_payment_id,
+        "now": now})
     if row is None:
         raise RuntimeError("identify_and_record returns one row")
-    return Identified(row["by_reference"], row["by_payment_id"], _recorded(row["event_id"], notification_key))
+    by_reference, by_payment_id, event_id = row.pop("by_reference"), row.pop("by_payment_id"), row.pop("event_id")
+    return Identified(by_reference, by_payment_id, _recorded(event_id, notification_key),
+                      row if row["attempt_id"] is not None else None)
 
 
 def _recorded(event_id: int | None, notification_key: str | None) -> Recorded | Duplicate:

@@ -27,22 +27,21 @@ def attempt_ordering_key(attempt_id: UUID) -> str:
     return f"attempt:{attempt_id}"
 
 
-def effect_rows(effects: list[tuple[str, str]], payload: dict[str, Any]) -> dict[str, list[Any]]:
-    """The outbox rows of several (dedup key, kind) effects sharing one ``payload``, as the arrays
-    a statement that queues them together takes (gateway/payments/queries.sql ``write_evidence``):
-    each payload as :func:`enqueue` would store it."""
-    return {"dedup_keys": [key for key, _ in effects], "kinds": [kind for _, kind in effects],
-            "payloads": [_payload(key, kind, payload) for key, kind in effects]}
+def effect_rows(effects: list[tuple[str, str]], payload: dict[str, Any]) -> Jsonb:
+    """The outbox payloads of several (dedup key, kind) effects sharing one ``payload``, each as
+    :func:`enqueue` stores it (naming its dedup key and kind), as one JSON array: a statement that
+    queues them together (gateway/payments/queries.sql ``write_evidence``) takes one parameter."""
+    return Jsonb([_payload(key, kind, payload) for key, kind in effects])
 
 
-def _payload(dedup_key: str, kind: str, payload: dict[str, Any]) -> Jsonb:
-    return Jsonb({**payload, "dedup_key": dedup_key, "kind": kind})
+def _payload(dedup_key: str, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+    return {**payload, "dedup_key": dedup_key, "kind": kind}
 
 
 def _row(dedup_key: str, kind: str, payload: dict[str, Any], now: datetime, attempt_id: UUID | None,
          ordering_key: str | None) -> dict[str, Any]:
     return {"dedup_key": dedup_key, "attempt_id": attempt_id, "ordering_key": ordering_key, "kind": kind,
-            "payload": _payload(dedup_key, kind, payload), "now": now}
+            "payload": Jsonb(_payload(dedup_key, kind, payload)), "now": now}
 
 
 async def enqueue(

@@ -196,7 +196,8 @@ class Attempts:
         return await self.apply_evidence(attempt_id, evidence, actor=actor, kind="send_result")
 
     async def apply_evidence(self, attempt_id: uuid.UUID, evidence: Evidence, *, actor: str,
-                             kind: str | None, conn: Connection | None = None, lease: Lease | None = None) -> Attempt:
+                             kind: str | None, conn: Connection | None = None, lease: Lease | None = None,
+                             locked: Attempt | None = None) -> Attempt:
         """Apply ``evidence`` to the attempt as it stands, under the order and attempt locks,
         appending a ``kind`` event (send_result, lookup; None when the caller recorded its own,
         like a notification). With ``conn`` it joins the caller's transaction and does not retry.
@@ -216,9 +217,9 @@ class Attempts:
         return result
 
     async def _apply(self, conn: Connection, attempt_id: uuid.UUID, evidence: Evidence, actor: str,
-                     kind: str | None, lease: Lease | None) -> Attempt:
+                     kind: str | None, lease: Lease | None, locked: Attempt | None = None) -> Attempt:
         now = self._clock.now()
-        attempt = await fetch_one(conn, _SQL["lock_for_evidence"], {
+        attempt = locked or await fetch_one(conn, _SQL["lock_for_evidence"], {
             "attempt_id": attempt_id, "provider_payment_id": evidence.provider_payment_id})
         if attempt is None:
             raise LookupError(f"attempt {attempt_id} does not exist")
@@ -240,10 +241,16 @@ class Attempts:
     async def _write(self, conn: Connection, attempt: Attempt, decision: Decision, evidence: Evidence,
                      actor: str, kind: str | None, now: datetime, lease: Lease | None) -> Attempt:
         """Every write the decision implies as ONE statement (queries.sql ``write_evidence``,
-        docs/decisions/0048): the conditional update, the evidence and transition events, the
-        order, the effect-keyed outbox rows, the escalations' resolution and the lease, each part
-        switched on or off by a parameter; the effect record's lock, the last one taken, travels
-        with it in the same pipeline. A conditional update that missed writes none of it."""
+        docs/decisions/0048), each part switched by a parameter and hanging on the conditional
+        update, so one that missed writes none of it (VersionConflict): the update (a recorded
+        state writes its provider status, NULL included: keeping requires_action on an Unknown
+        attempt would show what the state contradicts); the ``evidence_kind`` event and the
+        ``transition`` event; the order settled (``order_state``) or its requested cancellation
+        completed (``cancel_order``); the effect-keyed outbox rows; the open escalations closed
+        when it ``resolves``; and a recovery lease, if still this worker's, released
+        (``lease_mode`` 'release') or also scheduled (``finish``: unexpired only), in the same
+        update since one statement may not update a row twice. The effect record's lock, the
+        last one taken, travels in the same pipeline."""
         attempt_id = attempt["attempt_id"]
         state = decision.new_state or attempt["state"]
         payment_id = attempt["provider_payment_id"] or (
@@ -256,7 +263,7 @@ class Attempts:
                    for effect in decision.effects]
         owes_refund = settlement is not None and settlement.refund_owed
         outbox = effect_rows([(f"attempt:{attempt_id}:{effect}", effect) for effect in effects],
-                             _effect_payload(attempt, payment_id))
+                             _effect_payload(attempt, payment_id)) if effects else None
         # Seed 001 (issue 8): the protocol follows the attempt (an Unknown kept after a reconciling
         # resend is a step too); its record's lock travels with the writes (docs/decisions/0031),
         # unless a refund decision takes its locks first.
@@ -278,7 +285,7 @@ class Attempts:
                 if state != attempt["state"] else None,
                 "order_state": settlement.order_state if settlement is not None else None,
                 "cancel_order": state in ("Failed", "NotApplied"),
-                "ordering_key": attempt_ordering_key(attempt_id), **outbox,
+                "ordering_key": attempt_ordering_key(attempt_id), "outbox": outbox,
                 "resolves": decision.resolves, "note": f"attempt {state}",
                 **_lease_params(lease, decision, now)})
             record = await lock_record(conn, attempt_id) if follows and not owes_refund else None

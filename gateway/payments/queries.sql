@@ -26,6 +26,8 @@ SELECT o.*,
 -- has (a no-effect rejection closes it only after its only send), which other attempt, if any,
 -- already owns the evidence's provider payment ID (recording it again would make it name two),
 -- and the order's state under its lock (a success on a cancelled order is settled differently).
+-- A payment notification takes these locks in the statement that records it (gateway/notifications/
+-- queries.sql ``identify_and_record``, docs/decisions/0049): keep the two alike.
 WITH locked_order AS MATERIALIZED (
     SELECT o.order_id, o.state AS order_state FROM orders o
      WHERE o.order_id = (SELECT order_id FROM payment_attempts WHERE attempt_id = %(attempt_id)s)
@@ -99,21 +101,11 @@ WITH payable AS (
 SELECT started.*, (SELECT event_id FROM intent) AS intent_event_id FROM started;
 
 -- name: write_evidence
--- Every write a decision implies, in one statement (docs/decisions/0048): the conditional update,
--- conditional on the version read under the lock (a writer that skipped the lock makes it miss,
--- and the caller retries the whole transaction a bounded number of times), and, only when it
--- applied, the rest: the evidence event (evidence_kind: send_result, lookup; NULL when the caller
--- recorded its own, like a notification) and the transition event (transition NULL when the state
--- stays), the order settled (order_state: Paid or PaidAfterCancel from Open or CancelRequested) or
--- its requested cancellation completed (cancel_order), the effect-keyed outbox rows, and, for an
--- attempt it resolves, its open escalations closed. A miss returns no row and writes nothing.
--- A decision that records a state writes the provider status that goes with it, NULL included:
--- keeping the old one (requires_action on an Unknown attempt) would show what the recorded state
--- contradicts. A recovery lease (lease_mode) is released in the same update, only if this
--- worker's owner and token still match: 'release' after a resolution (the outcome was applied
--- under the state rules alone), 'finish' also scheduling the next check (lease_next_check_at)
--- while the lease has not expired; a stale worker cannot clear another worker's lease
--- (leases.sql ``release`` and ``finish``, which one statement cannot run on the same row again).
+-- Every write a decision implies, one statement (docs/decisions/0048; Attempts._write says which
+-- parameter switches which part). Conditional on the version read under the lock: a miss returns
+-- no row and, since every other part reads `applied`, writes nothing; the caller retries. The
+-- provider status goes with a recorded state, NULL included. The lease (leases.sql `finish`) is
+-- released in the same update, only while it is still this worker's.
 WITH applied AS (
     UPDATE payment_attempts
        SET state = %(state)s,
@@ -144,9 +136,7 @@ WITH applied AS (
      WHERE e.kind IS NOT NULL AND e.detail IS NOT NULL
      ORDER BY e.n
 ), settled AS (
-    -- Succeeded settles the order with the attempt, so a checkout never sees "no live attempt" on an
-    -- order about to be paid: Open -> Paid, CancelRequested -> PaidAfterCancel (docs/decisions/0020);
-    -- a failed or not-applied attempt completes a cancellation requested while it was live.
+    -- Paid or PaidAfterCancel with the success (0020); a cancellation completes with a failure.
     UPDATE orders o
        SET state = CASE WHEN %(cancel_order)s THEN 'Cancelled' ELSE %(order_state)s END,
            updated_at = %(now)s, version = o.version + 1
@@ -155,15 +145,15 @@ WITH applied AS (
        AND ((%(order_state)s::text IS NOT NULL AND o.state IN ('Open', 'CancelRequested'))
             OR (%(cancel_order)s AND o.state = 'CancelRequested'))
 ), queued AS (
-    -- gateway/outbox/queries.sql ``enqueue``, one row per effect, in the effects' order.
+    -- outbox `enqueue`, one row per payload (each names its dedup key and kind), in order.
     INSERT INTO outbox_messages (dedup_key, attempt_id, ordering_key, kind, payload, created_at, next_attempt_at)
-    SELECT q.dedup_key, applied.attempt_id, %(ordering_key)s, q.kind, q.payload, %(now)s, %(now)s
-      FROM applied, unnest(%(dedup_keys)s::text[], %(kinds)s::text[], %(payloads)s::jsonb[])
-                    WITH ORDINALITY AS q (dedup_key, kind, payload, n)
+    SELECT q.payload ->> 'dedup_key', applied.attempt_id, %(ordering_key)s, q.payload ->> 'kind', q.payload,
+           %(now)s, %(now)s
+      FROM applied, jsonb_array_elements(%(outbox)s::jsonb) WITH ORDINALITY AS q (payload, n)
      ORDER BY q.n
     ON CONFLICT (dedup_key) DO NOTHING
 ), resolved AS (
-    -- gateway/escalations/queries.sql ``resolve_for_attempt``.
+    -- escalations `resolve_for_attempt`.
     UPDATE payment_escalations
        SET resolved_at = %(now)s, next_reminder_at = NULL, resolution_note = %(note)s
      WHERE attempt_id = (SELECT attempt_id FROM applied) AND %(resolves)s AND resolved_at IS NULL

@@ -1,16 +1,21 @@
-"""The evidence writes as one statement (issue 13; docs/decisions/0048): every part of
-``write_evidence`` hangs on the conditional update, so a miss writes nothing at all."""
+"""Fewer statements on the ingest path (issue 13): the evidence writes as one statement whose every
+part hangs on the conditional update (docs/decisions/0048), and a payment notification's evidence
+locks taken by the statement that records it (docs/decisions/0049)."""
 
 from __future__ import annotations
 
+import asyncio
+
+import psycopg
 import pytest
 
 from gateway.domain.attempts import Evidence, decide
+from gateway.notifications.repository import _SQL as _NOTIFICATION_SQL
 from gateway.payments.attempts import _SQL, VersionConflict, facts
 from gateway.services import Services
 from gateway.store.db import fetch_one
 from tests.conftest import TEST_ACCOUNT
-from tests.integration.notifications.conftest import Webhooks
+from tests.integration.notifications.conftest import Webhooks, payment_event
 
 
 async def test_a_write_whose_conditional_update_misses_writes_nothing_and_raises_version_conflict(
@@ -46,3 +51,29 @@ async def test_a_write_whose_conditional_update_misses_writes_nothing_and_raises
             """, {"a": attempt["attempt_id"], "o": attempt["order_id"], "now": now})
     assert written == {"events": 0, "order_state": "Open", "outbox": 0, "open": 1}
     assert (await webhooks.reload(attempt))["state"] == "Started"
+
+
+async def test_a_matched_notification_waits_for_the_order_lock_in_the_statement_that_records_it(
+        webhooks: Webhooks, services: Services) -> None:
+    """docs/decisions/0049: identify, record and lock in one statement. While another transaction
+    holds the order, the notification waits on the lock inside the statement inserting its record
+    (not in a second statement after it), still before anything is applied; once the lock is
+    released it applies as usual."""
+    attempt = await webhooks.attempt()
+    async with await psycopg.AsyncConnection.connect(services.settings.database_url) as holder:
+        await holder.execute("SELECT 1 FROM orders WHERE order_id = %s FOR NO KEY UPDATE", (attempt["order_id"],))
+        delivery = asyncio.create_task(webhooks.deliver(payment_event(attempt)))
+        waiting = None
+        for _ in range(500):  # poll (not a deadline) until the delivery waits on the lock
+            waiting = await services.db.fetch_one(
+                "SELECT query FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()")
+            if waiting is not None:
+                break
+            await asyncio.sleep(0.01)
+        assert waiting is not None
+        # The server shows the statement's first 1024 bytes, its leading comment included.
+        assert waiting["query"][:200] == _NOTIFICATION_SQL["identify_and_record"][:200]
+        assert (await webhooks.reload(attempt))["state"] == "Started"
+        await holder.commit()
+    assert (await delivery).status_code == 204
+    assert (await webhooks.reload(attempt))["state"] == "Succeeded"
