@@ -1,19 +1,20 @@
 """Benchmark: verified notifications per second through the real gateway (bench/README.md).
 
     python bench/notifications.py [--duration 10] [--connections 16 64] [--events 30000]
-                                  [--json PATH] [--profile DIR]
+                                  [--web-workers 2] [--json PATH] [--profile DIR]
 
 An embedded PostgreSQL (gateway/local/servers.py) holds the schema and prepared Started attempts;
-the gateway runs under uvicorn (uvloop, httptools, no access log, one worker) on loopback; wrk
+the gateway runs as the Procfile's ``web`` process (``python -m gateway.web``: uvicorn, uvloop,
+httptools, no access log) with ``--web-workers`` worker processes (``web_workers``) on loopback; wrk
 replays pre-signed Standard Webhooks requests (bench/replay.lua), so every request is a real,
 verified CardCo ``payment.succeeded`` notification that resolves an attempt, queues its
 confirmation and commits. Each load runs ``--duration`` seconds (at most 20). Ceilings measured
 in the same run, on the same database, with the same connection counts:
 - pgbench running the notification transaction's statements (bench/notification_txn.sql);
-- a bare Starlette POST (bench/bare_app.py) under the same uvicorn settings and wrk script.
+- a bare Starlette POST (bench/bare_app.py) under uvicorn with as many workers and the same wrk script.
 Before the load runs, round trips and statements per notification are counted on the wire
-(bench/support.py WireCounter) and the gateway's CPU per request is read from /proc during every
-run; ``--profile`` samples the gateway with py-spy during each load run.
+(bench/support.py WireCounter) and the gateway's CPU per request (all its worker processes) is read
+from /proc during every run; ``--profile`` samples the gateway with py-spy during each load run.
 """
 
 from __future__ import annotations
@@ -38,13 +39,14 @@ from bench.support import (  # noqa: E402
     BENCH,
     SERVER_PIDS,
     WireCounter,
-    cpu_seconds,
     embedded_database,
     insert_orders,
     pgbench,
     profiled,
     progress,
+    tree_cpu_seconds,
     uvicorn,
+    web,
 )
 from gateway.local.servers import free_port  # noqa: E402
 from provider_fake.signing import sign_v1  # noqa: E402
@@ -122,7 +124,7 @@ def gateway_env(url: str) -> dict[str, str]:
             "PAYGATE_LOG_LEVEL": "warning", "PAYGATE_PROVIDER_ACCOUNTS": json.dumps([account])}
 
 
-def wire_trips(url: str, count: int) -> dict[str, float]:
+def wire_trips(url: str, count: int, workers: int) -> dict[str, float]:
     """Round trips and statements per notification as PostgreSQL sees them (bench/support.py
     WireCounter): a gateway whose database connection runs through the counting proxy takes
     ``count`` unique notifications one at a time, then the same ones again as duplicates."""
@@ -131,19 +133,19 @@ def wire_trips(url: str, count: int) -> dict[str, float]:
     lines = [line.split("\t") for line in signed_lines(prefix, count, False)]
     figures: dict[str, float] = {}
     with WireCounter(url) as counter, \
-            uvicorn(["--factory", "gateway.app:app_from_environment"], gateway_env(counter.url)) as base, \
+            web(gateway_env(counter.url), workers) as base, \
             httpx.Client(base_url=base) as client:
         pid = SERVER_PIDS[base]
         for mix in ("unique", "duplicates"):
             trips, statements = counter.count()
-            cpu_before = cpu_seconds(pid)
+            cpu_before = tree_cpu_seconds(pid)
             for path, msg_id, timestamp, signature, body in lines:
                 response = client.post(path, content=body, headers={
                     "content-type": "application/json", "webhook-id": msg_id, "webhook-timestamp": timestamp,
                     "webhook-signature": signature})
                 response.raise_for_status()
             after_trips, after_statements = counter.count()
-            figures[f"{mix}_cpu_us"] = (cpu_seconds(pid) - cpu_before) * 1e6 / count
+            figures[f"{mix}_cpu_us"] = (tree_cpu_seconds(pid) - cpu_before) * 1e6 / count
             figures[f"{mix}_trips"] = (after_trips - trips) / count
             figures[f"{mix}_statements"] = (after_statements - statements) / count
     return figures
@@ -154,6 +156,8 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=10, help=f"seconds per load run (at most {MAX_DURATION_S})")
     parser.add_argument("--connections", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--events", type=int, default=30_000, help="pre-signed requests per gateway run")
+    parser.add_argument("--web-workers", type=int, default=2,
+                        help="the gateway's web_workers (worker processes of its web process)")
     parser.add_argument("--profile", type=Path, help="directory for py-spy profiles of the gateway's runs")
     parser.add_argument("--json", type=Path, help="write the figures to this file (bench/README.md)")
     args = parser.parse_args()
@@ -161,10 +165,10 @@ def main() -> None:
     with embedded_database() as (url, work):
         prepare_attempts(url, "PGB-", PGBENCH_ATTEMPTS, with_payment_id=True)
         progress("counting round trips on the wire")
-        trips = wire_trips(url, WIRE_COUNT)
+        trips = wire_trips(url, WIRE_COUNT, args.web_workers)
         runs = []
-        with uvicorn(["bench.bare_app:app"], {}) as bare_base, \
-                uvicorn(["--factory", "gateway.app:app_from_environment"], gateway_env(url)) as gateway_base:
+        with uvicorn(["bench.bare_app:app"], {}, args.web_workers) as bare_base, \
+                web(gateway_env(url), args.web_workers) as gateway_base:
             for connections in args.connections:
                 ceiling_db = pgbench(url, BENCH / "notification_txn.sql", connections, duration,
                                      {"attempts": PGBENCH_ATTEMPTS, "account": ACCOUNT})
@@ -177,24 +181,26 @@ def main() -> None:
                     ceiling_http = wrk(bare_base, requests_file, connections, duration)
                     profile = args.profile / f"notifications-{prefix.rstrip('-')}.txt" if args.profile else None
                     pid = SERVER_PIDS[gateway_base]
-                    cpu_before = cpu_seconds(pid)
+                    cpu_before = tree_cpu_seconds(pid)
                     with profiled(pid, profile):
                         result = wrk(gateway_base, requests_file, connections, duration)
-                    cpu_us = (cpu_seconds(pid) - cpu_before) * 1e6 / max(result["rps"] * duration, 1)
+                    cpu_us = (tree_cpu_seconds(pid) - cpu_before) * 1e6 / max(result["rps"] * duration, 1)
                     runs.append({"senders": connections, "mix": mix, "rate": result["rps"], "p99_ms": result["p99_ms"],
                                  "pgbench_tps": ceiling_db, "ratio_pgbench": result["rps"] / ceiling_db,
                                  "bare_rate": ceiling_http["rps"], "ratio_bare": result["rps"] / ceiling_http["rps"],
                                  "non_2xx": result["non_2xx"], "wrapped": result["wrapped"],
                                  "round_trips": trips[f"{mix}_trips"], "statements": trips[f"{mix}_statements"],
                                  "gateway_cpu_us": cpu_us,
-                                 "gateway_cpu_us_one_client": trips[f"{mix}_cpu_us"]})
-    report(runs, duration)
+                                 "gateway_cpu_us_one_client": trips[f"{mix}_cpu_us"],
+                                 "web_workers": args.web_workers})
+    report(runs, duration, args.web_workers)
     if args.json:
         args.json.write_text(json.dumps({"runs": runs}, indent=1) + "\n")
 
 
-def report(runs: list[dict[str, Any]], duration: int) -> None:
-    print(f"\nverified notifications/s, {duration} s per run, loopback, wrk -t2 (bench/README.md)\n")
+def report(runs: list[dict[str, Any]], duration: int, workers: int) -> None:
+    print(f"\nverified notifications/s, {duration} s per run, loopback, wrk -t2, gateway web_workers={workers}"
+          " (bench/README.md)\n")
     print(f"{'senders':>7} {'mix':<10} {'gateway/s':>10} {'p99 ms':>7} {'non-2xx':>7} {'wrapped':>7} "
           f"{'pgbench tps':>11} {'ratio':>6} {'bare /s':>9} {'ratio':>6} {'trips':>5} {'stmts':>5}"
           f" {'cpu us':>6} {'1 client':>8}")

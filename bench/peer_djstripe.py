@@ -1,6 +1,7 @@
 """Benchmark: paygate's webhook ingest side by side with dj-stripe's (issue 13; bench/README.md).
 
-    python bench/peer_djstripe.py [--duration 10] [--connections 16] [--events 30000] [--json PATH]
+    python bench/peer_djstripe.py [--duration 10] [--connections 16] [--events 30000] [--web-workers 2]
+                                  [--json PATH]
 
 Both run in one run against one throwaway PostgreSQL 15 cluster (Debian's binaries, run as the
 ``postgres`` user) with the settings of the peer benchmark (../shared/peers/djstripe/README.md:
@@ -11,7 +12,8 @@ seconds, replaying ``--events`` pre-signed, unique requests prepared before the 
 - dj-stripe 2.11 (the peer's project and request generator, in /tmp/djstripe-venv, installed with
   the peer's pinned versions if missing): gunicorn, 2 sync workers, CONN_MAX_AGE=600, the peer's
   conventional setup; each request a signed ``refund.updated`` event it verifies and records;
-- paygate: uvicorn, one worker (bench/notifications.py's setup); each request a signed CardCo
+- paygate: its ``web`` process as the Procfile runs it (``python -m gateway.web``) with
+  ``--web-workers`` worker processes (bench/notifications.py's setup); each request a signed CardCo
   ``payment.succeeded`` that resolves its own Started attempt, pays its order and queues its
   confirmation in one transaction (more work per request than dj-stripe's).
 
@@ -37,7 +39,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.notifications import gateway_env, prepare_attempts, signed_lines, wrk  # noqa: E402
-from bench.support import ROOT, progress, uvicorn  # noqa: E402
+from bench.support import ROOT, progress, web  # noqa: E402
 from gateway.clock import SystemClock  # noqa: E402
 from gateway.local.servers import free_port  # noqa: E402
 from gateway.store.migrate import migrate  # noqa: E402
@@ -144,11 +146,11 @@ def djstripe_rate(peer: Path, python: str, base: str, work: Path, events: int, c
     return float(output.split("Requests/sec:")[1].split()[0])
 
 
-def paygate_rate(url: str, work: Path, events: int, connections: int, duration: int) -> float:
+def paygate_rate(url: str, work: Path, events: int, connections: int, duration: int, workers: int) -> float:
     prepare_attempts(url, "P-", events)
     requests_file = work / "paygate.tsv"
     requests_file.write_text("\n".join(signed_lines("P-", events, False)) + "\n")
-    with uvicorn(["--factory", "gateway.app:app_from_environment"], gateway_env(url)) as base:
+    with web(gateway_env(url), workers) as base:
         result = wrk(base, requests_file, connections, duration, threads=1)
     if result["non_2xx"]:
         raise RuntimeError(f"paygate answered {result['non_2xx']:.0f} errors")
@@ -160,6 +162,8 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=10, help=f"seconds per run (at most {MAX_DURATION_S})")
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--events", type=int, default=30_000, help="pre-signed unique requests for each side")
+    parser.add_argument("--web-workers", type=int, default=2,
+                        help="paygate's web_workers (dj-stripe runs 2 gunicorn workers)")
     parser.add_argument("--json", type=Path, help="write the figures to this file (bench/README.md)")
     args = parser.parse_args()
     duration = min(args.duration, MAX_DURATION_S)
@@ -170,16 +174,17 @@ def main() -> None:
             url = f"postgresql://postgres@127.0.0.1:{port}/paygate"
             migrate(url, SystemClock())
             progress(f"paygate: {args.connections} connections, {duration} s")
-            ours = paygate_rate(url, work, args.events, args.connections, duration)
+            ours = paygate_rate(url, work, args.events, args.connections, duration, args.web_workers)
             with djstripe_server(peer, python, port) as base:
                 progress(f"dj-stripe: {args.connections} connections, {duration} s")
                 theirs = djstripe_rate(peer, python, base, work, args.events, args.connections, duration)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    figures = {"paygate_rate": ours, "djstripe_rate": theirs, "ratio": ours / theirs}
+    figures = {"paygate_rate": ours, "djstripe_rate": theirs, "ratio": ours / theirs,
+               "web_workers": args.web_workers}
     print(f"\nwebhook ingest side by side, wrk -t1 -c{args.connections}, {duration} s, {args.events} unique "
           "pre-signed requests each, one PostgreSQL 15 (bench/README.md)\n")
-    print(f"  paygate (uvicorn, 1 worker)          {ours:>8.0f} /s")
+    print(f"  paygate (uvicorn, {args.web_workers} workers)         {ours:>8.0f} /s")
     print(f"  dj-stripe 2.11 (gunicorn, 2 sync)    {theirs:>8.0f} /s")
     print(f"  ratio                                {ours / theirs:>8.1f}x")
     if args.json:

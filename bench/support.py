@@ -84,14 +84,31 @@ def insert_orders(url: str, prefix: str, count: int) -> None:
 
 
 @contextmanager
-def uvicorn(target: list[str], env: dict[str, str]) -> Iterator[str]:
-    """``uvicorn <target>`` on a loopback port (uvloop, httptools, one worker, no access log);
-    yields its base URL once it answers (any status: lifespan start-up has finished)."""
+def uvicorn(target: list[str], env: dict[str, str], workers: int = 1) -> Iterator[str]:
+    """``uvicorn <target>`` on a loopback port (uvloop, httptools, ``workers`` workers, no access
+    log); yields its base URL once it answers (any status: lifespan start-up has finished)."""
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", *target, "--host", "127.0.0.1", "--port", str(port), "--loop", "uvloop",
-         "--http", "httptools", "--no-access-log", "--log-level", "warning", "--workers", "1"],
-        cwd=ROOT, env={**os.environ, **env})
+    with _serving([sys.executable, "-m", "uvicorn", *target, "--host", "127.0.0.1", "--port", str(port), "--loop",
+                   "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning", "--workers",
+                   str(workers)], env, port) as base:
+        yield base
+
+
+@contextmanager
+def web(env: dict[str, str], workers: int = 1) -> Iterator[str]:
+    """The gateway's ``web`` process as the Procfile runs it (``python -m gateway.web``: uvicorn,
+    uvloop, httptools, no access log) with ``workers`` worker processes (``web_workers``), on a
+    loopback port; yields its base URL once it answers. Its pid in SERVER_PIDS is the parent's:
+    :func:`tree_cpu_seconds` and :func:`profiled` cover its workers too."""
+    port = free_port()
+    with _serving([sys.executable, "-m", "gateway.web", "--host", "127.0.0.1", "--port", str(port)],
+                  {"PAYGATE_LOG_LEVEL": "warning", **env, "PAYGATE_WEB_WORKERS": str(workers)}, port) as base:
+        yield base
+
+
+@contextmanager
+def _serving(argv: list[str], env: dict[str, str], port: int) -> Iterator[str]:
+    process = subprocess.Popen(argv, cwd=ROOT, env={**os.environ, **env})
     base = f"http://127.0.0.1:{port}"
     SERVER_PIDS[base] = process.pid
     try:
@@ -102,7 +119,7 @@ def uvicorn(target: list[str], env: dict[str, str]) -> Iterator[str]:
             except httpx.TransportError:
                 time.sleep(0.05)
         else:
-            raise RuntimeError(f"uvicorn {target} did not start")
+            raise RuntimeError(f"{argv[2:4]} did not start")
         yield base
     finally:
         process.terminate()
@@ -118,7 +135,7 @@ def profiled(pid: int, output: Path | None) -> Iterator[None]:
         return
     spy = subprocess.Popen([shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy"), "record",
                             "--pid", str(pid), "--rate", "200", "--format", "raw", "--output", str(output),
-                            "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            "--nonblocking", "--subprocesses"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         yield
     finally:
@@ -284,3 +301,10 @@ def cpu_seconds(pid: int) -> float:
     what a busy, shared machine changes least."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """:func:`cpu_seconds` of ``pid`` and every live process below it (a web process's workers)."""
+    children = [int(child) for task in Path(f"/proc/{pid}/task").iterdir()
+                for child in (task / "children").read_text().split()]
+    return cpu_seconds(pid) + sum(tree_cpu_seconds(child) for child in children)

@@ -1,7 +1,7 @@
 """The gateway ASGI application.
 
 ``create_app(settings)`` opens its services in the lifespan (or takes ready ones, for tests);
-``uvicorn --factory gateway.app:app_from_environment`` is what the Procfile's ``web`` runs.
+``python -m gateway.web`` (the Procfile's ``web``) serves ``app_from_environment`` under uvicorn.
 """
 
 from __future__ import annotations

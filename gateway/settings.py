@@ -186,6 +186,9 @@ class Settings(_Model):
     # revoked or expired token keeps working for at most this long. 0 looks every token up.
     token_cache_s: float = Field(default=5.0, ge=0, le=300)
     db_pool_size: int = Field(default=8, gt=0, le=200)
+    # Worker processes of one web process (docs/decisions/0049): each has its own pool of
+    # db_pool_size connections. Up to the cores the gateway gets; 1 serves in the process itself.
+    web_workers: int = Field(default=1, gt=0, le=64)
     # Recovery loop, reminders, outbox and the clock process (seed 004).
     recovery_lease_s: Duration = 60
     # Added to the worst-case pass when checking the lease: the clock skew between application

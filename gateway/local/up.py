@@ -40,10 +40,8 @@ def processes(web_port: int, provider_port: int, sinks_port: int) -> dict[str, l
     """The Procfile's processes (plus the demo sinks) as argument vectors for this Python."""
     py = sys.executable
     return {
-        # uvloop and httptools named, not left to uvicorn's "auto" (issue 13: the benchmarks' setup).
-        "web": [py, "-m", "uvicorn", "--factory", "gateway.app:app_from_environment",
-                "--host", "127.0.0.1", "--port", str(web_port), "--loop", "uvloop", "--http", "httptools",
-                "--no-access-log"],
+        # uvicorn with uvloop, httptools and web_workers processes (gateway/web.py).
+        "web": [py, "-m", "gateway.web", "--host", "127.0.0.1", "--port", str(web_port)],
         # Shuts down within the supervisor's 5 s grace: a pass cut short only leaves a lease to expire.
         "worker": [py, "-m", "dramatiq", "jobs", "--processes", "1", "--threads", "4",
                    "--worker-shutdown-timeout", "4000"],

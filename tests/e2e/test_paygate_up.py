@@ -163,7 +163,7 @@ def test_paygate_up_restarts_a_worker_killed_with_sigkill_and_keeps_the_rest_run
         up = psutil.Process(process.pid)
         worker = _dramatiq_parent(up)
         assert worker is not None
-        web_pids = {c.pid for c in up.children() if "gateway.app:app_from_environment" in c.cmdline()}
+        web_pids = {c.pid for c in up.children() if "gateway.web" in c.cmdline()}
         worker.kill()
 
         # The supervisor says so before it restarts; until it has, a dramatiq process of the killed
@@ -177,7 +177,7 @@ def test_paygate_up_restarts_a_worker_killed_with_sigkill_and_keeps_the_rest_run
             time.sleep(0.2)
             restarted = _dramatiq_parent(up)
         assert b"worker     | " in log_path.read_bytes()
-        assert {c.pid for c in up.children() if "gateway.app:app_from_environment" in c.cmdline()} == web_pids
+        assert {c.pid for c in up.children() if "gateway.web" in c.cmdline()} == web_pids
         assert httpx.get(f"{demo['gateway_url']}/readyz", timeout=5).status_code == 200
 
         children = up.children(recursive=True)

@@ -1,5 +1,5 @@
 """The Procfile's processes refuse a database that lacks a migration of their build (issue 15
-item 1; docs/decisions/0035): a real `web` (uvicorn) and a real `clock` started against it exit
+item 1; docs/decisions/0035): a real `web` (gateway.web: uvicorn) and a real `clock` started against it exit
 with an error naming the missing migration and `paygate db migrate`, instead of running SQL the
 schema cannot answer."""
 
@@ -34,8 +34,7 @@ def test_web_and_clock_exit_on_a_database_that_lacks_a_migration(
     env = {**os.environ, "PAYGATE_CONFIG": str(config), "DATABASE_URL": database_url, "REDIS_URL": redis_url,
            "PAYGATE_LOG_FORMAT": "json"}
     commands = {
-        "web": [sys.executable, "-m", "uvicorn", "--factory", "gateway.app:app_from_environment",
-                "--host", "127.0.0.1", "--port", str(free_port())],
+        "web": [sys.executable, "-m", "gateway.web", "--host", "127.0.0.1", "--port", str(free_port())],
         "clock": [sys.executable, "-m", "jobs.clock"],
     }
     started = {name: subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

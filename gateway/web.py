@@ -1,0 +1,39 @@
+"""The ``web`` process (Procfile, ``paygate up``): uvicorn serving :func:`gateway.app.app_from_environment`
+with uvloop and httptools, no access log, and ``web_workers`` worker processes (docs/decisions/0049).
+
+    python -m gateway.web [--host 127.0.0.1] [--port 8000]
+
+One worker serves in this process. With more, uvicorn's supervisor binds the socket here and runs
+that many processes accepting on it, each with its own lifespan: its own database pool
+(``db_pool_size`` connections each), token cache and counters, flushed to PostgreSQL every
+``metrics_flush_s`` and at shutdown (docs/decisions/0041). A worker that cannot start (a schema
+that lacks a migration) stops the whole process, as a single worker does.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import uvicorn
+
+from gateway.settings import Settings, load_settings
+
+APP = "gateway.app:app_from_environment"
+
+
+def options(settings: Settings, host: str, port: int) -> dict[str, object]:
+    """uvicorn's settings for the web process (issue 13: uvloop and httptools named, not "auto")."""
+    return {"factory": True, "host": host, "port": port, "loop": "uvloop", "http": "httptools",
+            "access_log": False, "log_level": settings.log_level, "workers": settings.web_workers}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m gateway.web", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    args = parser.parse_args(argv)
+    uvicorn.run(APP, **options(load_settings(), args.host, args.port))  # type: ignore[arg-type]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""The web process runs ``web_workers`` uvicorn worker processes (issue 13, the ingest target's
+lever on 2 cores; docs/decisions/0049): ``python -m gateway.web``, the Procfile's ``web``, started
+with ``web_workers`` 2 answers from two worker processes below it (each has run its own
+lifespan start-up, or uvicorn would not count it started), and stops with both on SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from gateway.local.servers import free_port
+from tests.conftest import TEST_ACCOUNT, TEST_PEPPER, account_config
+
+pytestmark = pytest.mark.e2e
+START_TIMEOUT_S = 60
+
+
+def test_the_web_process_serves_from_web_workers_processes(database_url: str, redis_url: str,
+                                                           tmp_path: Path) -> None:
+    config = tmp_path / "paygate.json"
+    config.write_text(json.dumps({"token_pepper": TEST_PEPPER, "provider_accounts": [account_config(TEST_ACCOUNT)],
+                                  "web_workers": 2}))
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "gateway.web", "--host", "127.0.0.1", "--port", str(port)],
+                               env={**os.environ, "PAYGATE_CONFIG": str(config), "DATABASE_URL": database_url,
+                                    "REDIS_URL": redis_url, "PAYGATE_LOG_LEVEL": "warning"})
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        workers: list[psutil.Process] = []
+        while True:  # poll (not a deadline for the behaviour): both workers up and answering
+            assert process.poll() is None, "the web process exited"
+            assert time.monotonic() < deadline, "the web process did not start two answering workers"
+            workers = [child for child in psutil.Process(process.pid).children()
+                       if any("spawn_main" in part for part in child.cmdline())]
+            try:
+                ready = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
+            except httpx.TransportError:
+                ready = False
+            if ready and len(workers) == 2:
+                break
+            time.sleep(0.2)
+        assert len({worker.pid for worker in workers}) == 2
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+        assert not any(worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE for worker in workers)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
