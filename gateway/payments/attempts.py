@@ -205,19 +205,22 @@ class Attempts:
         With a recovery ``lease``, the same transaction also finishes the pass: an outcome that
         leaves the attempt unresolved (or escalates) schedules it and releases the lease, a
         resolution releases the lease if it is still this worker's. A provider outcome stays valid
-        evidence after the lease expired, so it is applied under the state rules alone."""
+        evidence after the lease expired, so it is applied under the state rules alone.
+
+        ``locked``: the attempt as the caller's transaction already locked it, ``lock_for_evidence``'s
+        row (a notification locks it in the statement that records it, docs/decisions/0049)."""
         if conn is not None:
-            return await self._apply(conn, attempt_id, evidence, actor, kind, lease)
+            return await self._apply(conn, attempt_id, evidence, actor, kind, lease, locked)
 
         async def once() -> Attempt:
             async with self._db.transaction() as own:
-                return await self._apply(own, attempt_id, evidence, actor, kind, lease)
+                return await self._apply(own, attempt_id, evidence, actor, kind, lease, None)
 
         result: Attempt = await retry_transaction(once)
         return result
 
     async def _apply(self, conn: Connection, attempt_id: uuid.UUID, evidence: Evidence, actor: str,
-                     kind: str | None, lease: Lease | None, locked: Attempt | None = None) -> Attempt:
+                     kind: str | None, lease: Lease | None, locked: Attempt | None) -> Attempt:
         now = self._clock.now()
         attempt = locked or await fetch_one(conn, _SQL["lock_for_evidence"], {
             "attempt_id": attempt_id, "provider_payment_id": evidence.provider_payment_id})
