@@ -14,7 +14,6 @@ written as pstats and summarised by cumulative and own time.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import cProfile
 import os
 import pstats
