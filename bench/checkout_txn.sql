@@ -38,31 +38,52 @@ WITH payable AS (
 )
 SELECT started.attempt_id, (SELECT event_id FROM intent) FROM started;
 COMMIT;
--- 3. record the outcome: locks, send_result, conditional update, transition, order Paid, outbox,
---    escalations resolved
+-- 3. record the outcome: the order and attempt locks in one statement, the send_result and every
+--    write in one (gateway/payments/queries.sql lock_for_evidence and write_evidence,
+--    docs/decisions/0048): conditional update, events, order (back to Open rather than Paid: the
+--    same write, and a reused order costs the same next time), outbox, escalations resolved
 BEGIN;
-SELECT o.* FROM orders o WHERE o.order_id = 'PGB-' || (:n)::text FOR NO KEY UPDATE;
-SELECT a.*, (SELECT count(*) FROM payment_attempt_events e WHERE e.attempt_id = a.attempt_id AND e.kind = 'send_intent')
-  FROM payment_attempts a WHERE a.order_id = 'PGB-' || (:n)::text AND a.state = 'Started' FOR NO KEY UPDATE OF a;
-INSERT INTO payment_attempt_events (attempt_id, occurred_at, kind, actor, detail)
-SELECT attempt_id, now(), 'send_result', 'endpoint', '{"finding": "succeeded"}'
-  FROM payment_attempts WHERE order_id = 'PGB-' || (:n)::text AND state = 'Started';
-SELECT attempt_id FROM payment_attempts WHERE provider_account = :account
-   AND provider_payment_id = 'pay_pgb_' || (:n)::text;
-INSERT INTO outbox_messages (dedup_key, attempt_id, ordering_key, kind, payload, created_at, next_attempt_at)
-SELECT concat_ws(chr(58), 'attempt', attempt_id, 'order-confirmation'), attempt_id,
-       concat_ws(chr(58), 'attempt', attempt_id),
-       'order-confirmation', '{}', now(), now()
-  FROM payment_attempts WHERE order_id = 'PGB-' || (:n)::text AND state = 'Started'
-ON CONFLICT (dedup_key) DO NOTHING;
-INSERT INTO payment_attempt_events (attempt_id, occurred_at, kind, actor, detail)
-SELECT attempt_id, now(), 'transition', 'endpoint', '{"from": "Started", "to": "Succeeded"}'
-  FROM payment_attempts WHERE order_id = 'PGB-' || (:n)::text AND state = 'Started';
-UPDATE payment_attempts SET state = 'Succeeded', provider_payment_id = COALESCE(provider_payment_id, 'pay_' || attempt_id),
-       provider_status = 'succeeded', version = version + 1
- WHERE order_id = 'PGB-' || (:n)::text AND state = 'Started';
--- (back to Open rather than Paid: the same write, and a reused order costs the same next time)
-UPDATE orders SET state = 'Open', updated_at = now(), version = version + 1 WHERE order_id = 'PGB-' || (:n)::text;
-UPDATE payment_escalations SET resolved_at = now(), next_reminder_at = NULL
- WHERE attempt_id IS NULL AND escalation_key = 'PGB-' || (:n)::text AND resolved_at IS NULL;
+-- (an order another client just took has no Started attempt: the row of NULLs makes the writes miss,
+-- as the gateway's conditional update would)
+WITH locked_order AS MATERIALIZED (
+    SELECT o.order_id FROM orders o WHERE o.order_id = 'PGB-' || (:n)::text FOR NO KEY UPDATE
+), locked AS (
+    SELECT a.attempt_id, a.version,
+           (SELECT count(*) FROM payment_attempt_events e
+             WHERE e.attempt_id = a.attempt_id AND e.kind = 'send_intent') AS send_intents,
+           (SELECT other.attempt_id FROM payment_attempts other
+             WHERE other.provider_account = a.provider_account
+               AND other.provider_payment_id = 'pay_pgb_' || (:n)::text
+               AND other.attempt_id <> a.attempt_id) AS provider_payment_owner
+      FROM payment_attempts a JOIN locked_order USING (order_id)
+     WHERE a.state = 'Started'
+       FOR NO KEY UPDATE OF a
+)
+SELECT locked.* FROM (VALUES (1)) AS one (n) LEFT JOIN locked ON true \gset
+WITH applied AS (
+    UPDATE payment_attempts
+       SET state = 'Succeeded', provider_payment_id = COALESCE(provider_payment_id, 'pay_' || attempt_id),
+           provider_status = 'succeeded', version = version + 1
+     WHERE attempt_id = NULLIF(:attempt_id, '')::uuid AND version = NULLIF(:version, '')::int
+    RETURNING *
+), events AS (
+    INSERT INTO payment_attempt_events (attempt_id, occurred_at, kind, actor, detail)
+    SELECT applied.attempt_id, now(), e.kind, 'endpoint', e.detail
+      FROM applied, (VALUES (1, 'send_result', '{"finding": "succeeded"}'::jsonb),
+                            (2, 'transition', '{"from": "Started", "to": "Succeeded"}'::jsonb)) AS e (n, kind, detail)
+     ORDER BY e.n
+), settled AS (
+    UPDATE orders o SET state = 'Open', updated_at = now(), version = o.version + 1
+      FROM applied WHERE o.order_id = applied.order_id AND o.state IN ('Open', 'CancelRequested')
+), queued AS (
+    INSERT INTO outbox_messages (dedup_key, attempt_id, ordering_key, kind, payload, created_at, next_attempt_at)
+    SELECT concat_ws(chr(58), 'attempt', attempt_id, 'order-confirmation'), attempt_id,
+           concat_ws(chr(58), 'attempt', attempt_id), 'order-confirmation', '{}', now(), now()
+      FROM applied
+    ON CONFLICT (dedup_key) DO NOTHING
+), resolved AS (
+    UPDATE payment_escalations SET resolved_at = now(), next_reminder_at = NULL
+     WHERE attempt_id = (SELECT attempt_id FROM applied) AND resolved_at IS NULL
+)
+SELECT attempt_id FROM applied;
 COMMIT;

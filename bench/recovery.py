@@ -363,7 +363,7 @@ def main() -> None:
             # Only now: pgbench's attempts stay due, and no worker may sweep them.
             insert_backlog(url, cardco, "PGB-", args.attempts)
             for row in rows:
-                progress(f"pgbench, {row['workers']} client(s)")
+                progress(f"pgbench, {row['workers'] * args.concurrency} client(s)")
                 row["pgbench_tps"] = pgbench(url, BENCH / "recovery_txn.sql", row["workers"] * args.concurrency,
                                              duration, {"attempts": args.attempts, "account": ACCOUNT})
     for row in rows:
