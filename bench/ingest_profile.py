@@ -1,14 +1,15 @@
 """The gateway's own CPU per verified notification, one at a time, in one process (bench/README.md
 "Where the time goes"): no HTTP server, no load generator, no other client sharing the cores.
 
-    python bench/ingest_profile.py [--count 2000] [--profile /tmp/ingest.pstats] [--top 40]
+    python bench/ingest_profile.py [--count 2000] [--profile /tmp/ingest.pstats] [--profile-mix duplicates] [--top 40]
 
 An embedded PostgreSQL holds Started attempts (as bench/notifications.py prepares them); the
 gateway's ASGI app (create_app with its real services) is called directly with each pre-signed
 CardCo ``payment.succeeded`` request, then with the same requests again (duplicates). Printed: CPU
 microseconds per request of this process (``time.process_time``: the app, psycopg and the event
-loop, not PostgreSQL), and with ``--profile`` a cProfile (CPU timer) of the unique requests,
-written as pstats and summarised by cumulative and own time.
+loop, not PostgreSQL), and with ``--profile`` a cProfile (CPU timer) of the unique requests (or,
+with ``--profile-mix duplicates``, of their duplicates), written as pstats and summarised by
+cumulative and own time.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ async def call(app: Any, path: str, headers: list[tuple[bytes, bytes]], body: by
     return status
 
 
-async def run(url: str, count: int, profile: Path | None, top: int) -> None:
+async def run(url: str, count: int, profile: Path | None, profiled_mix: str, top: int) -> None:
     os.environ.update(gateway_env(url))
     from gateway.app import create_app
     from gateway.logs import configure_logging
@@ -72,7 +73,7 @@ async def run(url: str, count: int, profile: Path | None, top: int) -> None:
                                 (b"webhook-signature", signature.encode())], body.encode()))
     try:
         for mix in ("unique", "duplicates"):
-            profiler = cProfile.Profile(time.process_time) if profile and mix == "unique" else None
+            profiler = cProfile.Profile(time.process_time) if profile and mix == profiled_mix else None
             started = time.process_time()
             if profiler:
                 profiler.enable()
@@ -97,7 +98,8 @@ async def run(url: str, count: int, profile: Path | None, top: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=2000)
-    parser.add_argument("--profile", type=Path, help="write a cProfile (CPU timer) of the unique requests here")
+    parser.add_argument("--profile", type=Path, help="write a cProfile (CPU timer) of one mix's requests here")
+    parser.add_argument("--profile-mix", choices=("unique", "duplicates"), default="unique")
     parser.add_argument("--top", type=int, default=40)
     args = parser.parse_args()
     with embedded_database() as (url, _work):
@@ -105,7 +107,7 @@ def main() -> None:
         progress(f"{args.count} Started attempts prepared")
         import uvloop
 
-        uvloop.run(run(url, args.count, args.profile, args.top))
+        uvloop.run(run(url, args.count, args.profile, args.profile_mix, args.top))
 
 
 if __name__ == "__main__":
