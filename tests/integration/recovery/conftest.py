@@ -3,7 +3,8 @@
 Issue 16: the recovery matrix of seed 004 runs against both adapters. Every test here runs once
 on CardCo's account and once on a Stripe account served by the same fake's Stripe dialect
 (``/stripe/v1/...``: same store, faults, clock and ledger), the gateway talking to it through its
-Stripe adapter."""
+Stripe adapter (the ``provider`` fixture and the ``shop`` on its test account are
+tests/integration/conftest.py's)."""
 
 from __future__ import annotations
 
@@ -18,19 +19,12 @@ from provider_fake import Clock as CardCoClock
 from provider_fake.config import Account
 from tests.conftest import CARDCO_URL, LIVE_ACCOUNT, TEST_ACCOUNT, account_config, settings_with
 from tests.integration.checkout.conftest import Shop
-from tests.integration.checkout.conftest import shop as cardco_shop  # noqa: F401  (the checkout suite's Shop)
-from tests.stripe_support import stripe_account
+from tests.stripe_support import STRIPE_ACCOUNT, stripe_account
 
-STRIPE_ACCOUNT = "stripe:acct_store:test"
 STRIPE_KEY = "sk_test_recovery"
 STRIPE_SECRET = "whsec_stripe_recovery_test"
 
 WorkerFactory = Callable[[str], Recovery]
-
-
-@pytest.fixture(params=["cardco", "stripe"])
-def provider(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 @pytest.fixture
@@ -48,13 +42,6 @@ def cardco(clock: object) -> CardCo:
                 for a in (account_config(TEST_ACCOUNT), account_config(LIVE_ACCOUNT))]
     accounts.append(Account(id=STRIPE_ACCOUNT, api_key=STRIPE_KEY, dialect="stripe", webhook_secrets=[STRIPE_SECRET]))
     return CardCo(CardCoConfig(accounts=accounts), clock=CardCoClock(base=clock.now))  # type: ignore[attr-defined]
-
-
-@pytest.fixture
-def shop(cardco_shop: Shop, provider: str) -> Shop:  # noqa: F811
-    """The checkout shop, its orders on the ``provider``'s test account."""
-    cardco_shop.account = STRIPE_ACCOUNT if provider == "stripe" else TEST_ACCOUNT
-    return cardco_shop
 
 
 @pytest.fixture
