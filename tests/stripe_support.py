@@ -21,9 +21,9 @@ STRIPE_API_VERSION = "2025-09-30.clover"
 
 
 def stripe_account(base_url: str = STRIPE_URL, api_key: str = "sk_test_51Qstripe", secret: str = STRIPE_SECRET,
-                   endpoint: str = "stripe-test") -> dict[str, object]:
-    """A Stripe test account's gateway configuration (issue 16)."""
-    return {"id": STRIPE_ACCOUNT, "base_url": base_url, "api_key": api_key, "api_version": STRIPE_API_VERSION,
+                   endpoint: str = "stripe-test", id: str = STRIPE_ACCOUNT) -> dict[str, object]:
+    """A Stripe account's gateway configuration (issue 16; the test account unless ``id`` says otherwise)."""
+    return {"id": id, "base_url": base_url, "api_key": api_key, "api_version": STRIPE_API_VERSION,
             "webhook_endpoint_id": endpoint, "webhook_secrets": [secret]}
 
 
@@ -95,10 +95,14 @@ def charge_refunded(*refunds: dict[str, Any], amount: int = 4250, refunded: bool
             "status": "succeeded", "refunds": listing(*refunds, url="/v1/charges/ch_3Q0abc/refunds")}
 
 
+def event_document(event_type: str, subject: dict[str, Any], *, id: str = "evt_1Q0abc") -> dict[str, Any]:
+    return {"id": id, "object": "event", "api_version": STRIPE_API_VERSION, "created": 1764600005,
+            "data": {"object": subject}, "livemode": False, "pending_webhooks": 1,
+            "request": {"id": "req_1", "idempotency_key": "k"}, "type": event_type}
+
+
 def event(event_type: str, subject: dict[str, Any], *, id: str = "evt_1Q0abc") -> bytes:
-    return json.dumps({"id": id, "object": "event", "api_version": STRIPE_API_VERSION, "created": 1764600005,
-                       "data": {"object": subject}, "livemode": False, "pending_webhooks": 1,
-                       "request": {"id": "req_1", "idempotency_key": "k"}, "type": event_type}).encode()
+    return json.dumps(event_document(event_type, subject, id=id)).encode()
 
 
 class StripeApi:

@@ -1,6 +1,9 @@
 """Operator endpoints for payment attempts (API.md "Operations": ``GET /v1/ops/attempts?state=Unknown``
 oldest first, and ``GET /v1/ops/attempts/{attempt_id}``, "the attempt row plus its full event
-history, oldest first; never a secret or card data"; "Precise details" → Shapes)."""
+history, oldest first; never a secret or card data"; "Precise details" → Shapes).
+
+On CardCo's account alone: these endpoints read rows no adapter shapes; the provider matrix of the
+notifications behind them is tests/integration/notifications."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import pytest
 
 from gateway.services import Services
 from tests.integration.checkout.conftest import Shop, shop
+from tests.integration.conftest import cardco_only as provider  # noqa: F401  (CardCo alone: see above)
 from tests.integration.notifications.conftest import (
     Webhooks,
     operator,

@@ -1,12 +1,15 @@
 """A challenge the provider still waits for, cleared by the endpoint's own timeout (issue 11 item 4).
 
 Seed 004, "The Checkout Endpoint": recording a later outcome clears the customer action, and an
-Unknown attempt never surfaces a stale challenge. When CardCo's ``payment.requires_action``
+Unknown attempt never surfaces a stale challenge. When the provider's requires_action
 notification recorded the challenge first and the endpoint's call then timed out, the Unknown it
 records clears the challenge the customer still has to complete; the attempt is then due for a
 lookup at once, so recovery brings the challenge back within one clock tick, and
 ``provider_status`` never shows a value the recorded state contradicts. Real PostgreSQL, the
-real CardCo fake (its payment, its signed webhook into the gateway app) and one ManualClock.
+real provider fake (its payment, its signed webhook into the gateway app) and one ManualClock.
+
+Issue 16: on CardCo's account and on a Stripe account in the fake's Stripe dialect (its
+``payment_intent.requires_action`` Event, signed with ``Stripe-Signature``).
 """
 
 from __future__ import annotations
@@ -20,12 +23,15 @@ import pytest
 from gateway.clock import ManualClock
 from gateway.recovery.loop import Recovery
 from tests.integration.checkout.conftest import Shop
+from tests.integration.notifications.conftest import named
 
 CALL_BUDGET_S = 15
+# The challenge each provider asks the customer to complete, as its next_action type.
+CHALLENGES = {"cardco": "redirect_to_url", "stripe": "use_stripe_sdk"}
 
 
 async def _a_slow_challenge(shop: Shop) -> asyncio.Task[httpx.Response]:
-    """A 3-D Secure payment CardCo takes (and announces) while its answer to the endpoint is slow."""
+    """A 3-D Secure payment the provider takes (and announces) while its answer to the endpoint is slow."""
     await shop.order(payment_method="pm_card_3ds")
     await shop.faults({"operation": "create_payment", "action": "delay_ms", "delay_ms": 60_000})
     paying = asyncio.create_task(shop.pay())
@@ -33,12 +39,13 @@ async def _a_slow_challenge(shop: Shop) -> asyncio.Task[httpx.Response]:
         if shop.provider_requests():
             return paying
         await asyncio.sleep(0.01)
-    raise AssertionError("CardCo never received the payment")
+    raise AssertionError("the provider never received the payment")
 
 
 async def _notify(shop: Shop) -> None:
     deliveries = await shop.cardco.deliver_pending()
-    assert [(d.event.type, d.state) for d in deliveries] == [("payment.requires_action", "delivered")]
+    assert [(d.event.type, d.state) for d in deliveries] == [(*named(shop.provider, "payment.requires_action"),
+                                                              "delivered")]
 
 
 async def _time_out(paying: asyncio.Task[httpx.Response], clock: ManualClock) -> dict[str, Any]:
@@ -51,9 +58,9 @@ async def _time_out(paying: asyncio.Task[httpx.Response], clock: ManualClock) ->
 @pytest.mark.parametrize("order", ["notification-then-timeout", "timeout-then-notification"])
 async def test_a_challenge_cleared_by_the_endpoints_timeout_is_back_within_one_clock_tick(
         shop: Shop, clock: ManualClock, order: str) -> None:
-    """Issue 11 item 4, both orders of arrival: whichever of CardCo's requires_action notification
+    """Issue 11 item 4, both orders of arrival: whichever of the provider's requires_action notification
     and the endpoint's timeout is recorded first, one clock tick later the status GET presents
-    CardCo's challenge again, and no status ever contradicts the recorded state."""
+    the provider's challenge again, and no status ever contradicts the recorded state."""
     paying = await _a_slow_challenge(shop)
     if order == "notification-then-timeout":
         await _notify(shop)
@@ -78,5 +85,5 @@ async def test_a_challenge_cleared_by_the_endpoints_timeout_is_back_within_one_c
     assert polled.status_code == 200, polled.text
     body = polled.json()
     assert (body["state"], body["provider_status"]) == ("Started", "requires_action")
-    assert body["next_action"]["type"] == "redirect_to_url"
+    assert body["next_action"]["type"] == CHALLENGES[shop.provider]
     assert len(shop.ledger()) == 1  # one payment, never resent while the customer is asked to act

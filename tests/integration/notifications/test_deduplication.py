@@ -10,8 +10,8 @@ import psycopg
 import pytest
 
 from gateway.services import Services
-from tests.conftest import LIVE_ACCOUNT, TEST_ACCOUNT
-from tests.integration.notifications.conftest import Webhooks, payment_event
+from tests.integration.conftest import CARDCO_ONLY
+from tests.integration.notifications.conftest import Webhooks
 
 
 async def test_a_redelivered_keyed_notification_is_recorded_once_and_queues_nothing_again(webhooks: Webhooks) -> None:
@@ -19,7 +19,7 @@ async def test_a_redelivered_keyed_notification_is_recorded_once_and_queues_noth
     recorded once, returns success rather than a constraint error, and queues no downstream work a
     second time"."""
     attempt = await webhooks.attempt()
-    event = payment_event(attempt)
+    event = webhooks.payment_event(attempt)
     assert (await webhooks.deliver(event)).status_code == 204
     outbox = await webhooks.outbox()
     assert (await webhooks.deliver(event)).status_code == 204
@@ -32,22 +32,23 @@ async def test_a_redelivered_keyed_notification_is_recorded_once_and_queues_noth
 async def test_the_same_event_id_under_another_account_is_recorded_separately(webhooks: Webhooks) -> None:
     """Matrix: "... the same event ID under another account is recorded separately"."""
     test_attempt = await webhooks.attempt("ORD-1")
-    live_attempt = await webhooks.attempt("ORD-2", account=LIVE_ACCOUNT)
-    assert (await webhooks.deliver(payment_event(test_attempt, event_id="evt_same"))).status_code == 204
-    assert (await webhooks.deliver(payment_event(live_attempt, event_id="evt_same"), LIVE_ACCOUNT)).status_code == 204
+    live_attempt = await webhooks.attempt("ORD-2", account=webhooks.live_account)
+    assert (await webhooks.deliver(webhooks.payment_event(test_attempt, event_id="evt_same"))).status_code == 204
+    assert (await webhooks.deliver(webhooks.payment_event(live_attempt, event_id="evt_same"), webhooks.live_account)).status_code == 204
     rows = await webhooks.notifications()
     assert [(r["provider_account"], r["notification_key"]) for r in rows] == [
-        (TEST_ACCOUNT, "evt_same"), (LIVE_ACCOUNT, "evt_same")]
+        (webhooks.test_account, "evt_same"), (webhooks.live_account, "evt_same")]
     assert (await webhooks.reload(test_attempt))["state"] == (await webhooks.reload(live_attempt))["state"] == "Succeeded"
 
 
+@CARDCO_ONLY  # Stripe events always carry an id
 async def test_an_unkeyed_notification_without_a_basis_is_recorded_twice_and_applied_once(webhooks: Webhooks) -> None:
     """Matrix: "A notification whose provider gives no basis for a synthesized key, delivered twice,
     is recorded twice, changes the attempt once, and queues its downstream work once through
     effect-keyed outbox rows"; "An unkeyed notification is always recorded and handled, never
     mistaken for a duplicate"."""
     attempt = await webhooks.attempt()
-    event = payment_event(attempt, event_id=None)
+    event = webhooks.payment_event(attempt, event_id=None)
     for _ in range(2):
         assert (await webhooks.deliver(event)).status_code == 204
     rows = await webhooks.notifications()
@@ -56,13 +57,14 @@ async def test_an_unkeyed_notification_without_a_basis_is_recorded_twice_and_app
     assert await webhooks.outbox() == [f"attempt:{attempt['attempt_id']}:order-confirmation"]
 
 
+@CARDCO_ONLY  # Stripe events always carry an id
 @pytest.mark.parametrize("blank", ["", "   "])
 async def test_an_empty_event_id_is_treated_as_missing(webhooks: Webhooks, blank: str) -> None:
     """Matrix: "an empty event ID is treated as missing": two different empty-id notifications
     must not share one key and collide."""
     first, second = await webhooks.attempt(), await webhooks.attempt()
     for attempt in (first, second):
-        assert (await webhooks.deliver(payment_event(attempt, event_id=blank))).status_code == 204
+        assert (await webhooks.deliver(webhooks.payment_event(attempt, event_id=blank))).status_code == 204
     assert [r["notification_key"] for r in await webhooks.notifications()] == [None, None]
     assert [(await webhooks.reload(a))["state"] for a in (first, second)] == ["Succeeded", "Succeeded"]
 
@@ -95,7 +97,7 @@ async def test_two_concurrent_deliveries_produce_one_handling(webhooks: Webhooks
     two connections; a third connection holds the order lock so the first delivery is inside its
     transaction, its notification row inserted but uncommitted, when the second arrives."""
     attempt = await webhooks.attempt()
-    event = payment_event(attempt)
+    event = webhooks.payment_event(attempt)
     async with await psycopg.AsyncConnection.connect(services.settings.database_url) as blocker:
         await blocker.execute("SELECT 1 FROM orders WHERE order_id = %s FOR NO KEY UPDATE", (attempt["order_id"],))
         first = asyncio.create_task(webhooks.deliver(event))
@@ -115,7 +117,7 @@ async def test_a_failure_before_commit_is_5xx_and_the_redelivery_is_handled(
     """Matrix: "A failure before the notification transaction commits returns an error status, and
     the provider's redelivery is handled normally"."""
     attempt = await webhooks.attempt()
-    event = payment_event(attempt)
+    event = webhooks.payment_event(attempt)
 
     async def broken(*_args: Any, **_kwargs: Any) -> Any:
         raise psycopg.OperationalError("connection lost mid-transaction")

@@ -1,6 +1,9 @@
 """Fewer statements on the ingest path (issue 13): the evidence writes as one statement whose every
 part hangs on the conditional update (docs/decisions/0048), and a payment notification's evidence
-locks taken by the statement that records it (docs/decisions/0049)."""
+locks taken by the statement that records it (docs/decisions/0049).
+
+CardCo only (issue 16): these are the statements behind every provider's notifications, below the
+adapter; the matrix that runs them on Stripe too is test_matching and test_deduplication."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from gateway.payments.attempts import _SQL, VersionConflict, facts
 from gateway.services import Services
 from gateway.store.db import fetch_one
 from tests.conftest import TEST_ACCOUNT
+from tests.integration.conftest import cardco_only as provider  # noqa: F401  (CardCo alone: see above)
 from tests.integration.notifications.conftest import Webhooks, payment_event
 
 
