@@ -144,12 +144,20 @@ class Supervisor:
             self.stop()
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> None:
-        """SIGTERM every process group, SIGKILL what is left after ``grace_s``."""
+        """SIGTERM every process, SIGKILL every process group after ``grace_s``.
+
+        The SIGTERM goes to the process the Procfile started, not to its group: a parent that
+        runs workers (dramatiq's, uvicorn's with ``web_workers``) stops them itself, once. Its
+        workers, sent the same signal directly as well, took the parent's forwarded one as a
+        second signal and abandoned their graceful stop (dramatiq: "Killing worker process..."),
+        so the worker never stopped within the grace and was killed with messages in flight."""
         with self._lock:
             self.restart = False
             running = [c for c in self._children.values() if c.process is not None and c.process.poll() is None]
             for child in running:
-                self._signal_group(child, signal.SIGTERM)
+                if child.process is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        child.process.send_signal(signal.SIGTERM)
             deadline = self.clock() + grace_s
             for child in running:
                 try:

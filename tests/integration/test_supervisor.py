@@ -21,6 +21,25 @@ FORKER = [sys.executable, "-c",
           "import signal, subprocess, sys; subprocess.Popen([sys.executable, '-c', 'import signal; signal.pause()']);"
           " print('forked', flush=True); signal.pause()"]
 DIES = [sys.executable, "-c", "raise SystemExit(3)"]
+# dramatiq's shape on stop: the parent forwards SIGTERM to its worker and waits for it; the worker
+# finishes the message in hand on the first signal and abandons it on a second ("Killing worker
+# process..."). The second SIGTERM, if any, lands during that second of finishing.
+GRACEFUL_WORKER = "\n".join([
+    "import signal, time",
+    "seen = []",
+    "signal.signal(signal.SIGTERM, lambda *_: seen.append(1))",
+    "print('ready', flush=True)",
+    "while not seen: signal.pause()",
+    "time.sleep(1)",
+    "print('stopped gracefully' if len(seen) == 1 else 'second signal: abandoned', flush=True)",
+])
+FORWARDING_PARENT = [sys.executable, "-c", "\n".join([
+    "import signal, subprocess, sys, time",
+    f"child = subprocess.Popen([sys.executable, '-c', {GRACEFUL_WORKER!r}])",
+    # like dramatiq's parent, it logs and tidies up before it forwards the signal
+    "signal.signal(signal.SIGTERM, lambda *_: (time.sleep(0.3), child.send_signal(signal.SIGTERM)))",
+    "raise SystemExit(child.wait())",
+])]
 
 
 class Recorder:
@@ -125,3 +144,20 @@ def test_a_kill_reaches_the_whole_group_and_stop_leaves_nothing_running() -> Non
         stop.set()
         supervisor.run(stop)  # returns at once and stops everything
     assert supervisor.pid("worker.1") is None
+
+
+def test_stop_signals_a_parent_once_and_its_worker_stops_gracefully() -> None:
+    """Issue 12's fleet stops cleanly (``paygate up``'s Ctrl-C): stop sends SIGTERM to the process
+    the Procfile started, which stops its own workers; a worker is not sent a second SIGTERM that
+    would make it abandon the message in hand (before: the whole group was signalled, dramatiq's
+    worker took the parent's forwarded signal as a second one, never stopped within the grace and
+    was killed)."""
+    out = Recorder()
+    supervisor = Supervisor(out, clock=Clock())
+    supervisor.add("worker", FORWARDING_PARENT, dict(os.environ))
+    supervisor.start()
+    _until(lambda: ("worker", "ready") in out.lines)
+    supervisor.stop()
+    assert ("worker", "stopped gracefully") in out.lines
+    assert ("worker", "second signal: abandoned") not in out.lines
+    assert not any("did not stop" in event for event in out.events)
