@@ -32,7 +32,7 @@ def states(deliveries: list[Any]) -> list[tuple[str, list[int]]]:
     return [(d.state, [a.get("status") for a in d.attempts]) for d in deliveries]
 
 
-async def test_a_lost_response_is_resolved_by_cardcos_notification(shop: Shop, webhooks: Webhooks) -> None:
+async def test_a_lost_response_is_resolved_by_the_providers_notification(shop: Shop, webhooks: Webhooks) -> None:
     """Matrix: "An attempt past its escalation deadline is never resent, but is still resolved by a
     later lookup or notification" (here: before it) and invariant 3: only evidence resolves Unknown."""
     attempt = await unknown_payment(shop)
