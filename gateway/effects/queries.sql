@@ -48,10 +48,6 @@ SELECT r.attempt_id, r.effect_digest, r.idempotency_key, l.to_state AS protocol_
                       WHERE e.attempt_id = r.attempt_id ORDER BY sequence DESC LIMIT 1) l ON true
  WHERE r.attempt_id = ANY(%(attempt_ids)s::uuid[]);
 
--- name: ledger_of
-SELECT sequence, from_state, to_state, occurred_at, actor, detail
-  FROM effect_ledger WHERE attempt_id = %(attempt_id)s ORDER BY sequence;
-
 -- name: insert_certificate
 -- The certificate and its CERTIFIED ledger row together, or neither: a certificate already issued
 -- is not rewritten and appends no row. One statement, read by nobody before COMMIT (issue 13).
