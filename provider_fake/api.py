@@ -3,8 +3,9 @@
 API.md "provider_fake: CardCo": every request needs `Authorization: Bearer <api key>` and
 `CardCo-Account: <account>` (401 `unauthorized` otherwise), and every one is logged for
 `GET /_control/requests` (method, path with query, lower-case headers with credentials
-redacted, exact body bytes) before anything else happens. Due scheduled changes are applied
-first, so a request always sees the state the fake clock implies.
+redacted, exact body bytes) before anything else happens; once handled, the entry also names the
+fault rule that applied to it, if any (`"fault": "<operation>:<action>"`, extension: what fired).
+Due scheduled changes are applied first, so a request always sees the state the fake clock implies.
 """
 
 from __future__ import annotations
@@ -72,11 +73,21 @@ def request_record(request: Request, body: bytes, received_at: str) -> dict[str,
     }
 
 
-async def received(fake: CardCo, request: Request, body: bytes) -> None:
-    """Log the request for `GET /_control/requests`, then apply the changes due by now."""
+async def received(fake: CardCo, request: Request, body: bytes) -> dict[str, object]:
+    """Log the request for `GET /_control/requests`, then apply the changes due by now; the
+    logged entry, for :func:`note_fault`."""
+    record = request_record(request, body, rfc3339(fake.clock.now()))
     async with fake.store.lock:
-        fake.store.requests.append(request_record(request, body, rfc3339(fake.clock.now())))
+        fake.store.requests.append(record)
         fake.settle()
+    return record
+
+
+def note_fault(record: dict[str, object], rule: FaultRule | None) -> None:
+    """Name in the logged request the fault rule that applied to it (extension): the request log
+    then says which faults actually fired, not only which rules were installed."""
+    if rule is not None:
+        record["fault"] = f"{rule.operation}:{rule.action}"
 
 
 class ProviderApi:
@@ -113,13 +124,14 @@ class ProviderApi:
 
         async def endpoint(request: Request) -> Response:
             body = await request.body()
-            await received(self.fake, request, body)
+            record = await received(self.fake, request, body)
             rule: FaultRule | None = None
             try:
                 account = self.fake.authenticate(request.headers.get("cardco-account"), bearer(request))
                 reply, rule = await handler(request, account, body)
             except ProviderError as error:
                 reply = Reply.error(error)
+            note_fault(record, rule)
             return await render(reply, rule)
 
         return endpoint

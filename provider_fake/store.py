@@ -101,10 +101,12 @@ class Store:
 
     def ledger(self) -> dict[str, list[dict[str, Any]]]:
         """API.md "CardCo control API": every payment and payout that took effect, and (extension,
-        docs/decisions/0021) every refund that did: "nothing refunded twice" is one per payment."""
+        docs/decisions/0021) every refund that did: "nothing refunded twice" is one per payment; and
+        (extension) every payout recall with its status and the payout it names."""
         return {
             "payments": [p.ledger_entry() for p in self.payments.values()],
             "payouts": [p.ledger_entry() for p in self.payouts.values()],
+            "recalls": [r.ledger_entry() | {"payout": r.payout} for r in self.recalls.values()],
             "refunds": [r.ledger_entry() | {"payment": r.payment} for r in self.refunds.values()
                         if r.status == "succeeded"],
         }

@@ -101,6 +101,7 @@ class Delivery:
     due_at: datetime
     bad_signature: bool = False
     held_for_reorder: bool = False
+    fault: str | None = None  # the webhook fault rule that shaped this delivery (extension)
     state: str = "pending"
     attempts: list[dict[str, Any]] = field(default_factory=list)
 
@@ -114,6 +115,7 @@ class Delivery:
             "due_at": rfc3339(self.due_at),
             "held_for_reorder": self.held_for_reorder,
             "bad_signature": self.bad_signature,
+            "fault": self.fault,
             "body": self.body.decode(),
             "attempts": list(self.attempts),
         }
@@ -183,6 +185,7 @@ class Webhooks:
         delivery = self._add(event, self._faulty_body(event, rule))
         if rule is None:
             return
+        delivery.fault = f"webhook:{action}"
         if action == "drop":
             delivery.state = "dropped"
         elif action == "delay_ms":

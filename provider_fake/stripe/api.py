@@ -36,7 +36,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from provider_fake.api import bearer, received
+from provider_fake.api import bearer, note_fault, received
 from provider_fake.config import Account
 from provider_fake.errors import ProviderError
 from provider_fake.fake import CardCo
@@ -158,7 +158,7 @@ class StripeApi:
 
         async def endpoint(request: Request) -> Response:
             body = await request.body()
-            await received(self.fake, request, body)
+            record = await received(self.fake, request, body)
             headers = {"Request-Id": new_id("req")}
             rule: FaultRule | None = None
             try:
@@ -170,6 +170,7 @@ class StripeApi:
                 reply, rule = await handler(request, account, body)
             except ProviderError as error:
                 reply = stripe_reply(error)
+            note_fault(record, rule)
             key = request.headers.get("idempotency-key")
             if key and request.method == "POST":
                 headers["Idempotency-Key"] = key

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import base64
+from datetime import timedelta
 
 from provider_fake import CardCo
 from provider_fake.config import CONFIG_ENV, config_from_env
 from tests.provider_fake.support import (
     LIVE_ACCOUNT,
     RECEIVER_URL,
+    START,
     TEST_ACCOUNT,
     TEST_KEY,
     client_for,
     pay,
+    send_payout,
     set_faults,
 )
 
@@ -70,7 +73,7 @@ async def test_the_clock_advances_and_reset_clears_everything(client, control, f
     await pay(client)
     assert (await control.post("/reset")).status_code == 200
     assert (await control.get("/clock")).json() == {"now": "2026-11-29T16:00:00Z"}
-    assert (await control.get("/ledger")).json() == {"payments": [], "payouts": [], "refunds": []}
+    assert (await control.get("/ledger")).json() == {"payments": [], "payouts": [], "refunds": [], "recalls": []}
     assert (await control.get("/requests")).json() == {"requests": []}
     assert (await control.get("/webhooks")).json() == {"events": [], "deliveries": []}
     assert (await pay(client)).status_code == 200
@@ -108,3 +111,33 @@ async def test_unknown_paths_and_wrong_methods_are_logged_too(fake: CardCo) -> N
         assert (await client.get("/v1/nothing")).status_code == 404
         assert (await client.delete("/v1/payments")).status_code == 405
     assert [(r["method"], r["path"]) for r in fake.store.requests] == [("GET", "/v1/nothing"), ("DELETE", "/v1/payments")]
+
+
+async def test_the_request_log_and_the_deliveries_name_the_fault_that_fired(client, control, fake: CardCo) -> None:
+    """Issue 22 ("faults_fired ... counted from CardCo's request log and webhook deliveries"): a
+    logged request names the rule that applied to it, a delivery the webhook rule that shaped it;
+    an installed rule that matched nothing leaves no trace, and the Stripe mount logs the same."""
+    await set_faults(control, {"operation": "create_payment", "action": "rate_limit", "client_reference": "ORD-1-a1"},
+                     {"operation": "webhook", "action": "bad_signature", "client_reference": "ORD-1-a1"},
+                     {"operation": "create_payout", "action": "drop_response", "client_reference": "PO-9-a1"})
+    await pay(client, key="k1", reference="ORD-1-a1")
+    await pay(client, key="k1", reference="ORD-1-a1")
+    async with client_for(fake, account="stripe:acct_store:test", key="sk_test_k1") as stripe:
+        await set_faults(control, {"operation": "create_payment", "action": "error_500_before_effect"})
+        await stripe.post("/stripe/v1/payment_intents", data={"amount": "100", "currency": "eur"})
+    requests = (await control.get("/requests")).json()["requests"]
+    assert [r.get("fault") for r in requests] == ["create_payment:rate_limit", None, "create_payment:error_500_before_effect"]
+    deliveries = (await control.get("/webhooks")).json()["deliveries"]
+    assert [d["fault"] for d in deliveries] == ["webhook:bad_signature"]
+
+
+async def test_the_ledger_lists_recalls_with_the_payout_they_name(client, control, fake: CardCo) -> None:
+    """Issue 22 (ledger agreement for recalls, extension): every recall CardCo made, any status."""
+    payout = (await send_payout(client, expires_at=START + timedelta(minutes=5))).json()
+    fake.clock.advance(2)
+    expires = (START + timedelta(minutes=5)).isoformat().replace("+00:00", "Z")
+    await client.post(f"/v1/payouts/{payout['id']}/recalls", headers={"Idempotency-Key": "recall-PO-1-r1"},
+                      json={"client_reference": "PO-1-r1", "expires_at": expires})
+    [recall] = (await control.get("/ledger")).json()["recalls"]
+    assert (recall["client_reference"], recall["payout"], recall["idempotency_key"], recall["amount_minor"],
+            recall["status"]) == ("PO-1-r1", payout["id"], "recall-PO-1-r1", payout["amount_minor"], "processing")
