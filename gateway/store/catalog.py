@@ -23,13 +23,15 @@ Catalog = dict[str, str]
 
 RECORDS_TABLE = "paygate_schema_migrations"  # the migration runner's own table, not part of the schema
 SCRATCH_SCHEMA = "paygate_schema_check"
+INVALID = " (INVALID)"  # what ends the definition of an index that pg_index marks not indisvalid
 
 _SQL = load_queries("gateway.store", "catalog.sql")
 
 
 def describe(conn: psycopg.Connection[Any], schema: str) -> Catalog:
     """Every item of ``schema``, the migration records table left out."""
-    rows = conn.execute(_SQL["describe_schema"], {"schema": schema, "records": RECORDS_TABLE}).fetchall()
+    rows = conn.execute(_SQL["describe_schema"], {"schema": schema, "records": RECORDS_TABLE,
+                                                  "invalid": INVALID}).fetchall()
     # Definitions name their schema only when it is not first on the search path; normalize.
     prefix = f"{schema}."
     return {str(item).replace(prefix, ""): str(definition).replace(prefix, "") for item, definition in rows}
@@ -46,9 +48,20 @@ def differences(expected: Catalog, actual: Catalog) -> list[str]:
     a report reads table by table. Empty when the two are equal."""
     lines = [f"missing: {item} {expected[item]}" for item in expected.keys() - actual.keys()]
     lines += [f"unexpected: {item} {actual[item]}" for item in actual.keys() - expected.keys()]
-    lines += [f"differs: {item}\n      expected: {expected[item]}\n      actual:   {actual[item]}"
+    lines += [_invalid(item) if actual[item] == expected[item] + INVALID else
+              f"differs: {item}\n      expected: {expected[item]}\n      actual:   {actual[item]}"
               for item in expected.keys() & actual.keys() if expected[item] != actual[item]]
     return sorted(lines, key=lambda line: line.split(" ", 2)[1:])
+
+
+def _invalid(item: str) -> str:
+    """An expected index that exists only as the INVALID leftover of a failed ``CREATE INDEX
+    CONCURRENTLY`` (docs/migrations.md): present by name, enforcing and serving nothing."""
+    name = item.removeprefix("index ")
+    return (f"invalid: {item} is INVALID (a CREATE INDEX CONCURRENTLY that failed left it; queries never use "
+            f"it and it guarantees nothing): remove what made it fail (e.g. duplicate rows for a unique index), "
+            f"then rebuild it with `REINDEX INDEX CONCURRENTLY {name};` (or `DROP INDEX CONCURRENTLY {name};` "
+            f"and create it again)")
 
 
 class _Rollback(Exception):

@@ -313,6 +313,28 @@ def test_db_check_reports_a_catalog_that_differs_from_schema_sql(
     assert "missing: constraint payment_attempts.ck_payment_attempt_lease CHECK" in out
 
 
+def test_db_check_reports_an_index_a_failed_concurrent_build_left_invalid(
+        database_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 21 item 8 (docs/migrations.md: a large table's index is built by hand with
+    CONCURRENTLY under the migration's name): a `CREATE UNIQUE INDEX CONCURRENTLY` over duplicate
+    rows fails and leaves an INVALID index with the expected name and definition. Seed 004's open
+    episode per key is then enforced by nothing, so `db check` reports it, naming the index, saying
+    INVALID and how to rebuild it, and exits 1."""
+    run_sql(database_url, "DROP INDEX one_open_escalation_per_key")
+    run_sql(database_url, "INSERT INTO payment_escalations (escalation_key, reason, raised_at)"
+                          " SELECT 'attempt:x:deadline', 'deadline', %(now)s FROM generate_series(1, 2)", {"now": NOW})
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        run_sql(database_url, "CREATE UNIQUE INDEX CONCURRENTLY one_open_escalation_per_key"
+                              " ON payment_escalations (escalation_key) WHERE resolved_at IS NULL")
+    code, out = cli(monkeypatch, capsys, database_url, "db", "check")
+    assert code == 1, out
+    assert "the database does not match schema.sql:" in out
+    assert ("invalid: index one_open_escalation_per_key is INVALID (a CREATE INDEX CONCURRENTLY that failed left "
+            "it;") in out
+    assert "`REINDEX INDEX CONCURRENTLY one_open_escalation_per_key;`" in out
+    assert "differs:" not in out and "missing:" not in out
+
+
 async def test_processes_refuse_a_database_that_lacks_a_migration(settings: Settings, database_url: str) -> None:
     """Issue 15 item 1, start-up of web, worker and clock (all through open_current): a database
     without a migration of this build is refused with what to run; the pool is closed again."""
