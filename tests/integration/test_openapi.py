@@ -105,3 +105,26 @@ async def test_documented_bodies_and_queries_are_the_ones_the_handlers_parse(
         refused = response.status_code == 422 and response.json()["code"] == "request.invalid"
         assert refused == takes, (method, path, response.status_code, response.text)
 
+
+
+async def test_the_served_document_enumerates_the_order_states_and_the_refunded_answer(
+        document: dict[str, Any]) -> None:
+    """API.md "Orders" (issue 21): an order's ``state`` is one of ``Open``, ``Paid``, ``Cancelled``,
+    ``CancelRequested``, ``PaidAfterCancel`` and ``Refunded``, wherever an order is answered; a
+    payment for a refunded order is 409 ``order.refunded`` (seed 004, "Cancellation": the refund
+    is its own operation, the order takes no new payment). The document stays valid OpenAPI 3.1."""
+    validate(document)
+    schemas = document["components"]["schemas"]
+    assert schemas["Order"]["properties"]["state"]["enum"] == [
+        "Open", "Paid", "Cancelled", "CancelRequested", "PaidAfterCancel", "Refunded"]
+    order = {"$ref": "#/components/schemas/Order"}
+    paths = document["paths"]
+    for method, path, status in (("post", "/v1/orders", "201"), ("get", "/v1/orders/{order_id}", "200"),
+                                 ("post", "/v1/orders/{order_id}/cancel", "200")):
+        assert paths[path][method]["responses"][status]["content"]["application/json"]["schema"] == order, path
+    conflict = paths["/v1/orders/{order_id}/payment"]["post"]["responses"]["409"]
+    codes = conflict["content"]["application/problem+json"]["schema"]["allOf"][1]["properties"]["code"]["enum"]
+    assert {"order.paid", "order.cancelled", "order.refunded"} <= set(codes)
+    refund = paths["/v1/orders/{order_id}/refund"]["post"]["responses"]["409"]
+    assert {"order.not_refundable", "order.refund_unresolved"} <= set(
+        refund["content"]["application/problem+json"]["schema"]["allOf"][1]["properties"]["code"]["enum"])
