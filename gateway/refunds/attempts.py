@@ -8,9 +8,10 @@ views); this module states only what differs for a refund:
   evidence in ``payment_refund_history``;
 - authority: the single-use grant of an Allowed refund decision, presented by
   ``svc-payment-refund-worker``, for an order that is still paid;
-- the claim: the attempt Claimed on the paid payment's own provider account (CardCo scopes the
-  payment to it), reference ``<order_id>-r<N>``, key ``refund-<order_id>-r<N>``, the seed 001
-  record committed with it;
+- the claim: under the order's row lock, the order re-read as still refundable (seed 000: the claim
+  "re-asserts everything validation relied on"), then the attempt Claimed on the paid payment's own
+  provider account (CardCo scopes the payment to it), reference ``<order_id>-r<N>``, key
+  ``refund-<order_id>-r<N>``, the seed 001 record committed with it;
 - the provider contract is the provider's (``gateway.providers``: CardCo's
   ``POST /v1/payments/{id}/refunds``, Stripe's ``POST /v1/refunds``); a record must name the
   refunded payment;
@@ -50,7 +51,7 @@ from gateway.pipeline.rows import Rows
 from gateway.refunds.decisions import SQL, append_history
 from gateway.refunds.settlement import follow
 from gateway.settings import ProviderAccount, Settings
-from gateway.store.db import Connection, Database, fetch_required
+from gateway.store.db import Connection, Database, fetch_one, fetch_required
 
 ROWS = Rows("payment_refund_attempts", "payment_refund_grants", "provider_refund_id")
 EXECUTOR = Presenter("svc-payment-refund-worker", frozenset({refunds.AUDIENCE}))
@@ -96,9 +97,10 @@ async def _admit(db: Database, now: datetime, job: RefundJob, presenter: Present
 
 async def claim(db: Database, now: datetime, settings: Settings, admitted: Admitted,
                 worker_id: str) -> Claimed | Refused:
-    """The atomic claim: the grant consumed by ``now``, the attempt Claimed on the paid payment's
-    account with its seed 001 effect record, or nothing. An account no longer configured claims
-    nothing (the grant lapses; a cancelled order's refund is then escalated as owed)."""
+    """The atomic claim: under the order's lock, the order still refundable (re-asserted, not
+    trusted from the admission), the grant consumed by ``now``, the attempt Claimed on the paid
+    payment's account with its seed 001 effect record, or nothing. An account no longer configured
+    claims nothing (the grant lapses; a cancelled order's refund is then escalated as owed)."""
     grant, order = admitted.grant, admitted.order
     account = settings.account(order["provider_account"])
     if account is None:
@@ -106,6 +108,9 @@ async def claim(db: Database, now: datetime, settings: Settings, admitted: Admit
     timings = payout_timings(settings, account)
     order_id, number = order["order_id"], grant["refund_number"]
     async with db.transaction() as conn:
+        if await fetch_one(conn, SQL["lock_refundable_order"], {
+                "order_id": order_id, "refundable": sorted(refunds.REFUNDABLE)}) is None:
+            return Refused("order.not-refundable", grant)
         if not await ROWS.consume_grant(conn, now, grant["grant_id"], worker_id):
             return Refused("claim.lost", grant)
         attempt = await fetch_required(conn, SQL["insert_attempt"], {

@@ -114,6 +114,15 @@ SELECT o.order_id, o.state, o.amount_minor, o.currency, a.provider_account, a.pr
   FROM orders o LEFT JOIN payment_attempts a ON a.order_id = o.order_id AND a.state = 'Succeeded'
  WHERE o.order_id = %(order_id)s;
 
+-- name: lock_refundable_order
+-- The claim re-asserts what validation relied on (seed 000, "Atomically Claim the Grant and the
+-- Payout"; issue 21 item 9): the order is still refundable, read under its row lock, taken before
+-- the grant and the attempt as every writer of an order's refunds does (this file's lock order,
+-- docs/decisions/0001). No row: the claim consumes nothing and inserts nothing.
+SELECT order_id FROM orders
+ WHERE order_id = %(order_id)s AND state = ANY(%(refundable)s::text[])
+   FOR NO KEY UPDATE;
+
 -- name: insert_attempt
 INSERT INTO payment_refund_attempts (attempt_id, order_id, grant_id, decision_id, refund_number, provider_account,
                                      provider_payment_id, client_reference, idempotency_key, amount_minor, currency,

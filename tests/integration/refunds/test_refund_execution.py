@@ -9,6 +9,7 @@ payout's records stay as they are". Seed 004 "Cancellation": the refund is its o
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from typing import Any
 
@@ -16,7 +17,9 @@ import pytest
 
 from gateway.clock import ManualClock
 from gateway.pipeline import transitions
+from gateway.pipeline.executor import Executor
 from gateway.providers import cardco as refund_provider
+from gateway.refunds.attempts import EXECUTOR, REFUND
 from tests.conftest import TEST_ACCOUNT
 from tests.integration.refunds.conftest import (
     Shop,
@@ -95,6 +98,29 @@ async def test_a_merchant_refund_is_recorded_before_its_one_send_and_the_order_e
     assert (again.status_code, again.json()["code"]) == (409, "order.not_refundable")
     paid_again = await shop.pay()
     assert (paid_again.status_code, paid_again.json()["code"]) == (409, "order.refunded")
+
+
+async def test_a_refund_claim_re_asserts_the_order_state_and_takes_nothing_once_it_changed(shop: Shop) -> None:
+    """Issue 21 item 9 (seed 000, "Atomically Claim the Grant and the Payout": the claim
+    "re-asserts everything validation relied on"). Validation saw a paid order; by the claim the
+    order is no longer refundable (planted in the database between the two, as no writer can do
+    today): the claim takes nothing (no attempt, the grant still Issued) and CardCo hears nothing."""
+    await _refund_requested(shop)
+    admit = REFUND.admit
+
+    async def admitted_then_order_changed(*args: Any) -> Any:
+        admitted = await admit(*args)
+        await shop.services.db.fetch_all(
+            "UPDATE orders SET state = 'Refunded' WHERE order_id = 'ORD-5521' RETURNING order_id")
+        return admitted
+
+    services = shop.services
+    executor = Executor(dataclasses.replace(REFUND, admit=admitted_then_order_changed), services.db, services.clock,
+                        services.settings, EXECUTOR, services.http)
+    assert await executor.run(await refund_job(shop)) == "order.not-refundable"
+    assert await refund_rows(shop, "payment_refund_attempts") == []
+    assert [g["state"] for g in await refund_rows(shop, "payment_refund_grants")] == ["Issued"]
+    assert refund_calls(shop) == []
 
 
 async def test_a_payment_after_cancel_is_refunded_automatically_and_the_merchant_hears_both(shop: Shop) -> None:
