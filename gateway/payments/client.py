@@ -5,8 +5,9 @@ and never resends, generates a key, or changes a business parameter. Only the tr
 at send time: the current credentials and the account header for the stored provider account,
 never whichever account is a default. Every way a call ends without an answer — a stored request
 that cannot be built, the caller's budget, the client's maximum call duration, a transport error,
-an incomplete or unreadable response, a 5xx — is ``unknown`` with a reason. A programming or
-configuration error is allowed to surface for alerting instead of being disguised as an outcome.
+an incomplete or unreadable response (gateway.providers.answers: the one rule every provider call
+uses), a 5xx — is ``unknown`` with a reason. A programming or configuration error is allowed to
+surface for alerting instead of being disguised as an outcome.
 Every call is timed and counted (``gateway.instruments.provider_call``; issue 15 item 3).
 What the request and its answers look like is the account's provider's (``gateway.providers``).
 """
@@ -22,6 +23,7 @@ from gateway.domain.attempts import Evidence
 from gateway.domain.provider_evidence import Lookup
 from gateway.instruments import PAYMENT_PROVIDER_CALLS, provider_call
 from gateway.providers import provider_for
+from gateway.providers.answers import Unanswered, answer
 from gateway.settings import ProviderAccount, Settings
 
 
@@ -93,16 +95,15 @@ class PaymentClient:
             async with self._clock.budget(self.ceiling_s(account)):
                 try:
                     async with self._clock.budget(budget_s):
-                        response = await provider_call(PAYMENT_PROVIDER_CALLS, self._http.send(request),
-                                                   operation="create")
+                        # The default send reads the whole body, so truncation surfaces now, not later.
+                        response = await answer(provider_call(PAYMENT_PROVIDER_CALLS, self._http.send(request),
+                                                              operation="create"))
                 except TimeoutError:
                     return _unknown(account, "provider.no-response.caller")
         except TimeoutError:
             return _unknown(account, "provider.no-response.client-ceiling")
-        except httpx.HTTPError as error:
-            # Timeouts, resets, refused connections and responses that end early all land here;
-            # the default send reads the whole body, so truncation surfaces now, not later.
-            return _unknown(account, f"provider.transport.{type(error).__name__}")
+        if isinstance(response, Unanswered):
+            return _unknown(account, f"provider.transport.{response.error}")
         return provider_for(account).payment_evidence(account, response.status_code, response.content)
 
     async def find_payment(self, provider_account: str, *, provider_payment_id: str | None = None,
@@ -118,13 +119,13 @@ class PaymentClient:
         try:
             async with self._clock.budget(min(budget_s or account.maximum_call_duration_s,
                                               account.maximum_call_duration_s)):
-                response = await provider_call(
+                response = await answer(provider_call(
                     PAYMENT_PROVIDER_CALLS, self._http.get(url, params=params, headers=self._credentials(account)),
-                    operation="lookup")
+                    operation="lookup"))
         except TimeoutError:
             return Lookup("failed", reason="provider.no-response")
-        except httpx.HTTPError as error:
-            return Lookup("failed", reason=f"provider.transport.{type(error).__name__}")
+        if isinstance(response, Unanswered):
+            return Lookup("failed", reason=f"provider.transport.{response.error}")
         return provider.lookup_result(response.status_code, response.content, response.headers.get("retry-after"),
                                       listing=not provider_payment_id)
 
@@ -140,9 +141,11 @@ class PaymentClient:
         try:
             async with self._clock.budget(min(budget_s or account.maximum_call_duration_s,
                                               account.maximum_call_duration_s)):
-                response = await provider_call(PAYMENT_PROVIDER_CALLS,
-                                               self._http.get(url, headers=self._credentials(account)),
-                                               operation="payment_method")
-        except (TimeoutError, httpx.HTTPError):
+                response = await answer(provider_call(PAYMENT_PROVIDER_CALLS,
+                                                      self._http.get(url, headers=self._credentials(account)),
+                                                      operation="payment_method"))
+        except TimeoutError:
+            return None
+        if isinstance(response, Unanswered):
             return None
         return provider.payment_method_usable(response.status_code, response.content, self._clock.now())

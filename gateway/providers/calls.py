@@ -5,8 +5,10 @@ lookup), through the account's adapter (``gateway.providers.registry``).
 The API key is read here, at the call, and only after a confirmed claim (seed 000, "Worker Identity
 Is Presenter Identity"). Calls go through the process's shared HTTP client (``Services.http``, the
 jobs runtime's ``http``) and are cut off by a budget on the injected clock; every way a create ends
-without an answer becomes a :class:`NoResponse`. Lookup records replace a destination token with
-its digest before anything else sees them (the adapters' lookups call :meth:`ProviderCalls.digest`).
+without a readable answer (its budget, or any of gateway.providers.answers) becomes a
+:class:`NoResponse`, which the executor records as Unknown at once. Lookup records replace a
+destination token with its digest before anything else sees them (the adapters' lookups call
+:meth:`ProviderCalls.digest`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from gateway.clock import Clock
 from gateway.domain.payout_outcomes import NoResponse, Observation, ProviderResponse
 from gateway.domain.provider_evidence import retry_after_s
 from gateway.instruments import PAYOUT_PROVIDER_CALLS, provider_call
+from gateway.providers.answers import Unanswered, answer
 from gateway.providers.base import destination_digest
 from gateway.providers.registry import provider_for
 from gateway.settings import ProviderAccount
@@ -63,13 +66,13 @@ class ProviderCalls:
         headers = self.provider.headers(self.account, key) | {"Idempotency-Key": idempotency_key}
         try:
             async with self.clock.budget(self.account.call_budget_s):
-                response = await provider_call(
+                response = await answer(provider_call(
                     PAYOUT_PROVIDER_CALLS, self.http.post(self.url(path), content=body, headers=headers),
-                    kind=self.kind, operation="create")
-        except (TimeoutError, httpx.TimeoutException):
+                    kind=self.kind, operation="create"))
+        except TimeoutError:
             return NoResponse("timeout")
-        except httpx.TransportError:
-            return NoResponse("transport")
+        if isinstance(response, Unanswered):
+            return NoResponse(response.kind)
         return ProviderResponse(response.status_code, response.content,
                                 retry_after_s(response.headers.get("retry-after")) or 0.0)
 
@@ -79,10 +82,12 @@ class ProviderCalls:
         try:
             headers = self.provider.headers(self.account, self.credential())
             async with self.clock.budget(self.account.call_budget_s):
-                response = await provider_call(
+                response = await answer(provider_call(
                     PAYOUT_PROVIDER_CALLS, self.http.get(self.url(path), params=params, headers=headers),
-                    kind=self.kind, operation="lookup")
-        except (TimeoutError, httpx.HTTPError, CredentialUnavailable):
+                    kind=self.kind, operation="lookup"))
+        except (TimeoutError, CredentialUnavailable):
+            return None
+        if isinstance(response, Unanswered):
             return None
         if response.status_code == 429:
             raise RateLimited(retry_after_s(response.headers.get("retry-after")) or 0.0)

@@ -12,6 +12,8 @@ from datetime import timedelta
 from typing import Any
 
 import psycopg
+import pytest
+import respx
 from pydantic import SecretStr
 
 from gateway.domain.payout_outcomes import TABLE_VERSION, AttemptState
@@ -20,6 +22,7 @@ from gateway.payouts.config import payout_account
 from gateway.pipeline import transitions
 from gateway.providers.calls import ProviderCalls
 from gateway.store.db import Connection, Database
+from tests.integration.answer_support import RUINS, ruin_answers
 from tests.integration.metrics_support import scrape
 from tests.integration.payouts.conftest import AMOUNT, World
 
@@ -179,6 +182,22 @@ async def test_no_send_happens_after_the_send_deadline(world: World) -> None:
     world.clock.advance(1)
     assert not await transitions.count_send(PAYOUT, world.services.db, world.clock.now(), attempt, attempt["lease_epoch"])
     assert world.submits() == []
+
+
+@pytest.mark.parametrize("ruin", sorted(RUINS))
+async def test_an_unreadable_answer_is_unknown_at_once(world: World, cardco_http: respx.MockRouter, ruin: str) -> None:
+    """Seed 004, "The Payment Client": "incomplete or unreadable responses" map to Unknown (issue 21
+    item 6): a body httpx cannot decode, or a connection cut mid-answer, after CardCo paid. The
+    attempt is Unknown as soon as the call returns, with no lease to lapse, and blocks a second payout."""
+    ruin_answers(cardco_http, "POST", lambda path: path == "/v1/payouts", RUINS[ruin])
+    job = await world.approved()
+    assert await world.run(job) == "Unknown"
+    attempt = await _attempt(world)
+    assert (attempt["state"], attempt["outcome_reason"]) == ("Unknown", "provider.no-response")
+    assert len(world.submits()) == 1
+    assert len(world.ledger()) == 1  # CardCo paid, once
+    refused = await world.post("/v1/payouts/PAY-3107/reauthorize", {})
+    assert (refused.status_code, refused.json()["code"]) == (409, "payout.attempt_unresolved")
 
 
 async def test_trace_f_a_timeout_after_acceptance_is_unknown_and_blocks_a_second_payout(world: World) -> None:

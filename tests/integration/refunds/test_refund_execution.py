@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 import pytest
+import respx
 
 from gateway.clock import ManualClock
 from gateway.pipeline import transitions
@@ -21,6 +22,7 @@ from gateway.pipeline.executor import Executor
 from gateway.providers import cardco as refund_provider
 from gateway.refunds.attempts import EXECUTOR, REFUND
 from tests.conftest import TEST_ACCOUNT
+from tests.integration.answer_support import RUINS, ruin_answers
 from tests.integration.refunds.conftest import (
     Shop,
     order,
@@ -156,6 +158,22 @@ async def test_a_refund_whose_response_is_lost_is_unknown_then_found_by_lookup_n
     assert (attempt["state"], attempt["outcome_reason"]) == ("Succeeded", "provider.refunded")
     assert (await order(shop))["state"] == "Refunded"
     assert (len(refund_calls(shop)), len(refund_lookups(shop)), len(refunds_taken(shop))) == (1, 1, 1)
+
+
+@pytest.mark.parametrize("ruin", sorted(RUINS))
+async def test_an_unreadable_refund_answer_is_unknown_at_once(shop: Shop, cardco_http: respx.MockRouter,
+                                                              ruin: str) -> None:
+    """Seed 004: "incomplete or unreadable responses" map to Unknown (issue 21 item 6): a body httpx
+    cannot decode, or a connection cut mid-answer, after CardCo refunded. The refund attempt is
+    Unknown as soon as the call returns, with no lease to lapse, and no second refund is allowed."""
+    await _refund_requested(shop)
+    ruin_answers(cardco_http, "POST", lambda path: path.endswith("/refunds"), RUINS[ruin])
+    assert await run_refund(shop, await refund_job(shop)) == "Unknown"
+    [attempt] = await refund_rows(shop, "payment_refund_attempts")
+    assert (attempt["state"], attempt["outcome_reason"]) == ("Unknown", "provider.no-response")
+    refused = await shop.http.post("/v1/orders/ORD-5521/refund", headers=shop.merchant, json={})
+    assert (refused.status_code, refused.json()["code"]) == (409, "order.refund_unresolved")
+    assert (len(refund_calls(shop)), len(refunds_taken(shop))) == (1, 1)
 
 
 async def test_a_lost_refund_is_resolved_by_payment_refunded_and_a_duplicate_changes_nothing(shop: Shop) -> None:
