@@ -87,6 +87,12 @@ CREATE TABLE IF NOT EXISTS orders (
     CONSTRAINT ck_order_version CHECK (version >= 0)
 );
 
+-- The refund sweep walks the cancelled orders whose payment succeeded in this order, a page at a
+-- time (refunds.sql owed_refunds; issue 21 item 3).
+CREATE INDEX IF NOT EXISTS orders_paid_after_cancel
+    ON orders (updated_at, order_id)
+    WHERE state = 'PaidAfterCancel';
+
 CREATE TABLE IF NOT EXISTS payment_attempts (
     attempt_id          uuid        PRIMARY KEY,
     order_id            text        NOT NULL REFERENCES orders (order_id),

@@ -55,8 +55,10 @@ def idempotency_key(order_id: str, number: int) -> str:
 
 
 def owed_escalation_key(order_id: str) -> str:
-    """The open question "this cancelled order's money is still taken" (:func:`refund_owed`),
-    raised by the refund sweep, closed by the refund that succeeds."""
+    """The open question "this cancelled order's money is still taken, with no refund under way"
+    (a decision that was not Allowed, a refund that ended without effect, a grant that lapsed
+    unclaimed), raised by the refund sweep (refunds.sql ``owed_refunds``), closed by the refund
+    that succeeds."""
     return f"order:{order_id}:refund-owed"
 
 
@@ -138,13 +140,6 @@ def after_refund(order_state: str, refund_state: AttemptState) -> RefundSettleme
     if refund_state in (AttemptState.FAILED, AttemptState.NOT_APPLIED, AttemptState.NOT_STARTED):
         return RefundSettlement(None, ORDER_REFUND_FAILED)
     return RefundSettlement()
-
-
-def refund_owed(order_state: str, *, under_way: bool) -> bool:
-    """Money taken on a cancelled order with no refund under way (no Issued grant inside its window,
-    no attempt Claimed, Started, Unknown or Succeeded) is a question for a person: the decision was
-    not Allowed, the refund ended without effect, or its grant lapsed unclaimed (a lost job)."""
-    return order_state == "PaidAfterCancel" and not under_way
 
 
 # CardCo refund objects (docs/decisions/0021), by their `status`: the payout table's rows for errors,

@@ -89,21 +89,26 @@ UPDATE orders SET state = %(state)s, updated_at = %(now)s, version = version + 1
  WHERE order_id = %(order_id)s AND state IN ('Paid', 'PaidAfterCancel');
 
 -- name: owed_refunds
--- Cancelled orders whose payment succeeded, with whether a refund is under way (an Issued grant
--- inside its window, an attempt Claimed, Started, Unknown or Succeeded) and no refund-owed episode
--- open yet. Locked, skipping orders another writer holds: that writer decides first.
-SELECT o.order_id, o.state,
+-- One page of the refunds owed (issue 21 item 3): cancelled orders whose payment succeeded with no
+-- refund under way (no Issued grant inside its window, no attempt Claimed, Started, Unknown or
+-- Succeeded) and no refund-owed episode open yet, after the cursor (:after_at, :after_id) in
+-- (updated_at, order_id) order, which orders_paid_after_cancel walks. The whole question is asked
+-- here, before the LIMIT: orders with a refund under way never fill a page and hide an owed one
+-- behind them. Locked, skipping orders another writer holds: that writer decides first (a skipped
+-- order is asked again by the next sweep).
+SELECT o.order_id, o.updated_at,
        (SELECT a.attempt_id FROM payment_attempts a
-         WHERE a.order_id = o.order_id AND a.state = 'Succeeded') AS paid_attempt_id,
-       EXISTS (SELECT 1 FROM payment_refund_attempts r
-                WHERE r.order_id = o.order_id AND r.state IN ('Claimed', 'Started', 'Unknown', 'Succeeded'))
-       OR EXISTS (SELECT 1 FROM payment_refund_grants g
-                   WHERE g.order_id = o.order_id AND g.state = 'Issued' AND g.expires_at > %(now)s) AS under_way
+         WHERE a.order_id = o.order_id AND a.state = 'Succeeded') AS paid_attempt_id
   FROM orders o
  WHERE o.state = 'PaidAfterCancel'
+   AND (o.updated_at, o.order_id) > (%(after_at)s::timestamptz, %(after_id)s::text)
+   AND NOT EXISTS (SELECT 1 FROM payment_refund_attempts r
+                    WHERE r.order_id = o.order_id AND r.state IN ('Claimed', 'Started', 'Unknown', 'Succeeded'))
+   AND NOT EXISTS (SELECT 1 FROM payment_refund_grants g
+                    WHERE g.order_id = o.order_id AND g.state = 'Issued' AND g.expires_at > %(now)s)
    AND NOT EXISTS (SELECT 1 FROM payment_escalations e
                     WHERE e.escalation_key = 'order:' || o.order_id || ':refund-owed' AND e.resolved_at IS NULL)
- ORDER BY o.updated_at
+ ORDER BY o.updated_at, o.order_id
  LIMIT %(limit)s
    FOR NO KEY UPDATE OF o SKIP LOCKED;
 

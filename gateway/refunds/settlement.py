@@ -6,12 +6,14 @@ therefore cannot overtake its confirmation"); the refund that succeeds closes th
 ``order:<id>:refund-owed`` escalation (raised by :func:`raise_owed`).
 
 :func:`raise_owed` is the clock-driven check: every ``PaidAfterCancel`` order with no refund under
-way gets one open ``refund-owed`` episode, whatever left it so (a decision that was not Allowed, a
-refund that ended without effect, a grant that lapsed because its job was lost)."""
+way (no Issued grant inside its window, no attempt Claimed, Started, Unknown or Succeeded; the
+question is asked in SQL, refunds.sql ``owed_refunds``) gets one open ``refund-owed`` episode,
+whatever left it so (a decision that was not Allowed, a refund that ended without effect, a grant
+that lapsed because its job was lost): a person's question."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from gateway.clock import Clock
@@ -55,19 +57,26 @@ def _payload(order: dict[str, Any], refund: dict[str, Any], state: AttemptState)
             "outcome_reason": refund["outcome_reason"]}
 
 
-async def raise_owed(db: Database, clock: Clock, *, reminder_interval_s: float, limit: int = 100) -> int:
-    """Escalate every cancelled order whose money is taken with no refund under way; how many new
-    episodes. Each order is locked (FOR NO KEY UPDATE SKIP LOCKED) in the transaction that raises,
-    so a refund resolving it at the same moment wins: it is re-read under that lock."""
+async def raise_owed(db: Database, clock: Clock, *, reminder_interval_s: float, page: int = 100) -> int:
+    """Escalate every cancelled order whose money is taken with no refund under way (seed 004,
+    "Cancellation" and "Escalations"); how many new episodes. The refunds owed are read page by
+    page in (updated_at, order_id) order (keyset: each page starts after the last order of the
+    one before), each page in its own transaction that locks its orders (FOR NO KEY UPDATE SKIP
+    LOCKED) and raises, so a refund resolving one at the same moment wins: it is re-read under that
+    lock. Every owed order is reached, however many refunds are under way before it (issue 21 item 3)."""
     now = clock.now()
     raised = 0
-    async with db.transaction() as conn:
-        for order in await fetch_all(conn, SQL["owed_refunds"], {"now": now, "limit": limit}):
-            if not refunds.refund_owed(order["state"], under_way=order["under_way"]):
-                continue
-            if await raise_escalation(conn, escalation_key=refunds.owed_escalation_key(order["order_id"]),
-                                      reason="refund-owed", now=now, reminder_interval_s=reminder_interval_s,
-                                      attempt_id=order["paid_attempt_id"],
-                                      details={"order_id": order["order_id"]}) is not None:
-                raised += 1
-    return raised
+    after: tuple[datetime, str] = (datetime.min.replace(tzinfo=UTC), "")
+    while True:
+        async with db.transaction() as conn:
+            owed = await fetch_all(conn, SQL["owed_refunds"], {"now": now, "after_at": after[0], "after_id": after[1],
+                                                               "limit": page})
+            for order in owed:
+                if await raise_escalation(conn, escalation_key=refunds.owed_escalation_key(order["order_id"]),
+                                          reason="refund-owed", now=now, reminder_interval_s=reminder_interval_s,
+                                          attempt_id=order["paid_attempt_id"],
+                                          details={"order_id": order["order_id"]}) is not None:
+                    raised += 1
+        if len(owed) < page:
+            return raised
+        after = (owed[-1]["updated_at"], owed[-1]["order_id"])

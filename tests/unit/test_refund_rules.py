@@ -61,14 +61,6 @@ def test_the_order_follows_its_refund(order: str, state: AttemptState, expected:
     assert after_refund(order, state) == expected
 
 
-@pytest.mark.parametrize(("order", "under_way", "owed"), [
-    ("PaidAfterCancel", False, True), ("PaidAfterCancel", True, False), ("Paid", False, False),
-    ("Refunded", False, False)])
-def test_a_refund_is_owed_only_for_a_cancelled_orders_money_with_none_under_way(
-        order: str, under_way: bool, owed: bool) -> None:
-    assert refunds.refund_owed(order, under_way=under_way) is owed
-
-
 @pytest.mark.parametrize(("status", "state"), [("processing", AttemptState.STARTED),
                                                 ("succeeded", AttemptState.SUCCEEDED),
                                                 ("failed", AttemptState.FAILED),

@@ -61,13 +61,13 @@ def refunds_taken(shop: Shop) -> list[dict[str, Any]]:  # noqa: F811
     return shop.cardco.store.ledger()["refunds"]
 
 
-async def started_then_cancelled(shop: Shop) -> dict[str, Any]:  # noqa: F811
+async def started_then_cancelled(shop: Shop, order_id: str = "ORD-5521") -> dict[str, Any]:  # noqa: F811
     """An order whose attempt's send intent committed, then its cancellation (CancelRequested)."""
-    await shop.order()
+    await shop.order(order_id)
     attempts = shop.services.attempts
-    started = await attempts.mark_started(await attempts.get_or_create_live("ORD-5521", "cus_1"))
+    started = await attempts.mark_started(await attempts.get_or_create_live(order_id, "cus_1"))
     assert started is not None
-    cancelled = await shop.http.post("/v1/orders/ORD-5521/cancel", headers=shop.merchant)
+    cancelled = await shop.http.post(f"/v1/orders/{order_id}/cancel", headers=shop.merchant)
     assert cancelled.json()["state"] == "CancelRequested"
     return started
 

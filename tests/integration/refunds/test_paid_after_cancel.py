@@ -112,6 +112,23 @@ async def test_a_refund_under_way_or_a_paid_order_owes_no_escalation(shop: Shop,
     assert await raise_owed(shop.services.db, shop.services.clock, reminder_interval_s=900) == 1
 
 
+async def test_an_owed_refund_behind_more_than_a_page_of_refunds_under_way_is_escalated(
+        shop: Shop, clock: ManualClock) -> None:
+    """Issue 21 item 3 (seed 004 "Cancellation": the money taken after a cancellation is refunded as
+    its own operation; "Escalations": what cannot be resolved is a person's question). 101 older
+    cancelled orders whose refund is under way (an Issued grant inside its window) fill more than
+    the sweep's page of 100; the one newer order whose refund is owed (Deferred: its payment's id is
+    unknown) is still escalated ``order:<id>:refund-owed``, and the ones under way are not."""
+    for n in range(101):
+        await found_succeeded(shop, await started_then_cancelled(shop, f"ORD-W{n:03}"), f"pay_{n}")
+    clock.advance(1)
+    await found_succeeded(shop, await started_then_cancelled(shop, "ORD-OWED"), provider_payment_id=None)
+    assert await raise_owed(shop.services.db, clock, reminder_interval_s=900) == 1
+    escalations = await shop.services.db.fetch_all("SELECT escalation_key FROM payment_escalations")
+    assert [e["escalation_key"] for e in escalations] == ["order:ORD-OWED:refund-owed"]
+    assert await raise_owed(shop.services.db, clock, reminder_interval_s=900) == 0
+
+
 async def test_a_failed_payment_after_cancel_completes_the_cancellation_with_no_refund(shop: Shop) -> None:
     """Only a payment that succeeded is refunded; a failed one completes the cancellation."""
     started = await started_then_cancelled(shop)
