@@ -103,6 +103,10 @@ class ManualClock:
             if entry in self._sleepers:
                 self._sleepers.remove(entry)
 
+    def sleeping(self) -> list[datetime]:
+        """When each pending :meth:`sleep` ends, earliest first (a test steps the clock to them)."""
+        return sorted(deadline for deadline, waiter in self._sleepers if not waiter.done())
+
     def _fire_due(self) -> None:
         for key, (deadline, timeout, loop) in list(self._budgets.items()):
             if deadline <= self._now and timeout.when() is None:

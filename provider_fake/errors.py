@@ -79,9 +79,11 @@ class RateLimited(ProviderError):
     status = 429
     code = "rate_limited"
 
-    def __init__(self, retry_after_s: int) -> None:
+    def __init__(self, retry_after_s: int | None, should_retry: bool | None = None) -> None:
         super().__init__()
         self.retry_after_s = retry_after_s
+        self.should_retry = should_retry  # said only by the Stripe dialect (provider_fake/stripe/errors.py)
 
     def headers(self) -> dict[str, str]:
-        return {"Retry-After": str(self.retry_after_s)}
+        """`Retry-After` when the rule gives one (a fault rule may leave it out)."""
+        return {} if self.retry_after_s is None else {"Retry-After": str(self.retry_after_s)}

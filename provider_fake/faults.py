@@ -87,7 +87,10 @@ class FaultRule(BaseModel):
     delay_ms: int = Field(default=0, ge=0)
     not_found_for_s: float = Field(default=0, ge=0)
     status: int = Field(default=500, ge=500, le=599)
-    retry_after_s: int = Field(default=1, ge=0)
+    # `rate_limit`: the `Retry-After` header's seconds; null leaves the header out (Stripe does not
+    # document it). `should_retry`: the Stripe dialect's `Stripe-Should-Retry` header (null: none).
+    retry_after_s: int | None = Field(default=1, ge=0)
+    should_retry: bool | None = None
 
     @model_validator(mode="after")
     def _action_fits_operation(self) -> FaultRule:

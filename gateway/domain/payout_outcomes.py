@@ -5,7 +5,9 @@ table per provider, with recorded test vectors for each row, in tests/unit/test_
 The HTTP status alone decides nothing. Every row names CardCo's documented meaning (API.md,
 "provider_fake: CardCo"); whatever no row documents, and every way a call ends without a readable
 answer, is Unknown. ``Started`` with ``resend`` is the one row that permits a bounded same-key
-resend inside the attempt: a rejection CardCo documents as no-effect and transient.
+resend inside the attempt: a rejection CardCo documents as no-effect and transient. An answer on
+such a row that says not to send it again (Stripe's ``Stripe-Should-Retry: false``) is the seed's
+"rejection it documents as no-effect ... resending fails the same way": Failed (docs/decisions/0055).
 """
 
 from __future__ import annotations
@@ -105,6 +107,9 @@ NO_RESPONSE = Row(AttemptState.UNKNOWN, "provider.no-response",
 MALFORMED = Row(AttemptState.UNKNOWN, "provider.malformed-response", "an answer nobody can read proves nothing")
 UNDOCUMENTED = Row(AttemptState.UNKNOWN, "provider.undocumented-response",
                    "not documented as no-effect (e.g. 500): indeterminate")
+DO_NOT_RESEND = Row(AttemptState.FAILED, "provider.do-not-retry",
+                    "a rejection documented as no-effect that the provider says not to send again (Stripe-Should-"
+                    "Retry: false): resending fails the same way (docs/decisions/0055)")
 MISMATCH = Row(AttemptState.UNKNOWN, "provider.record-mismatch",
                "a record whose reference, amount or currency differs from the attempt is not this attempt's")
 
@@ -120,9 +125,13 @@ class Expected:
 
 @dataclass(frozen=True)
 class ProviderResponse:
+    """An answer: its status and body, its ``Retry-After`` in seconds (None: no usable header), and
+    whether the provider allows sending the request again (False: it said not to)."""
+
     status: int
     body: bytes
-    retry_after_s: float = 0.0
+    retry_after_s: float | None = None
+    resend_allowed: bool = True
 
 
 @dataclass(frozen=True)
@@ -140,7 +149,7 @@ class Classification:
     provider_payout_id: str | None = None
     provider_status: str | None = None
     failure_code: str | None = None
-    retry_after_s: float = 0.0
+    retry_after_s: float | None = None  # a resend row's Retry-After; None: the answer gave none
 
     @property
     def state(self) -> AttemptState:
@@ -192,7 +201,11 @@ def classify(observation: Observation, expected: Expected,
                 if isinstance(name, str) and (observation.status, name) in table.errors), None)
     if row is None:
         return Classification(UNDOCUMENTED, table.version)
-    return Classification(row, table.version, retry_after_s=observation.retry_after_s if row.resend else 0.0)
+    if not row.resend:
+        return Classification(row, table.version)
+    if not observation.resend_allowed:
+        return Classification(DO_NOT_RESEND, table.version)
+    return Classification(row, table.version, retry_after_s=observation.retry_after_s)
 
 
 def _str(value: object) -> str | None:

@@ -4,7 +4,8 @@ seed 000, "Issue Short-Lived Payout Execution Authority" and "Reconcile Before A
 - grant window: ``not_before = release_at - lead``, ``expires_at = not_before + window``;
 - the reservation counts against the release date in the tenant's settlement time zone;
 - send deadline: ``claimed_at + send_deadline``; every send happens before it and carries it as
-  ``expires_at``, which CardCo enforces with its stated skew;
+  ``expires_at``, which CardCo enforces with its stated skew; a same-key resend after a 429 waits
+  its ``Retry-After``, or 1 s doubling per 429 when there is none, and never past the deadline;
 - lease: the send deadline plus one call budget and one record budget, so a live worker that
   sends at the last moment still records before the sweeper may fence it;
 - NotApplied cutoff: the send deadline plus the provider's skew plus its visibility delay; a
@@ -21,6 +22,8 @@ from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 SEED_ESCALATION_S = 3_600.0
+# The first wait before a same-key resend after a 429 that names no Retry-After; doubles per 429.
+RESEND_BACKOFF_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,22 @@ class PayoutTimings:
 def settlement_date(release_at: datetime, time_zone: str) -> date:
     """The day a payout released at ``release_at`` counts against, in the tenant's time zone."""
     return release_at.astimezone(ZoneInfo(time_zone)).date()
+
+
+def resend_wait_s(retry_after_s: float | None, limited_sends: int) -> float:
+    """How long to wait before a same-key resend after the attempt's ``limited_sends``-th
+    consecutive answer asking for one (a 429): the provider's ``Retry-After`` when it gave one, else
+    ``RESEND_BACKOFF_S`` doubling per such answer (issue 21 item 7: Stripe does not document the
+    header, and a resend at once meets the same limiter)."""
+    if retry_after_s is not None:
+        return retry_after_s
+    return RESEND_BACKOFF_S * 2.0 ** (limited_sends - 1)
+
+
+def resend_fits(now: datetime, wait_s: float, send_deadline: datetime) -> bool:
+    """Whether a resend after ``wait_s`` still happens before the send deadline (seed 000: a bounded
+    resend "before the attempt's send deadline"); otherwise no wait and no resend."""
+    return now + timedelta(seconds=wait_s) < send_deadline
 
 
 def not_applied_allowed(lookup_started_at: datetime, cutoff: datetime) -> bool:

@@ -180,6 +180,13 @@ def payment_evidence(account: str, status_code: int, body: bytes) -> Evidence:
     return _unknown(account, f"provider.undocumented.{status_code}.{code or kind or 'no-code'}", **details)
 
 
+def resend_allowed(should_retry: str | None) -> bool:
+    """``Stripe-Should-Retry: false`` says the request must not be sent again; ``true``, or no
+    header, leaves the decision to the classification table, which resends only a documented
+    no-effect rejection (docs/decisions/0055)."""
+    return (should_retry or "").strip().lower() != "false"
+
+
 def search_query(client_reference: str) -> str:
     """The Search Query Language clause for one reference (quotes and backslashes escaped)."""
     escaped = client_reference.replace("\\", "\\\\").replace("'", "\\'")

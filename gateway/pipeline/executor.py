@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -21,6 +22,7 @@ import structlog
 
 from gateway.clock import Clock
 from gateway.domain.payout_outcomes import AttemptState, Classification, classify
+from gateway.domain.payout_timing import resend_fits, resend_wait_s
 from gateway.effects.certify import Certifier
 from gateway.effects.gate import SendGate
 from gateway.pipeline import signals, transitions
@@ -35,14 +37,15 @@ MAX_SENDS = 3
 log = structlog.get_logger("gateway.pipeline")
 
 
-async def send_bounded(clock: Clock, count_send: Callable[[int], Awaitable[bool]],
+async def send_bounded(clock: Clock, send_deadline: datetime, count_send: Callable[[int], Awaitable[bool]],
                        send_once: Callable[[], Awaitable[Classification | str]],
                        observe: Callable[[Classification, int], Awaitable[None]]) -> Classification | str:
     """The send loop: before each send ``count_send`` re-checks the lease and the send deadline
     ("send.refused" when it does not confirm); ``send_once`` sends and classifies (or returns its
     own stopping code); each answer is observed; only a row the table marks ``resend`` (documented
-    no-effect and transient) is sent again, after its Retry-After, at most ``MAX_SENDS`` times.
-    Returns the last classification, or the stopping code."""
+    no-effect and transient) is sent again, at most ``MAX_SENDS`` times, after its Retry-After or,
+    without one, 1 s doubling per such answer (``resend_wait_s``), and only when that wait ends
+    before the send deadline. Returns the last classification, or the stopping code."""
     for send in range(1, MAX_SENDS + 1):
         if not await count_send(send):
             return "send.refused"
@@ -50,9 +53,12 @@ async def send_bounded(clock: Clock, count_send: Callable[[int], Awaitable[bool]
         if isinstance(classification, str):
             return classification
         await observe(classification, send)
-        if not classification.row.resend:
+        if not classification.row.resend or send == MAX_SENDS:
             break
-        await clock.sleep(classification.retry_after_s)
+        wait_s = resend_wait_s(classification.retry_after_s, send)
+        if not resend_fits(clock.now(), wait_s, send_deadline):
+            break
+        await clock.sleep(wait_s)
     return classification
 
 
@@ -143,11 +149,12 @@ class Executor:
             observation = await calls.create(request.path, request.body, attempt["idempotency_key"], key)
             return classify(observation, self.kind.expected(attempt), contract.table)
 
-        classification = await send_bounded(self.clock, counted, send_once,
+        classification = await send_bounded(self.clock, attempt["send_deadline"], counted, send_once,
                                             lambda seen, send: self._observe(attempt, seen, send))
         if isinstance(classification, str):
             return classification
-        if classification.row.resend:  # sends exhausted: Started with a recorded send failure; recovery follows
+        if classification.row.resend:  # sends exhausted, or no resend fits before the send deadline: Started
+            # with a recorded send failure; recovery follows
             signals.executed(self.kind, AttemptState.STARTED.value)
             return classification.reason
         await self._resolve(attempt, epoch, classification.state, classification.reason, AttemptState.STARTED,

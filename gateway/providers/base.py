@@ -118,6 +118,10 @@ class Provider(Protocol):
         """The contract of a pipeline kind; raises :class:`UnsupportedOperation`."""
         ...
 
+    def resend_allowed(self, headers: Mapping[str, str]) -> bool:
+        """False when a create's answer says not to send the request again (docs/decisions/0055)."""
+        ...
+
     # Checkout payments (seed 004).
     def payments_endpoint(self, account: ProviderAccount) -> str: ...
 

@@ -74,7 +74,8 @@ class ProviderCalls:
         if isinstance(response, Unanswered):
             return NoResponse(response.kind)
         return ProviderResponse(response.status_code, response.content,
-                                retry_after_s(response.headers.get("retry-after")) or 0.0)
+                                retry_after_s(response.headers.get("retry-after")),
+                                self.provider.resend_allowed(response.headers))
 
     async def get(self, path: str, params: dict[str, str]) -> Any:
         """The JSON document of a 200 answer to a read, or None when the read itself failed;

@@ -128,6 +128,9 @@ class CardCo:
             raise UnsupportedOperation(f"cardco has no {kind} operation")
         return OPERATIONS[kind]
 
+    def resend_allowed(self, headers: Mapping[str, str]) -> bool:
+        return True  # CardCo documents no such advice: its classification table alone decides
+
     def payments_endpoint(self, account: ProviderAccount) -> str:
         return account.base_url.rstrip("/") + PAYMENTS_PATH
 

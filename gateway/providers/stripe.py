@@ -108,6 +108,9 @@ class Stripe:
             raise UnsupportedOperation(f"stripe has no {kind} operation (docs/decisions/0047)")
         return OPERATIONS[kind]
 
+    def resend_allowed(self, headers: Mapping[str, str]) -> bool:
+        return stripe.resend_allowed(headers.get("stripe-should-retry"))
+
     def payments_endpoint(self, account: ProviderAccount) -> str:
         return account.base_url.rstrip("/") + PAYMENT_INTENTS_PATH
 

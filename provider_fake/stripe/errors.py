@@ -2,7 +2,8 @@
 
 docs/rehearsing-incidents.md "Stripe dialect" (extension): the body and HTTP status Stripe's API
 reference gives for each kind of error (400 `invalid_request_error`, 400 `idempotency_error`,
-401, 402 `card_error`, 404 `resource_missing`, 429 `rate_limit` with `Retry-After`, 500
+401, 402 `card_error`, 404 `resource_missing`, 429 `rate_limit` with `Retry-After` (unless the
+rule leaves it out) and, when the rule says, `Stripe-Should-Retry`, 500
 `api_error`). The fake's shared machinery raises CardCo's errors (a key reused with other
 parameters, a rate-limit rule, a 500 rule, an unknown object); `stripe_reply` answers each in
 Stripe's shape, so one fault rule means the same thing on both mounts.
@@ -86,12 +87,13 @@ def _translate(error: ProviderError) -> StripeError:
     if isinstance(error, StripeError):
         return error
     if isinstance(error, RateLimited):
+        advice = {} if error.should_retry is None else {"Stripe-Should-Retry": str(error.should_retry).lower()}
         return StripeError(
             429,
             "invalid_request_error",
             "Request rate limit exceeded. Learn more about rate limits here https://stripe.com/docs/rate-limits.",
             code="rate_limit",
-            headers=error.headers(),
+            headers=error.headers() | advice,
         )
     if isinstance(error, IdempotencyKeyInUse):
         return StripeError(

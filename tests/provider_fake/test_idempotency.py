@@ -57,6 +57,17 @@ async def test_the_same_key_in_two_accounts_is_two_payments(fake: CardCo, client
     assert accounts == ["cardco:acct_store:test", "cardco:acct_store:live"]
 
 
+async def test_a_rate_limit_rule_may_leave_out_retry_after(client, control) -> None:
+    """Fault option (issue 21 item 7): `retry_after_s: null` answers the 429 without `Retry-After`,
+    as a provider that does not document the header may; still no effect, the key still fresh."""
+    await set_faults(control, {"operation": "create_payment", "action": "rate_limit", "retry_after_s": None})
+    limited = await pay(client, key="k")
+    assert (limited.status_code, limited.json()["error"]["code"]) == (429, "rate_limited")
+    assert "retry-after" not in limited.headers
+    assert (await control.get("/ledger")).json()["payments"] == []
+    assert (await pay(client, key="k")).status_code == 200
+
+
 async def test_rate_limits_and_validation_errors_save_nothing_under_the_key(client, control) -> None:
     """429 (with Retry-After) and 400 have no effect; the key is still fresh afterwards."""
     await set_faults(

@@ -80,6 +80,19 @@ async def test_a_rate_limit_is_429_with_retry_after_and_no_effect(stripe_client,
     assert (await create_intent(stripe_client, key="k", amount=999)).amount == 999
 
 
+async def test_a_rate_limit_may_leave_out_retry_after_and_say_stripe_should_retry(stripe_client, control) -> None:
+    """Fault options (issue 21 item 7): `retry_after_s: null` leaves `Retry-After` out (Stripe does
+    not document it) and `should_retry` answers `Stripe-Should-Retry`; no effect either way."""
+    await set_faults(control, {"operation": "create_payment", "action": "rate_limit", "retry_after_s": None,
+                               "should_retry": False})
+    with pytest.raises(stripe.RateLimitError) as limited:
+        await create_intent(stripe_client, key="k")
+    headers = limited.value.headers
+    assert (limited.value.http_status, "retry-after" in headers, headers["stripe-should-retry"]) == (
+        429, False, "false")
+    assert await ledger(control) == []
+
+
 async def test_a_dropped_response_after_the_effect_then_the_same_key_finds_it(stripe_client, control) -> None:
     """The lost response: the client sees a connection error, the PaymentIntent exists, and the
     resend under the key answers it (replayed) without a second charge."""

@@ -45,6 +45,8 @@ VECTORS: list[tuple[str, Observation, str, str, bool]] = [
     ("409 idempotency_key_in_use", ProviderResponse(409, error("idempotency_key_in_use")), "Unknown",
      "provider.idempotency-key-in-use", False),
     ("429 rate_limited", ProviderResponse(429, error("rate_limited"), 1.0), "Started", "provider.rate-limited", True),
+    ("429 rate_limited, do not retry", ProviderResponse(429, error("rate_limited"), None, resend_allowed=False),
+     "Failed", "provider.do-not-retry", False),
     ("500 internal_error", ProviderResponse(500, error("internal_error")), "Unknown",
      "provider.undocumented-response", False),
     ("401 unauthorized", ProviderResponse(401, error("unauthorized")), "Unknown", "provider.undocumented-response",
@@ -65,6 +67,21 @@ def test_each_documented_response_has_its_row(name: str, observation: Observatio
                                               resend: bool) -> None:
     classification = classify(observation, EXPECTED)
     assert (classification.state.value, classification.reason, classification.row.resend) == (state, reason, resend)
+
+
+@pytest.mark.parametrize("retry_after_s", [2.0, 0.0, None])
+def test_a_resend_row_carries_the_answers_retry_after_or_none(retry_after_s: float | None) -> None:
+    """Issue 21 item 7: an absent Retry-After stays absent (None), so the executor can tell it from
+    "Retry-After: 0" and wait its own backoff instead of resending at once."""
+    assert classify(ProviderResponse(429, error("rate_limited"), retry_after_s), EXPECTED).retry_after_s == retry_after_s
+
+
+def test_advice_not_to_retry_changes_nothing_but_a_resend_row() -> None:
+    """Only a documented no-effect rejection is ever resent; "do not retry" on any other answer
+    leaves its row as it is (a 500 stays Unknown: it may have taken effect)."""
+    for status, body in ((500, error("internal_error")), (200, payout("paid")), (400, error("invalid_request"))):
+        assert classify(ProviderResponse(status, body, None, resend_allowed=False), EXPECTED) == \
+            classify(ProviderResponse(status, body), EXPECTED)
 
 
 def test_the_table_is_versioned() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from gateway.domain.payout_timing import PayoutTimings, not_applied_allowed
+from gateway.domain.payout_timing import PayoutTimings, not_applied_allowed, resend_fits, resend_wait_s
 
 T = PayoutTimings(grant_lead_s=300, grant_window_s=1800, send_deadline_s=300, provider_skew_s=30, call_budget_s=15,
                   record_budget_s=5, visibility_delay_s=10, key_window_s=86_400, escalation_safety_margin_s=3600,
@@ -39,3 +39,19 @@ def test_escalation_is_the_seeds_hour_or_the_shorter_rehearsal_key_window() -> N
 def test_lookups_back_off_and_repeat_the_last_step() -> None:
     assert [T.next_check(RELEASE, n) - RELEASE for n in (0, 3, 9)] == \
         [timedelta(seconds=60), timedelta(seconds=900), timedelta(seconds=900)]
+
+
+def test_a_resend_waits_the_retry_after_given_else_1_s_doubling_per_429() -> None:
+    """Issue 21 item 7: the provider's Retry-After when it gave one (0 included); without one 1 s,
+    then 2 s, then 4 s for the attempt's first, second and third 429."""
+    assert [resend_wait_s(7.0, n) for n in (1, 2)] == [7.0, 7.0]
+    assert resend_wait_s(0.0, 2) == 0.0
+    assert [resend_wait_s(None, n) for n in (1, 2, 3)] == [1.0, 2.0, 4.0]
+
+
+def test_no_resend_waits_into_the_send_deadline() -> None:
+    """Seed 000: a bounded resend happens before the attempt's send deadline."""
+    deadline = RELEASE + timedelta(seconds=300)
+    assert resend_fits(RELEASE + timedelta(seconds=298), 1.0, deadline)
+    assert not resend_fits(RELEASE + timedelta(seconds=299), 1.0, deadline)
+    assert not resend_fits(RELEASE, 400.0, deadline)

@@ -150,6 +150,23 @@ def test_payout_create_answers(status: int, document: object, state: AttemptStat
     assert (seen.state, seen.row.resend) == (state, resend)
 
 
+@pytest.mark.parametrize("header, allowed", [(None, True), ("true", True), ("false", False), ("False", False),
+                                             (" false ", False), ("", True)])
+def test_stripe_should_retry_false_forbids_a_resend(header: str | None, allowed: bool) -> None:
+    """Issue 21 item 7 (docs/decisions/0055): ``Stripe-Should-Retry: false`` forbids a resend; ``true``
+    or no header leaves it to the table."""
+    assert rules.resend_allowed(header) is allowed
+
+
+def test_a_429_that_stripe_says_not_to_retry_is_failed_not_resent() -> None:
+    """Decision 0047: a 429 is a no-effect rejection (rate limiters run before the idempotency
+    layer); with ``Stripe-Should-Retry: false`` it is seed 000's "rejection it documents as
+    no-effect ... resending fails the same way": Failed, no resend (docs/decisions/0055)."""
+    observation = ProviderResponse(429, body(error("invalid_request_error", "rate_limit")), None, resend_allowed=False)
+    seen = classify(observation, PAYOUT_EXPECTED, rules.PAYOUT_TABLE)
+    assert (seen.state, seen.reason, seen.row.resend) == (AttemptState.FAILED, "provider.do-not-retry", False)
+
+
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 
 

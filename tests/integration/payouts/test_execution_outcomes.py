@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -23,6 +23,7 @@ from gateway.pipeline import transitions
 from gateway.providers.calls import ProviderCalls
 from gateway.store.db import Connection, Database
 from tests.integration.answer_support import RUINS, ruin_answers
+from tests.integration.clock_support import next_wake
 from tests.integration.metrics_support import scrape
 from tests.integration.payouts.conftest import AMOUNT, World
 
@@ -166,6 +167,59 @@ async def test_rate_limiting_that_never_ends_is_bounded(world: World) -> None:
     job = await world.approved()
     assert await world.run(job) == "provider.rate-limited"
     assert len(world.submits()) == 3
+    assert (await _attempt(world))["state"] == "Started"
+
+
+def _sent_at(world: World) -> list[float]:
+    """When CardCo received each payout send, in seconds after the first (its request log)."""
+    times = [datetime.fromisoformat(r["received_at"].replace("Z", "+00:00")) for r in world.submits()]
+    return [(t - times[0]).total_seconds() for t in times]
+
+
+async def test_a_429_with_retry_after_is_resent_after_exactly_that_wait(world: World) -> None:
+    """Seed 000 matrix: "Provider rate-limits, documented no-effect -> 1 call per send, bounded";
+    the resend waits the answer's Retry-After on the injected clock (issue 21 item 7)."""
+    await world.faults({"operation": "create_payout", "action": "rate_limit", "retry_after_s": 5})
+    job = await world.approved()
+    run = asyncio.create_task(world.run(job))
+    wake = await next_wake(world.clock, run)
+    assert wake is not None and (wake - world.clock.now()).total_seconds() == 5
+    world.clock.advance(4.9)
+    assert await next_wake(world.clock, run) == wake and len(world.submits()) == 1
+    world.clock.set(wake)
+    assert await run == "Started"
+    assert _sent_at(world) == [0, 5]
+
+
+async def test_a_429_without_retry_after_waits_1_s_then_2_s(world: World) -> None:
+    """Issue 21 item 7: with no Retry-After (Stripe does not document one), a resend at once would
+    meet the same limiter: the resends wait 1 s, then 2 s (doubling per 429 of the attempt), then the
+    sends are spent and the attempt stays Started for the reconciler."""
+    await world.faults({"operation": "create_payout", "action": "rate_limit", "retry_after_s": None, "times": 0})
+    job = await world.approved()
+    run = asyncio.create_task(world.run(job))
+    waits = []
+    while (wake := await next_wake(world.clock, run)) is not None:
+        waits.append((wake - world.clock.now()).total_seconds())
+        world.clock.set(wake)
+    assert await run == "provider.rate-limited"
+    assert waits == [1, 2]
+    assert _sent_at(world) == [0, 1, 3]
+    assert (await _attempt(world))["state"] == "Started"
+
+
+async def test_no_resend_waits_past_the_send_deadline(world: World) -> None:
+    """Seed 000: a bounded resend happens "before the attempt's send deadline" (300 s after the
+    claim): a second Retry-After of 200 s would end past it, so there is no wait and no third send."""
+    await world.faults({"operation": "create_payout", "action": "rate_limit", "retry_after_s": 200, "times": 0})
+    job = await world.approved()
+    run = asyncio.create_task(world.run(job))
+    wake = await next_wake(world.clock, run)
+    assert wake is not None
+    world.clock.set(wake)
+    assert await next_wake(world.clock, run) is None  # the second 429 leaves no time: no wait at all
+    assert await run == "provider.rate-limited"
+    assert _sent_at(world) == [0, 200]
     assert (await _attempt(world))["state"] == "Started"
 
 

@@ -1,0 +1,66 @@
+"""A refund rate-limited at its send (issue 21 item 7; seed 000, "Provider rate-limits, documented
+no-effect -> 1 call per send, bounded"; docs/decisions/0047 and 0055), on CardCo and on a Stripe
+account served by the fake's Stripe dialect: what the 429 says about a resend decides the wait,
+or that there is none."""
+
+from __future__ import annotations
+
+import asyncio
+
+from gateway.clock import ManualClock
+from tests.integration.clock_support import next_wake
+from tests.integration.notifications.conftest import settings  # noqa: F401  (CardCo's and the fake's Stripe accounts)
+from tests.integration.refunds.conftest import (
+    Shop,
+    order,
+    refund_calls,
+    refund_job,
+    refund_rows,
+    refunds_taken,
+    run_refund,
+)
+from tests.stripe_support import STRIPE_ACCOUNT
+
+STRIPE_REFUNDS = "/stripe/v1/refunds"
+
+
+async def _refund_requested(shop: Shop) -> None:
+    await shop.order()
+    assert (await shop.pay()).json()["state"] == "Succeeded"
+    response = await shop.http.post("/v1/orders/ORD-5521/refund", headers=shop.merchant, json={})
+    assert response.status_code == 200, response.text
+
+
+async def test_a_refund_429_without_retry_after_is_resent_after_1_s_then_2_s(shop: Shop, clock: ManualClock) -> None:
+    """CardCo answers two 429s without Retry-After, then refunds: the resends, under the same key,
+    wait 1 s and 2 s on the injected clock; one refund in all, and the order ends Refunded."""
+    await _refund_requested(shop)
+    await shop.faults({"operation": "refund_payment", "action": "rate_limit", "retry_after_s": None, "times": 2})
+    run = asyncio.create_task(run_refund(shop, await refund_job(shop)))
+    waits = []
+    while (wake := await next_wake(clock, run)) is not None:
+        waits.append((wake - clock.now()).total_seconds())
+        clock.set(wake)
+    assert await run == "Succeeded"
+    assert waits == [1, 2]
+    sent = refund_calls(shop)
+    assert len(sent) == 3 and len({r["headers"]["idempotency-key"] for r in sent}) == 1
+    assert len(refunds_taken(shop)) == 1
+    assert (await order(shop))["state"] == "Refunded"
+
+
+async def test_a_stripe_429_saying_do_not_retry_is_failed_after_its_one_send(shop: Shop) -> None:
+    """Decision 0055: Stripe's 429 is a no-effect rejection (decision 0047), and with
+    ``Stripe-Should-Retry: false`` resending fails the same way: no resend, no wait, the refund
+    attempt Failed (seed 000: "Provider reports a rejection it documents as no-effect ... Failed"),
+    nothing refunded, and the order still paid."""
+    shop.account = STRIPE_ACCOUNT
+    await _refund_requested(shop)
+    await shop.faults({"operation": "refund_payment", "action": "rate_limit", "retry_after_s": None,
+                       "should_retry": False, "times": 0})
+    assert await run_refund(shop, await refund_job(shop)) == "Failed"
+    assert len([r for r in shop.cardco.store.requests if r["path"] == STRIPE_REFUNDS and r["method"] == "POST"]) == 1
+    [attempt] = await refund_rows(shop, "payment_refund_attempts")
+    assert (attempt["state"], attempt["outcome_reason"], attempt["sends"]) == ("Failed", "provider.do-not-retry", 1)
+    assert refunds_taken(shop) == []
+    assert (await order(shop))["state"] == "Paid"
