@@ -52,6 +52,9 @@ Duration = Annotated[float, AfterValidator(_positive_duration)]
 LookupRate = Annotated[float, Field(gt=0, le=100_000)]
 LookupBurst = Annotated[int, Field(ge=3, le=1_000_000)]
 
+# A provider's listing lag: zero (none) or a duration a timer accepts.
+VisibilityDelay = Annotated[float, Field(ge=0, le=MAX_DURATION_S)]
+
 ACCOUNT_ID = re.compile(r"^[a-z0-9-]+:[A-Za-z0-9_]+:(test|live)$")
 
 
@@ -86,6 +89,11 @@ class ProviderAccount(_Model):
     start_budget_s: Duration = 5
     maximum_call_duration_s: Duration = 30
     processing_allowance_s: Duration = 10
+    # How long the provider may hide a new payout, recall or refund from a lookup by client
+    # reference (CardCo's listing lag, API.md: "may lag behind writes by a configured visibility
+    # delay"); the NotApplied cutoff waits it out (seed 000; issue 21 item 1). None: the delay the
+    # provider documents (gateway.providers); the CardCo deployment's own lag must be set here.
+    visibility_delay_s: VisibilityDelay | None = None
     lookup_backoff_s: list[Duration] = Field(default_factory=lambda: [60.0, 120.0, 300.0, 900.0])
     # This account's own lookup rate and burst (docs/decisions/0042); None: the top-level setting.
     lookup_rate_per_s: LookupRate | None = None

@@ -1,6 +1,7 @@
 """The demo world ``paygate up`` runs: two CardCo accounts and a Stripe test account (served by the
 fake's Stripe dialect, ``/stripe/v1/...``; issue 16), their keys and webhook secrets, the timings
-(normal or ``--rehearsal``), demo tokens for every role, a customer with an open order.
+(normal or ``--rehearsal``; CardCo's listing lag, one value for the fake and the gateway), demo
+tokens for every role, a customer with an open order.
 
 Secrets are generated once per data directory and kept in ``secrets.json`` (mode 0600), so a
 restarted demo keeps verifying the webhooks its CardCo signs.
@@ -46,6 +47,12 @@ REHEARSAL_GLOBAL = {
     "payout_grant_lead_s": 5, "payout_grant_window_s": 60, "payout_send_deadline_s": 20,
     "provider_skew_s": 30,
 }
+# CardCo's listing lag (API.md: its lists "may lag behind writes by a configured visibility
+# delay"; issue 21 item 1): ONE value configures the fake (``visibility_delay_s``) and the gateway's
+# CardCo accounts (``visibility_delay_s``), so the NotApplied cutoff waits out exactly the lag the
+# provider has. It equals the processing allowance that stood for the lag before (10 s; 2 s in
+# rehearsal). The Stripe account keeps Stripe's documented 60 s, longer than the fake's lag.
+VISIBILITY_DELAY_S = {False: 10.0, True: 2.0}
 REHEARSAL_ACCOUNT = {
     "abandonment_threshold_s": 2, "call_budget_s": 3, "record_budget_s": 2, "start_budget_s": 2,
     "maximum_call_duration_s": 5, "processing_allowance_s": 2, "lookup_backoff_s": [1, 2, 4, 8],
@@ -156,6 +163,7 @@ def gateway_config(stored: dict[str, Any], urls: Urls, *, rehearsal: bool) -> di
             "webhook_endpoint_id": _endpoint_id(account_id),
             "webhook_secrets": [account_secrets["webhook_secret"]],
             "webhook_public_keys": _public_keys(account_secrets),
+            **({} if stripe else {"visibility_delay_s": VISIBILITY_DELAY_S[rehearsal]}),
             **(REHEARSAL_ACCOUNT if rehearsal else {}),
         })
     return {
@@ -180,6 +188,7 @@ def cardco_config(stored: dict[str, Any], urls: Urls, *, rehearsal: bool) -> dic
             **({"dialect": "stripe", "api_version": STRIPE_API_VERSION} if _provider(account_id) == "stripe" else
                {"webhook_signing_key": stored["accounts"][account_id]["signing_seed"]}),
         } for account_id in ACCOUNTS],
+        "visibility_delay_s": VISIBILITY_DELAY_S[rehearsal],
         **({"processing_complete_after_s": 2, "webhook_retry_schedule_s": [1, 2, 4, 8]} if rehearsal else {}),
     }
 

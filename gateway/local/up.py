@@ -209,6 +209,8 @@ def describe(document: dict[str, Any], path: Path) -> str:
         f"tenant {document['tenant_id']}",
         *[f"  account {a['id']}: webhook endpoint /v1/webhooks/{a['webhook_endpoint_id']}"
           for a in document["provider_accounts"]],
+        f"  CardCo's lists lag {document['settings']['visibility_delay_s']:g} s behind its writes "
+        "(the fake's visibility_delay_s and the CardCo accounts')",
         f"  everything above, with secrets and timings: {path}",
         "  a process that dies is restarted; Ctrl-C stops every process and server.", "",
     ]

@@ -40,11 +40,15 @@ def payout_timings(settings: Settings, account: ProviderAccount | None = None) -
 
 
 def _visibility_delay_s(account: ProviderAccount) -> float:
-    """How long a new object may stay invisible to a lookup, as the NotApplied cutoff must wait it
-    out: the account's processing allowance, or its provider's documented visibility delay when
-    longer (issue 16). A provider that enforces no request expiry never has an attempt closed for
-    "not found" (docs/decisions/0047), so its delay would only postpone the escalation deadline."""
+    """The visibility delay seed 000's NotApplied cutoff waits out after the send deadline and the
+    skew, for payouts, recalls and refunds alike (``not_applied_cutoff``): how long the provider may
+    hide a new object from a lookup by client reference, the account's ``visibility_delay_s`` or
+    else its provider's documented delay (issue 21 item 1), never less than the account's
+    processing allowance, which stood for it before the account could state it
+    (docs/decisions/0056). A provider that enforces no request expiry never has an attempt closed
+    for "not found" (docs/decisions/0047), so its delay would only postpone the escalation deadline."""
     provider = provider_for(account.id).timings
     if not provider.request_expiry_enforced:
         return account.processing_allowance_s
-    return max(account.processing_allowance_s, provider.visibility_delay_s)
+    lag = provider.visibility_delay_s if account.visibility_delay_s is None else account.visibility_delay_s
+    return max(account.processing_allowance_s, lag)

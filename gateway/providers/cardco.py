@@ -114,9 +114,10 @@ class CardCo:
     """The CardCo adapter (gateway.providers.base.Provider)."""
 
     name = "cardco"
-    # API.md: keys kept 24 h; a new object may be invisible to a lookup by reference for a while
-    # (the fake's ``not_found_for_s``: the account's processing allowance stands for it); requests
-    # carry ``expires_at``, which CardCo enforces with its skew (``request_expired``).
+    # API.md: keys kept 24 h; lists "may lag behind writes by a configured visibility delay": the
+    # lag is the CardCo deployment's, so the account states it (``visibility_delay_s``; the fake's
+    # config of the same name), and CardCo documents none of its own; requests carry ``expires_at``,
+    # which CardCo enforces with its skew (``request_expired``).
     timings = ProviderTimings(key_window_s=86_400, visibility_delay_s=0, request_expiry_enforced=True)
 
     def headers(self, account: ProviderAccount, credential: str) -> dict[str, str]:

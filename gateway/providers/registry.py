@@ -26,7 +26,9 @@ def provider_for(account_id: str) -> Provider:
 def check_accounts(settings: Settings) -> None:
     """Every configured account has an adapter and timings its provider honours (ValueError naming
     it): a key window no longer than the provider keeps keys (a same-key resend after the provider
-    pruned the key would be a new payment), and a lookup rate no higher than the provider documents."""
+    pruned the key would be a new payment), a visibility delay no shorter than the provider
+    documents (a "not found" inside it proves nothing), and a lookup rate no higher than the
+    provider documents."""
     for account in settings.provider_accounts:
         name = provider_name(account.id)
         if name not in PROVIDERS:
@@ -35,6 +37,9 @@ def check_accounts(settings: Settings) -> None:
         if account.key_window_s > timings.key_window_s:
             raise ValueError(f"provider account {account.id}: key_window_s {account.key_window_s:g} exceeds "
                              f"{name}'s idempotency-key window of {timings.key_window_s:g} s")
+        if account.visibility_delay_s is not None and account.visibility_delay_s < timings.visibility_delay_s:
+            raise ValueError(f"provider account {account.id}: visibility_delay_s {account.visibility_delay_s:g} is "
+                             f"shorter than {name}'s documented visibility delay of {timings.visibility_delay_s:g} s")
         rate, _ = settings.lookup_limit(account)
         if timings.lookups_per_s and rate > timings.lookups_per_s:
             raise ValueError(f"provider account {account.id}: lookup_rate_per_s {rate:g} exceeds "

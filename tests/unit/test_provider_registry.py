@@ -4,13 +4,18 @@ chosen by the provider prefix of its id, and an account paygate cannot serve saf
 from __future__ import annotations
 
 import dataclasses
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from gateway.payouts.attempts import PAYOUT
 from gateway.payouts.config import payout_timings
+from gateway.payouts.recalls import RECALL
+from gateway.pipeline.kind import AttemptKind
 from gateway.providers import provider_for
 from gateway.providers.cardco import CARDCO
 from gateway.providers.registry import check_accounts
+from gateway.refunds.attempts import REFUND
 from gateway.settings import Settings, build_settings
 from jobs import runtime
 
@@ -57,6 +62,28 @@ def test_the_not_applied_cutoff_waits_out_the_providers_visibility_delay(monkeyp
     lagging = dataclasses.replace(CARDCO.timings, visibility_delay_s=45)
     monkeypatch.setattr(CARDCO, "timings", lagging)
     assert payout_timings(settings, cardco).visibility_delay_s == 45
+
+
+@pytest.mark.parametrize("kind", [PAYOUT, RECALL, REFUND], ids=lambda kind: kind.name)
+def test_the_accounts_listing_lag_joins_the_not_applied_cutoff_of_every_kind(kind: AttemptKind) -> None:
+    """Seed 000, "Reconciliation and retry": the lookup that records NotApplied must start after the
+    cutoff plus the provider's documented visibility delay (issue 21 item 1). CardCo's lag is its
+    deployment's, stated on the account: 400 s moves the cutoff of a payout, a recall and a refund
+    to send deadline + skew 30 s + 400 s; unset, the processing allowance (10 s) still stands."""
+    settings = configured({"id": "cardco:acct_store:test", "visibility_delay_s": 400},
+                          {"id": "cardco:acct_store:live"})
+    lagging, plain = settings.provider_accounts
+    deadline = datetime(2026, 11, 29, 16, 5, tzinfo=UTC)
+    assert kind.timings(settings, lagging).not_applied_cutoff(deadline) == deadline + timedelta(seconds=430)
+    assert kind.timings(settings, plain).not_applied_cutoff(deadline) == deadline + timedelta(seconds=40)
+
+
+def test_a_visibility_delay_shorter_than_the_provider_documents_fails_start_up() -> None:
+    """Stripe's search may lag 60 s: an account claiming less would let an early "not found" count."""
+    check_accounts(configured({"id": "stripe:acct_store:test", "visibility_delay_s": 90},
+                              {"id": "cardco:acct_store:test", "visibility_delay_s": 0}))
+    with pytest.raises(ValueError, match="visibility_delay_s 10 is shorter than stripe's documented visibility delay"):
+        check_accounts(configured({"id": "stripe:acct_store:test", "visibility_delay_s": 10}))
 
 
 async def test_a_worker_refuses_the_same_accounts_before_it_opens_anything() -> None:

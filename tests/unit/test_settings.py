@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from gateway.local import demo
 from gateway.local.demo import REHEARSAL_ACCOUNT, REHEARSAL_GLOBAL
+from gateway.payouts.config import payout_timings
 from gateway.settings import MAX_DURATION_S, ConfigError, build_settings, load_settings
+from provider_fake.config import CardCoConfig
 
 BASE = {"DATABASE_URL": "postgresql:///x", "REDIS_URL": "redis://127.0.0.1:1/0", "PAYGATE_TOKEN_PEPPER": "p"}
 
@@ -151,3 +154,22 @@ def test_a_lookup_rate_that_is_not_positive_or_a_burst_below_one_pass_fails_nami
         load_settings({**BASE, **change})
     with pytest.raises(ConfigError, match="provider_accounts.0.lookup_burst"):
         load_settings(accounts_env(account(lookup_burst=1)))
+
+
+@pytest.mark.parametrize("rehearsal", [False, True], ids=["normal", "rehearsal"])
+def test_paygate_up_gives_cardco_and_the_gateways_cardco_accounts_one_listing_lag(tmp_path: Path,
+                                                                                  rehearsal: bool) -> None:
+    """Issue 21 item 1: ``paygate up`` configures the CardCo fake's listing lag and the gateway's
+    CardCo accounts from one value, and the NotApplied cutoff waits it out; the Stripe account keeps
+    Stripe's documented delay (longer than the fake's lag)."""
+    urls = demo.Urls("http://127.0.0.1:8000", "http://127.0.0.1:8100", "http://127.0.0.1:8200")
+    stored = demo.load_or_create_secrets(tmp_path)
+    settings = build_settings({"database_url": "postgresql:///x", "redis_url": "redis://127.0.0.1:1/0",
+                               **demo.gateway_config(stored, urls, rehearsal=rehearsal)})
+    cardco = CardCoConfig.model_validate(demo.cardco_config(stored, urls, rehearsal=rehearsal))
+    lag = demo.VISIBILITY_DELAY_S[rehearsal]
+    assert cardco.visibility_delay_s == lag
+    assert {a.id: a.visibility_delay_s for a in settings.provider_accounts} == {
+        "cardco:acct_store:test": lag, "cardco:acct_store:live": lag, "stripe:acct_store:test": None}
+    for cardco_account in settings.provider_accounts[:2]:
+        assert payout_timings(settings, cardco_account).visibility_delay_s == lag
