@@ -3,9 +3,12 @@ bars": "afterwards the provider's ledger and the gateway's records must agree, w
 effects and zero lost notifications").
 
 Every check is a pure function of a :class:`Snapshot` (CardCo's ledger, request log and webhook
-deliveries; the gateway's rows; the merchant sink's messages) and returns the violations it
-found, each a short line naming the object, so a failing run says what to look at. The choices
-behind each reading are in docs/decisions/0028.
+deliveries; the gateway's rows; the sinks' messages and the workers' logged dead letters; what the
+run itself saw: the settle, the fleet's health, the operations made, the steps that failed) and
+returns the violations it found, each a short line naming the object, so a failing run says what
+to look at. Money and ordering are judged from evidence the gateway does not write (CardCo's
+ledger and request log, the sinks), the gateway's rows only say what it claims (issue 22). The
+choices behind each reading are in docs/decisions/0028 and 0055.
 """
 
 from __future__ import annotations
@@ -14,22 +17,31 @@ import base64
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
+from urllib.parse import parse_qs
 
 Row = dict[str, Any]
 
 PAID_PAYMENT = frozenset({"succeeded", "refunded"})
 PAID_PAYOUT = frozenset({"paid", "returned"})
+TOOK_EFFECT = {"payment": PAID_PAYMENT, "refund": frozenset({"succeeded"}), "payout": PAID_PAYOUT,
+               "recall": frozenset({"recalled"})}
+# A resolution that says the money did not move (seed 000, seed 004): CardCo must hold nothing for it.
+NO_EFFECT = frozenset({"Failed", "NotApplied", "NotStarted"})
 PAID_ORDER = frozenset({"Paid", "PaidAfterCancel", "Refunded"})
 # A checkout attempt's NotStarted may still be sent; a payout, recall or refund attempt's NotStarted
 # is a resolution (seed 000: a lapsed claim that never reached Started).
 UNRESOLVED = frozenset({"NotStarted", "Started", "Unknown"})
 PIPELINE_UNRESOLVED = frozenset({"Claimed", "Started", "Unknown"})
-NEGATIVE = frozenset({"Failed", "NotApplied"})
-CREATES = ("/v1/payments", "/v1/payouts")
+STRIPE_MOUNT = "/stripe"
+# The create requests of both dialects (CardCo's paths, the Stripe mount's), by what they create.
+CREATE_PATHS = (("payment", re.compile(r"/v1/payments")), ("refund", re.compile(r"/v1/payments/[^/]+/refunds")),
+                ("payout", re.compile(r"/v1/payouts")), ("recall", re.compile(r"/v1/payouts/[^/]+/recalls")),
+                ("payment", re.compile(r"/stripe/v1/payment_intents")), ("refund", re.compile(r"/stripe/v1/refunds")),
+                ("payout", re.compile(r"/stripe/v1/payouts")))
 
 
 @dataclass(frozen=True)
@@ -39,6 +51,7 @@ class Snapshot:
     ledger_payments: list[Row] = field(default_factory=list)
     ledger_payouts: list[Row] = field(default_factory=list)
     ledger_refunds: list[Row] = field(default_factory=list)
+    ledger_recalls: list[Row] = field(default_factory=list)
     requests: list[Row] = field(default_factory=list)
     deliveries: list[Row] = field(default_factory=list)
     # the gateway's database
@@ -53,17 +66,32 @@ class Snapshot:
     escalations: list[Row] = field(default_factory=list)
     notifications: list[Row] = field(default_factory=list)
     outbox: list[Row] = field(default_factory=list)
-    # the merchant sink (GET {merchant_sink_url}), oldest first
+    # the merchant sink (GET {merchant_sink_url}) and the alert sink, oldest first
     sink: list[Row] = field(default_factory=list)
+    alerts: list[Row] = field(default_factory=list)
+    # outbox message ids the workers logged as dead-lettered (``outbox_dead_lettered`` lines)
+    logged_dead_letters: frozenset[int] = frozenset()
     # the gateway's API, as the campaign's merchants saw it: orders whose cancellation it accepted
     cancelled_orders: frozenset[str] = frozenset()
+    # what the run saw: what was still moving when the settle reached its deadline (empty when it
+    # settled), processes not alive or not ready at the end, the scenarios asked for and those
+    # that reached an outcome, steps of the run that failed (a fault-rule install, a disruption,
+    # a client), and 5xx answers outside an injected outage
+    still_moving: tuple[str, ...] = ()
+    unhealthy: tuple[str, ...] = ()
+    asked: Mapping[str, int] = field(default_factory=dict)
+    made: Mapping[str, int] = field(default_factory=dict)
+    failed_steps: tuple[str, ...] = ()
+    unexpected_5xx: tuple[str, ...] = ()
     # how far past a due time a row may be and still count as "about to be handled"
     grace: timedelta = timedelta(seconds=10)
 
     def open_escalation_naming(self, identifier: str) -> bool:
-        """An unresolved escalation whose key, attempt or details name ``identifier``."""
-        return any(e["resolved_at"] is None and (identifier in e["escalation_key"] or str(e.get("attempt_id")) ==
-                                                 identifier or identifier in map(str, e["details"].values()))
+        """An unresolved escalation that names ``identifier`` exactly in its own fields: its
+        attempt, or one of its details' values (an attempt, payout, refund, order or message id).
+        Its key or text merely containing the id names nothing (issue 22)."""
+        return any(e["resolved_at"] is None and (str(e.get("attempt_id")) == identifier
+                                                 or identifier in map(str, e["details"].values()))
                    for e in self.escalations)
 
 
@@ -90,18 +118,93 @@ def one_payout_per_payout(s: Snapshot) -> list[str]:
     return [f"payout {payout}: paid {n} times" for payout, n in sorted(paid.items()) if n > 1]
 
 
-def resends_byte_identical(s: Snapshot) -> list[str]:
-    """Every resend byte-identical under its original key: one body per (account, create, key)."""
-    bodies: dict[tuple[str, str, str], set[bytes]] = defaultdict(set)
+class Create(NamedTuple):
+    """One create request in CardCo's log, either dialect."""
+
+    kind: str  # payment, refund, payout, recall
+    dialect: str  # "cardco" or "stripe": which mount received it
+    account: str  # CardCo's header; the Stripe mount's key names the account and is redacted: ""
+    path: str
+    reference: str | None
+    key: str | None
+    body: bytes
+    received_at: datetime
+
+
+def _reference_in(dialect: str, body: bytes) -> str | None:
+    """The client reference a create carries: CardCo's JSON field, Stripe's form metadata."""
+    try:
+        if dialect == "stripe":
+            return parse_qs(body.decode()).get("metadata[client_reference]", [None])[0]
+        reference = json.loads(body).get("client_reference")
+        return reference if isinstance(reference, str) else None
+    except (ValueError, AttributeError):
+        return None
+
+
+def creates(s: Snapshot) -> list[Create]:
+    """Every create request CardCo received, in both dialects (``CREATE_PATHS``)."""
+    found = []
     for request in s.requests:
         path = request["path"].split("?", 1)[0]
-        key = request["headers"].get("idempotency-key")
-        if request["method"] == "POST" and key and (path in CREATES or path.endswith("/recalls")
-                                                    or path.endswith("/refunds")):
-            account = request["headers"].get("cardco-account", "")
-            bodies[(account, path, key)].add(base64.b64decode(request["body_base64"]))
+        kind = next((k for k, pattern in CREATE_PATHS if pattern.fullmatch(path)), None)
+        if request["method"] != "POST" or kind is None:
+            continue
+        dialect = "stripe" if path.startswith(STRIPE_MOUNT + "/") else "cardco"
+        body = base64.b64decode(request["body_base64"])
+        found.append(Create(kind, dialect, request["headers"].get("cardco-account", ""), path,
+                            _reference_in(dialect, body), request["headers"].get("idempotency-key"), body,
+                            datetime.fromisoformat(request["received_at"].replace("Z", "+00:00"))))
+    return found
+
+
+def resends_byte_identical(s: Snapshot) -> list[str]:
+    """Every resend byte-identical under its original key: one body per (account, create, key),
+    in both dialects."""
+    bodies: dict[tuple[str, str, str], set[bytes]] = defaultdict(set)
+    for create in creates(s):
+        if create.key:
+            bodies[(create.account or create.dialect, create.path, create.key)].add(create.body)
     return [f"{path} key {key} ({account}): {len(found)} different bodies"
             for (account, path, key), found in sorted(bodies.items()) if len(found) > 1]
+
+
+def _attempts_of(s: Snapshot) -> dict[str, list[Row]]:
+    return {"payment": s.payment_attempts, "refund": s.refund_attempts, "payout": s.payout_attempts,
+            "recall": s.recall_attempts}
+
+
+def _dialect(account: str) -> str:
+    return "stripe" if account.startswith("stripe:") else "cardco"
+
+
+def record_before_send(s: Snapshot) -> list[str]:
+    """Seed 004 (the attempt is recorded before any provider call; a resend uses the original
+    key), seed 000 ("Started before send"): every create request CardCo received, in both
+    dialects, belongs to a gateway attempt of its kind and account, whose send intent (a
+    payment's first ``send_intent`` event, a payout's, recall's or refund's Started write) is
+    dated no later than CardCo's receive time (CardCo logs milliseconds: the intent is compared at
+    that precision, and nothing else is allowed for), and carries that attempt's one idempotency
+    key: a second key for one client reference is a violation whatever the bytes."""
+    by_reference: dict[tuple[str, str, str], Row] = {}
+    for kind, rows in _attempts_of(s).items():
+        for row in rows:
+            account = row["provider_account"]
+            by_reference[(kind, account if _dialect(account) == "cardco" else "stripe", row["client_reference"])] = row
+    found = []
+    for create in creates(s):
+        what = f"{create.dialect} {create.kind} create {create.reference} at {create.received_at:%H:%M:%S.%f}"
+        attempt = by_reference.get((create.kind, create.account or create.dialect, create.reference or ""))
+        if attempt is None:
+            found.append(f"{what}: no gateway attempt of that kind has this reference")
+            continue
+        if create.key != attempt["idempotency_key"]:
+            found.append(f"{what}: key {create.key}, the attempt's key is {attempt['idempotency_key']}")
+        intent = attempt.get("intent_at")
+        if intent is None or intent.replace(microsecond=intent.microsecond // 1000 * 1000) > create.received_at:
+            found.append(f"{what}: CardCo received it before the attempt's send intent "
+                         f"({'none' if intent is None else f'{intent:%H:%M:%S.%f}'})")
+    return sorted(set(found))
 
 
 def _resolved_or_escalated(s: Snapshot, rows: Iterable[Row], what: str,
@@ -149,28 +252,75 @@ def grants_used_or_escalated(s: Snapshot) -> list[str]:
     return found
 
 
-def no_false_negative(s: Snapshot) -> list[str]:
-    """No attempt rounded off to Failed/NotApplied while CardCo holds its payment or payout."""
+def _same_money(entry: Row, ours: Row) -> bool:
+    """Same amount in minor units and the same ISO 4217 currency (Stripe writes it lower-case)."""
+    return bool(entry["amount_minor"] == ours["amount_minor"] and entry["currency"].upper() == ours["currency"].upper())
+
+
+def _ledger_agrees(kind: str, ledger: list[Row], attempts: list[Row]) -> list[str]:
+    """Both directions, amount and currency (issue 22): a Succeeded attempt has exactly one entry
+    that took effect at CardCo; a Failed, NotApplied or NotStarted one has none; every entry of the
+    ledger (whatever its status) belongs to an attempt of the gateway with its amount and currency."""
+    entries: dict[tuple[str, str], list[Row]] = defaultdict(list)
+    for entry in ledger:
+        entries[(entry["account"], entry["client_reference"])].append(entry)
     found = []
-    for ledger, attempts in ((s.ledger_payments, s.payment_attempts), (s.ledger_payouts, s.payout_attempts),
-                             (s.ledger_refunds, s.refund_attempts)):
-        by_reference = {(a["provider_account"], a["client_reference"]): a for a in attempts}
-        for entry in ledger:
-            if entry["status"] not in PAID_PAYMENT | PAID_PAYOUT:
-                continue
-            attempt = by_reference.get((entry["account"], entry["client_reference"]))
-            if attempt is None:
-                found.append(f"{entry['client_reference']}: CardCo holds {entry['id']}, the gateway has no attempt")
-            elif attempt["state"] in NEGATIVE:
-                found.append(f"{entry['client_reference']}: {attempt['state']} while CardCo holds {entry['id']} "
-                             f"({entry['status']})")
+    for attempt in attempts:
+        mine = entries.pop((attempt["provider_account"], attempt["client_reference"]), [])
+        took = [e for e in mine if e["status"] in TOOK_EFFECT[kind]]
+        what = f"{kind} attempt {attempt['client_reference']} ({attempt['state']})"
+        if attempt["state"] == "Succeeded" and len(took) != 1:
+            found.append(f"{what}: {len(took)} {kind}s took effect at CardCo, not 1")
+        elif attempt["state"] in NO_EFFECT and took:
+            found.append(f"{what}: CardCo's {took[0]['id']} is {took[0]['status']}")
+        found += [f"{what}: CardCo's {e['id']} is {e['amount_minor']} {e['currency']}, the attempt "
+                  f"{attempt['amount_minor']} {attempt['currency']}" for e in mine if not _same_money(e, attempt)]
+    found += [f"CardCo's {kind} {e['id']} ({reference}, {e['status']}) belongs to no gateway attempt"
+              for (_, reference), rest in sorted(entries.items()) for e in rest]
+    return found
+
+
+def ledger_payments_agree(s: Snapshot) -> list[str]:
+    """Payments, both dialects: CardCo's ledger and the gateway's payment attempts agree."""
+    return _ledger_agrees("payment", s.ledger_payments, s.payment_attempts)
+
+
+def ledger_refunds_agree(s: Snapshot) -> list[str]:
+    """Refunds: CardCo lists the refunds that succeeded; each is a Succeeded refund attempt's."""
+    return _ledger_agrees("refund", s.ledger_refunds, s.refund_attempts)
+
+
+def ledger_recalls_agree(s: Snapshot) -> list[str]:
+    """Payout recalls: a Succeeded recall attempt's recall is ``recalled`` at CardCo."""
+    return _ledger_agrees("recall", s.ledger_recalls, s.recall_attempts)
+
+
+def ledger_payouts_agree(s: Snapshot) -> list[str]:
+    """Payouts: the attempts agree with CardCo's ledger, and so do the payouts: a Paid payout is
+    paid (or returned) at CardCo, a Failed or Cancelled one moved no money, with its amount."""
+    found = _ledger_agrees("payout", s.ledger_payouts, s.payout_attempts)
+    took: dict[str, list[Row]] = defaultdict(list)
+    for entry in s.ledger_payouts:
+        if entry["status"] in PAID_PAYOUT:
+            took[_order_of(entry["client_reference"])].append(entry)
+    for payout in s.payouts:
+        mine = took.get(payout["payout_id"], [])
+        if payout["state"] == "Paid" and not mine:
+            found.append(f"payout {payout['payout_id']} is Paid, CardCo paid nothing for it")
+        elif payout["state"] in ("Failed", "Cancelled") and mine:
+            found.append(f"payout {payout['payout_id']} is {payout['state']}, CardCo's {mine[0]['id']} is "
+                         f"{mine[0]['status']}")
+        found += [f"payout {payout['payout_id']}: CardCo paid {e['amount_minor']} {e['currency']}, the payout is "
+                  f"{payout['amount_minor']} {payout['currency']}" for e in mine if not _same_money(e, payout)]
     return found
 
 
 def orders_match_ledger(s: Snapshot) -> list[str]:
     """Every succeeded payment's order is Paid (PaidAfterCancel while its refund is owed and
-    escalated), every refunded one's is Refunded, and every order the gateway calls paid or
-    refunded has its payment at CardCo (docs/decisions/0020 for the order states)."""
+    escalated), every refunded one's is Refunded, every order the gateway calls paid or
+    refunded has its payment at CardCo (docs/decisions/0020 for the order states), and an order is
+    Refunded exactly when CardCo holds a succeeded refund for it (issue 22: "an order's state, its
+    refunds and the ledger agree")."""
     found = []
     orders = {o["order_id"]: o["state"] for o in s.orders}
     at_cardco: dict[str, str] = {}
@@ -183,9 +333,13 @@ def orders_match_ledger(s: Snapshot) -> list[str]:
                 state == "PaidAfterCancel" and s.open_escalation_naming(order):
             continue
         found.append(f"order {order} is {state} while CardCo's payment is {status}")
+    refunded = {_order_of(r["client_reference"]) for r in s.ledger_refunds if r["status"] == "succeeded"}
     for order, state in sorted(orders.items()):
         if state in PAID_ORDER and order not in at_cardco:
             found.append(f"order {order} is {state} but CardCo holds no payment for it")
+        if (state == "Refunded") != (order in refunded):
+            found.append(f"order {order} is {state}, CardCo {'holds' if order in refunded else 'holds no'} "
+                         "succeeded refund for it")
     return found
 
 
@@ -211,22 +365,49 @@ def _business(s: Snapshot) -> list[Row]:
 
 
 def sink_once_per_dedup_key(s: Snapshot) -> list[str]:
-    """Every merchant effect written and delivered, each dedup key standing for one effect: a
-    succeeded payment has its effect in the outbox, a delivered row is at the sink, and the sink
-    never got two different payloads under one key. (A redelivery of
-    the same message, e.g. after a worker died between the POST and its commit, is what the dedup
-    key is for; the report counts those separately.)"""
-    found = []
+    """Every merchant effect written, each dedup key standing for one effect: a succeeded payment
+    has its effect in the outbox, and the sink never got two different payloads under one key. (A
+    redelivery of the same message, e.g. after a worker died between the POST and its commit, is
+    what the dedup key is for; the report counts those separately.)"""
     payloads: dict[str, set[str]] = defaultdict(set)
     for message in s.sink:
         payloads[message["dedup_key"]].add(repr(sorted(message["payload"].items())))
     written = {row["ordering_key"] for row in _business(s)}
-    found += [f"payment attempt {a['client_reference']} succeeded, no merchant effect was written"
-              for a in s.payment_attempts if a["state"] == "Succeeded" and f"attempt:{a['attempt_id']}" not in written]
-    for row in _business(s):
-        if row["dispatched_at"] is not None and row["dedup_key"] not in payloads:
-            found.append(f"outbox {row['message_id']} ({row['dedup_key']}) dispatched, never received")
+    found = [f"payment attempt {a['client_reference']} succeeded, no merchant effect was written"
+             for a in s.payment_attempts if a["state"] == "Succeeded" and f"attempt:{a['attempt_id']}" not in written]
     found += [f"{key}: {len(p)} different payloads" for key, p in sorted(payloads.items()) if len(p) > 1]
+    return found
+
+
+def effects_delivered_or_escalated(s: Snapshot) -> list[str]:
+    """Seed 004 ("Downstream Work"): every business effect reaches the merchant sink, or is
+    dead-lettered and a person is told: an open escalation names its message id. A dead letter is
+    no exemption (issue 22); a row still pending after the settle did not arrive either."""
+    received = {m["dedup_key"] for m in s.sink}
+    found = []
+    for row in _business(s):
+        what = f"outbox {row['message_id']} ({row['kind']}, {row['dedup_key']})"
+        if row["dead_lettered_at"] is not None:
+            if not s.open_escalation_naming(str(row["message_id"])):
+                found.append(f"{what}: dead-lettered, no open escalation names it")
+        elif row["dedup_key"] not in received:
+            found.append(f"{what}: {'dispatched' if row['dispatched_at'] else 'pending'}, never received")
+    return found
+
+
+def alerts_delivered_or_logged(s: Snapshot) -> list[str]:
+    """Every operator alert the dispatcher finished with reached the alert sink or, dead-lettered
+    (its sink is the thing that failed), the log (``outbox_dead_lettered`` with its message id).
+    Alerts still pending are fresh reminders, judged by ``outbox-not-stranded``."""
+    received = {m["dedup_key"] for m in s.alerts}
+    found = []
+    for row in s.outbox:
+        if row["ordering_key"] is not None or row["kind"].endswith("-job"):
+            continue
+        if row["dispatched_at"] is not None and row["dedup_key"] not in received:
+            found.append(f"alert {row['message_id']} ({row['dedup_key']}): dispatched, never received")
+        elif row["dead_lettered_at"] is not None and row["message_id"] not in s.logged_dead_letters:
+            found.append(f"alert {row['message_id']} ({row['dedup_key']}): dead-lettered, not logged")
     return found
 
 
@@ -303,7 +484,8 @@ def _applied_or_escalated(notification: Row, escalated: set[str]) -> bool:
 
 
 def outbox_not_stranded(s: Snapshot) -> list[str]:
-    """No outbox row left pending long past its due time (dead letters are escalated, not stranded)."""
+    """No outbox row left pending long past its due time (a dead letter is judged by
+    ``effects-delivered-or-escalated`` and ``alerts-delivered-or-logged``)."""
     return [f"outbox {row['message_id']} ({row['kind']}, {row['dedup_key']}) due {row['next_attempt_at']:%H:%M:%S}"
             for row in s.outbox
             if row["dispatched_at"] is None and row["dead_lettered_at"] is None
@@ -322,21 +504,59 @@ def no_lease_past_expiry(s: Snapshot) -> list[str]:
     return found
 
 
+def settled(s: Snapshot) -> list[str]:
+    """Nothing is left moving: a settle that reached its deadline is a violation, with what was
+    still moving then (issue 22)."""
+    return [f"settle deadline reached: {what}" for what in s.still_moving]
+
+
+def fleet_healthy(s: Snapshot) -> list[str]:
+    """At the end every process is alive and every web process answers ``/readyz``."""
+    return list(s.unhealthy)
+
+
+def operations_as_asked(s: Snapshot) -> list[str]:
+    """As many scenarios reached an outcome as were asked for (a run that did nothing fails)."""
+    return [f"{what}: {s.made.get(what, 0)} of {n} reached an outcome" for what, n in sorted(s.asked.items())
+            if s.made.get(what, 0) < n]
+
+
+def run_steps_succeeded(s: Snapshot) -> list[str]:
+    """Every fault-rule install, disruption and client call of the run did what it was asked."""
+    return list(s.failed_steps)
+
+
+def no_unexpected_5xx(s: Snapshot) -> list[str]:
+    """The gateway answered no 5xx to a client outside an injected outage."""
+    return list(s.unexpected_5xx)
+
+
 CHECKS: dict[str, Callable[[Snapshot], list[str]]] = {
     "one-payment-per-order": one_payment_per_order,
     "one-refund-per-order": one_refund_per_order,
     "one-payout-per-payout": one_payout_per_payout,
     "resends-byte-identical": resends_byte_identical,
+    "record-before-send": record_before_send,
     "attempts-resolved-or-escalated": attempts_resolved,
     "grants-used-or-escalated": grants_used_or_escalated,
-    "no-negative-while-provider-holds-it": no_false_negative,
-    "succeeded-payment-means-paid-order": orders_match_ledger,
+    "ledger-payments-agree": ledger_payments_agree,
+    "ledger-refunds-agree": ledger_refunds_agree,
+    "ledger-payouts-agree": ledger_payouts_agree,
+    "ledger-recalls-agree": ledger_recalls_agree,
+    "orders-agree-with-ledger": orders_match_ledger,
     "cancellation-respected": cancellations_respected,
     "sink-once-per-dedup-key": sink_once_per_dedup_key,
     "sink-in-order-per-ordering-key": sink_in_order,
+    "effects-delivered-or-escalated": effects_delivered_or_escalated,
+    "alerts-delivered-or-logged": alerts_delivered_or_logged,
     "webhooks-applied-or-escalated": webhooks_accounted,
     "outbox-not-stranded": outbox_not_stranded,
     "no-lease-past-expiry": no_lease_past_expiry,
+    "settled": settled,
+    "fleet-healthy": fleet_healthy,
+    "operations-as-asked": operations_as_asked,
+    "run-steps-succeeded": run_steps_succeeded,
+    "no-unexpected-5xx": no_unexpected_5xx,
 }
 
 
