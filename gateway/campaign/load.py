@@ -7,7 +7,9 @@ customer who tries again after a failed attempt; merchants refunding paid orders
 offers ``POST /v1/orders/{id}/refund``). Payouts: decision, acknowledgement or approval where the
 policy asks for one, execution by the workers, and a few recalls of paid payouts. A client only
 waits as long as a person would (``PATIENCE_S``); whatever is still open then is left to the
-system, and the settle and the invariants judge the outcome.
+system, and the settle and the invariants judge the outcome. A scenario is counted (``made``, and
+``operations["checkout:<kind>"]``) once it reached its end, not when it started (issue 22): one the
+gateway never answered, or that raised, is missing from the count.
 """
 
 from __future__ import annotations
@@ -90,6 +92,7 @@ class Load:
         self._cardco = cardco
         self._doc = document
         self.operations: Counter[str] = Counter()
+        self.made: Counter[str] = Counter()  # scenarios that reached their end: "checkout", "payout"
         self.cancelled: set[str] = set()  # orders whose cancellation the gateway accepted
 
     async def setup(self) -> bool:
@@ -112,7 +115,6 @@ class Load:
     # -- checkouts ---------------------------------------------------------------------------
 
     async def checkout(self, c: Checkout) -> None:
-        self.operations[f"checkout:{c.kind}"] += 1
         order = {"order_id": c.order_id, "customer_id": self._doc["customer_id"], "amount_minor": c.amount_minor,
                  "currency": "EUR", "payment_method": METHODS.get(c.kind, "pm_card_visa"),
                  "provider_account": c.account}
@@ -132,6 +134,8 @@ class Load:
         if c.kind == "refund" and state == "Succeeded":
             self.operations["order-refund"] += 1
             await self.gateway.call("POST", f"/v1/orders/{c.order_id}/refund", "merchant", {})
+        self.operations[f"checkout:{c.kind}"] += 1
+        self.made["checkout"] += 1
 
     async def _cancel(self, c: Checkout) -> None:
         self.operations["order-cancel"] += 1
@@ -165,7 +169,7 @@ class Load:
                     acted = True
                     result = "succeeded" if c.kind == "3ds-completed" else "failed"
                     self.operations[f"3ds-{result}"] += 1
-                    await self._cardco.post(action["url"], json={"result": result})
+                    await self._cardco.post(_action_url(action), json={"result": result})
             elif response is not None and response.status_code == 404:
                 return None  # the cancellation won: no attempt was made
             await asyncio.sleep(POLL_S)
@@ -174,7 +178,6 @@ class Load:
     # -- payouts -----------------------------------------------------------------------------
 
     async def payout(self, p: Payout) -> None:
-        self.operations[f"payout:{p.kind}"] += 1
         destination = NEW_DESTINATION if p.kind == "new-destination" else self._doc["destination_id"]
         release_at = datetime.now(UTC) + timedelta(seconds=p.release_in_s)
         terms = {"beneficiary_id": self._doc["beneficiary_id"], "destination_id": destination,
@@ -183,7 +186,9 @@ class Load:
         if await self.gateway.call("POST", "/v1/payouts", "clerk", {"payout_id": p.payout_id, **terms}) is None:
             return
         decision = await self.gateway.call("POST", f"/v1/payouts/{p.payout_id}/submit", "clerk", terms)
-        outcome = decision.json().get("outcome") if decision is not None and decision.status_code == 200 else None
+        if decision is None:
+            return
+        outcome = decision.json().get("outcome") if decision.status_code == 200 else None
         self.operations[f"payout-decision:{outcome}"] += 1
         if outcome == "AcknowledgmentRequired":
             await self.gateway.call("POST", f"/v1/payouts/{p.payout_id}/acknowledge", "clerk",
@@ -191,8 +196,14 @@ class Load:
         elif outcome == "EscalationRecommended":
             self.operations["payout-approve"] += 1
             await self.gateway.call("POST", f"/v1/payouts/{p.payout_id}/approve", "approver", {})
-        if p.kind == "scheduled":
-            return  # released later: the clerk does not wait; the settle and the invariants judge it
+        if p.kind != "scheduled":  # a scheduled one is released later: the clerk does not wait
+            await self._see_through(p)
+        self.operations[f"payout:{p.kind}"] += 1
+        self.made["payout"] += 1
+
+    async def _see_through(self, p: Payout) -> None:
+        """Follow a released payout to its end as the clerk does: reauthorize one proven never
+        applied, recall a paid one when that is the scenario."""
         state = await self._follow_payout(p.payout_id)
         if state == "Approved:retry":
             # Proven never applied: a materially new attempt needs a fresh decision (seed 000).
@@ -222,3 +233,14 @@ class Load:
                     return "Approved:retry"
             await asyncio.sleep(POLL_S * 2)
         return state
+
+
+def _action_url(action: dict[str, Any]) -> str:
+    """Where the customer completes 3-D Secure: CardCo's ``url``, or the Stripe dialect's
+    ``redirect_to_url.url`` / ``use_stripe_sdk.stripe_js`` (the gateway passes the provider's
+    next action through)."""
+    url = action.get("url") or action.get("redirect_to_url", {}).get("url") or \
+        action.get("use_stripe_sdk", {}).get("stripe_js")
+    if not isinstance(url, str):
+        raise ValueError(f"a next action without a URL: {action}")
+    return url

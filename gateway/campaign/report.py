@@ -1,12 +1,19 @@
-"""The campaign's result: the JSON document of issue 12 (exactly ``{"seed", "operations",
-"faults", "kills", "restarts", "violations", "wall_s"}``) and the same as a table, with throughput
-and the first violations of each failed invariant, and the command that reproduces the run."""
+"""The campaign's result: the JSON document of issue 12 (``{"seed", "operations", "faults",
+"kills", "restarts", "violations", "wall_s"}``) with issue 22's additions, read from evidence:
+``faults_fired`` (what CardCo's request log and webhook deliveries say fired, by
+``operation:action``; ``faults`` stays the rules installed), ``outcomes`` (the gateway's final
+states of checkouts, payouts, refunds and recalls) and ``escalations`` (by reason); the same as a
+table, with throughput and the first violations of each failed invariant, and the command that
+reproduces the run."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from gateway.campaign.invariants import Snapshot
 
 KILLED = ("worker", "web", "clock")
 RESTARTED = ("postgres", "broker")
@@ -25,6 +32,9 @@ class Result:
     violations: Mapping[str, list[str]]
     wall_s: float
     notes: Mapping[str, int]  # informational counts (HTTP requests, sink redeliveries, ...)
+    faults_fired: Mapping[str, int] = field(default_factory=dict)
+    outcomes: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    escalations: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
@@ -39,10 +49,33 @@ class Result:
             "restarts": {server: int(self.restarts.get(server, 0)) for server in RESTARTED},
             "violations": {name: len(found) for name, found in self.violations.items()},
             "wall_s": round(self.wall_s, 1),
+            "faults_fired": dict(sorted(self.faults_fired.items())),
+            "outcomes": {what: dict(sorted(states.items())) for what, states in self.outcomes.items()},
+            "escalations": dict(sorted(self.escalations.items())),
         }
 
     def command(self) -> str:
         return f"paygate campaign --seed {self.seed} --checkouts {self.checkouts} --payouts {self.payouts}"
+
+
+def faults_fired(s: Snapshot) -> Counter[str]:
+    """What fired, from CardCo's own evidence: each logged request and each delivery names the
+    rule that applied to it (a ``times: 0`` storm counts every request it answered)."""
+    return Counter(entry["fault"] for entry in [*s.requests, *s.deliveries] if entry.get("fault"))
+
+
+def outcomes(s: Snapshot, orders: frozenset[str], payouts: frozenset[str]) -> dict[str, Counter[str]]:
+    """The gateway's final states of the run's own orders (checkouts) and payouts (the demo's
+    reference data may hold others), and of the refund and recall attempts."""
+    return {"checkouts": Counter(o["state"] for o in s.orders if o["order_id"] in orders),
+            "payouts": Counter(p["state"] for p in s.payouts if p["payout_id"] in payouts),
+            "refunds": Counter(a["state"] for a in s.refund_attempts),
+            "recalls": Counter(a["state"] for a in s.recall_attempts)}
+
+
+def escalations(s: Snapshot) -> Counter[str]:
+    """Every escalation the gateway raised in the run, by reason."""
+    return Counter(e["reason"] for e in s.escalations)
 
 
 def _section(title: str, counts: Mapping[str, int]) -> list[str]:
@@ -58,7 +91,11 @@ def table(result: Result) -> str:
              f"{result.wall_s:.1f} s wall, {scenarios / wall:.1f} scenarios/s, {requests / wall:.1f} gateway "
              "requests/s", ""]
     lines += _section("operations", result.operations) + [""]
-    lines += _section("faults injected (CardCo rules)", result.faults) + [""]
+    lines += _section("faults installed (CardCo rules)", result.faults) + [""]
+    lines += _section("faults fired (CardCo's request log and deliveries)", result.faults_fired) + [""]
+    for what, states in result.outcomes.items():
+        lines += _section(f"outcomes: {what}", states) + [""]
+    lines += _section("escalations (by reason)", result.escalations) + [""]
     lines += _section("kills and restarts", {
         **{f"SIGKILL {p}": int(result.kills.get(p, 0)) for p in KILLED},
         **{f"restart {s}": int(result.restarts.get(s, 0)) for s in RESTARTED}}) + [""]

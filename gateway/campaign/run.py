@@ -7,11 +7,18 @@ counters, so a wave's rules name only its own client references and the next wav
 (a resend or a late lookup of an earlier wave meets a working CardCo). After the last wave the
 campaign waits until nothing is moving (attempts resolved or escalated past their deadline,
 payouts executed, outbox drained, CardCo's webhooks delivered), at most ``SETTLE_S``, then checks.
+
+What the run itself saw is evidence too (issue 22): a fault-rule install CardCo refused, a
+disruption or a client scenario that raised, a 5xx the gateway answered outside an injected
+outage, a settle that reached its deadline (with what was still moving), a process not alive or
+not ready at the end, fewer scenarios reaching an outcome than were asked for: each is a
+violation in the snapshot, so the command exits non-zero.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 import random
@@ -20,6 +27,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +39,7 @@ from gateway.campaign import faults, invariants, schedule, snapshot
 from gateway.campaign.client import Gateway
 from gateway.campaign.fleet import Fleet
 from gateway.campaign.load import Checkout, Load, Payout, checkouts, payouts
-from gateway.campaign.report import Result, table
+from gateway.campaign.report import Result, escalations, faults_fired, outcomes, table
 
 WAVE_CHECKOUTS = 25
 # The longest wait the configured deadlines allow: a payout grant window (60 s) after the last
@@ -39,6 +48,13 @@ SETTLE_S = 90.0
 QUIET_CHECKS = 2
 REDELIVERIES_PER_WAVE = 2
 P_PAYOUT_RETURN = 0.3
+# After a server is back, how long the web processes may take to reconnect before a 5xx they
+# answer counts as unexpected (their pools notice a dead connection on its next use).
+RECONNECT_GRACE_S = 5.0
+# A web process is ready at the end if one of a few probes a second apart says so (a readiness
+# probe's first use of a pooled connection the restarted broker closed fails once).
+READY_PROBES = 3
+READY_PROBE_INTERVAL_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -73,7 +89,7 @@ def run(options: Options) -> int:
     fleet = Fleet.start(data_dir, lambda text: progress(f"supervisor: {text}"))
     try:
         progress(f"fleet up: web {', '.join(fleet.web_urls)}; CardCo {fleet.document['provider_url']}")
-        result = asyncio.run(_campaign(options, fleet, progress))
+        result = asyncio.run(_campaign(options, fleet, progress, data_dir / "logs"))
     finally:
         fleet.stop()
     print(table(result), flush=True)
@@ -86,7 +102,7 @@ def run(options: Options) -> int:
     return 1 if result.failed else 0
 
 
-async def _campaign(options: Options, fleet: Fleet, progress: Progress) -> Result:
+async def _campaign(options: Options, fleet: Fleet, progress: Progress, logs: Path) -> Result:
     doc = fleet.document
     async with httpx.AsyncClient(timeout=httpx.Timeout(15.0, connect=2.0),
                                  limits=httpx.Limits(max_connections=64)) as http, \
@@ -105,30 +121,45 @@ async def _campaign(options: Options, fleet: Fleet, progress: Progress) -> Resul
         waves = max(schedule.MIN_WAVES, math.ceil(options.checkouts / WAVE_CHECKOUTS))
         plan = schedule.plan(options.seed, waves)
         fault_counts: Counter[str] = Counter()
+        failed_steps: list[str] = []
+        outages: list[tuple[float, float]] = []
         progress(f"{waves} waves; refunds {'on' if refunds else 'off (no POST /v1/orders/{id}/refund)'}; "
                  f"disruptions: {', '.join(f'{d.action}@{d.wave}' for d in plan)}")
         for wave in range(waves):
             mine = _share(all_checkouts, wave, waves), _share(all_payouts, wave, waves)
             rules = _rules(rng, *mine)
             fault_counts.update(faults.kind(rule) for rule in rules)
-            await cardco.post(f"{doc['control_url']}/faults", json={"rules": rules})
-            disruptions = [_disrupt(d, fleet, gateway, progress) for d in plan if d.wave == wave]
-            outcomes = await asyncio.gather(*(load.checkout(c) for c in mine[0]), *(load.payout(p) for p in mine[1]),
-                                            *disruptions, return_exceptions=True)
-            for outcome in outcomes:
+            installed = await cardco.post(f"{doc['control_url']}/faults", json={"rules": rules})
+            if installed.status_code != 200:
+                failed_steps.append(f"wave {wave + 1}: CardCo refused the fault rules: {installed.status_code} "
+                                    f"{installed.text[:200]}")
+            disruptions = [_disrupt(d, fleet, gateway, progress, outages) for d in plan if d.wave == wave]
+            done = await asyncio.gather(*(load.checkout(c) for c in mine[0]), *(load.payout(p) for p in mine[1]),
+                                        *disruptions, return_exceptions=True)
+            for outcome in done:
                 if isinstance(outcome, BaseException):
                     load.operations["client-error"] += 1
-                    progress(f"client error: {type(outcome).__name__}: {outcome}")
+                    failed_steps.append(f"wave {wave + 1}: {type(outcome).__name__}: {outcome}")
+                    progress(f"client or disruption error: {type(outcome).__name__}: {outcome}")
             fault_counts.update(await _provider_events(cardco, doc["control_url"], provider_rng))
             progress(f"wave {wave + 1}/{waves} done: kills {dict(fleet.kills)}, restarts {dict(fleet.restarts)}")
         await cardco.post(f"{doc['control_url']}/faults", json={"rules": []})
-        await _settle(fleet, cardco, progress)
-        observed = await snapshot.read(cardco, doc["control_url"], doc["merchant_sink_url"], fleet.database_url,
+        still_moving = await _settle(fleet, cardco, progress)
+        observed = await snapshot.read(cardco, doc, fleet.database_url, logs,
                                        frozenset(load.cancelled))
+        observed = dataclasses.replace(
+            observed, still_moving=still_moving, unhealthy=await _unhealthy(fleet, http),
+            asked={"checkouts": options.checkouts, "payouts": options.payouts},
+            made={"checkouts": load.made["checkout"], "payouts": load.made["payout"]},
+            failed_steps=tuple(failed_steps), unexpected_5xx=gateway.server_errors_outside(outages, RECONNECT_GRACE_S))
     notes = {**gateway.counts, "sink-redeliveries": invariants.sink_redeliveries(observed)}
     return Result(seed=options.seed, checkouts=options.checkouts, payouts=options.payouts,
                   operations=load.operations, faults=fault_counts, kills=fleet.kills, restarts=fleet.restarts,
-                  violations=invariants.check(observed), wall_s=time.monotonic() - progress.started, notes=notes)
+                  violations=invariants.check(observed), wall_s=time.monotonic() - progress.started, notes=notes,
+                  faults_fired=faults_fired(observed),
+                  outcomes=outcomes(observed, frozenset(c.order_id for c in all_checkouts),
+                                    frozenset(p.payout_id for p in all_payouts)),
+                  escalations=escalations(observed))
 
 
 def _share(items: list[Any], wave: int, waves: int) -> list[Any]:
@@ -165,7 +196,18 @@ async def _provider_events(cardco: httpx.AsyncClient, control_url: str, rng: ran
     return done
 
 
-async def _disrupt(d: schedule.Disruption, fleet: Fleet, gateway: Gateway, progress: Progress) -> None:
+@contextmanager
+def _outage(outages: list[tuple[float, float]]) -> Iterator[None]:
+    """Note the wall-clock window of an injected server outage: a 5xx inside it is expected."""
+    started = time.time()
+    try:
+        yield
+    finally:
+        outages.append((started, time.time()))
+
+
+async def _disrupt(d: schedule.Disruption, fleet: Fleet, gateway: Gateway, progress: Progress,
+                   outages: list[tuple[float, float]]) -> None:
     await asyncio.sleep(d.delay_s)
     if d.action == "kill-web":
         loop = asyncio.get_running_loop()
@@ -183,25 +225,68 @@ async def _disrupt(d: schedule.Disruption, fleet: Fleet, gateway: Gateway, progr
         progress("SIGKILL clock")
     elif d.action == "restart-postgres":
         progress("restarting PostgreSQL (fast shutdown, start)")
-        restarted = await asyncio.to_thread(fleet.restart, "postgres")
+        with _outage(outages):
+            restarted = await asyncio.to_thread(fleet.restart, "postgres")
         progress("PostgreSQL is back" if restarted else "DATABASE_URL is not ours: PostgreSQL not restarted")
     else:
         progress("restarting Valkey, losing its data")
-        restarted = await asyncio.to_thread(fleet.restart, "broker")
+        with _outage(outages):
+            restarted = await asyncio.to_thread(fleet.restart, "broker")
         progress("Valkey is back, empty" if restarted else "REDIS_URL is not ours: the broker not restarted")
 
 
-async def _settle(fleet: Fleet, cardco: httpx.AsyncClient, progress: Progress) -> None:
+async def _settle(fleet: Fleet, cardco: httpx.AsyncClient, progress: Progress) -> tuple[str, ...]:
+    """Wait until nothing is moving; what was still moving when the deadline came (empty if it
+    settled)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + SETTLE_S
     quiet = 0
+    still: tuple[str, ...] = ()
     while loop.time() < deadline:
         moving = await asyncio.to_thread(snapshot.moving, fleet.database_url)
         pending = await snapshot.pending_webhooks(cardco, fleet.document["control_url"])
-        quiet = quiet + 1 if moving == pending == 0 else 0
+        still = tuple(f"{n} {what}" for what, n in moving.items()) + ((f"{pending} webhooks pending",)
+                                                                      if pending else ())
+        quiet = quiet + 1 if not still else 0
         if quiet >= QUIET_CHECKS:
             progress("settled: nothing is moving")
-            return
-        progress(f"settling: {moving} attempts, payouts or outbox rows moving, {pending} webhooks pending")
+            return ()
+        progress(f"settling: {', '.join(still) or 'quiet'}")
         await asyncio.sleep(3.0)
-    progress(f"settle deadline ({SETTLE_S:.0f} s) reached; checking what is there")
+    progress(f"settle deadline ({SETTLE_S:.0f} s) reached: {', '.join(still)}")
+    return still or ("settle deadline reached while quiet for too short a time",)
+
+
+async def _unhealthy(fleet: Fleet, http: httpx.AsyncClient) -> tuple[str, ...]:
+    """Every supervised process running and not stopped, every web process ready (``/readyz``)."""
+    found = []
+    for name in fleet.supervisor.names:
+        pid = fleet.supervisor.pid(name)
+        if pid is None or _stopped(pid):
+            found.append(f"{name}: {'not running' if pid is None else 'stopped (SIGSTOP)'} at the end")
+    for url in fleet.web_urls:
+        answers: list[str] = []
+        while len(answers) < READY_PROBES and "200" not in answers:
+            answers.append(await _probe(http, f"{url}/readyz"))
+        if "200" not in answers:
+            found.append(f"{url}/readyz answered {', '.join(answers)} at the end")
+    return tuple(found)
+
+
+async def _probe(http: httpx.AsyncClient, url: str) -> str:
+    """One readiness probe, as a load balancer makes it: the status, or the transport error."""
+    try:
+        answer = str((await http.get(url)).status_code)
+    except httpx.HTTPError as error:
+        answer = type(error).__name__
+    if answer != "200":
+        await asyncio.sleep(READY_PROBE_INTERVAL_S)
+    return answer
+
+
+def _stopped(pid: int) -> bool:
+    """Whether the process is stopped by a signal (state ``T`` in ``/proc/<pid>/stat``)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+    except (OSError, IndexError):
+        return False

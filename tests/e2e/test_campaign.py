@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -23,13 +26,26 @@ from gateway.campaign.invariants import CHECKS
 
 pytestmark = pytest.mark.e2e
 SEED = int(os.environ.get("PAYGATE_CAMPAIGN_SEED", "1"))
-KEYS = {"seed", "operations", "faults", "kills", "restarts", "violations", "wall_s"}
+KEYS = {"seed", "operations", "faults", "kills", "restarts", "violations", "wall_s", "faults_fired", "outcomes",
+        "escalations"}
 
 
-def _campaign(tmp_path: Path, *flags: str, timeout_s: float) -> dict[str, object]:
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    """The campaign's directory, outside pytest's ``pytest-of-<user>``: PostgreSQL runs as its own
+    user and must reach its data directory, and every pytest session that starts (other runs on a
+    shared machine) makes ``pytest-of-<user>`` private again, which fails the campaign's
+    PostgreSQL restart (issue 22: a disruption that fails now fails the run)."""
+    folder = Path(tempfile.mkdtemp(prefix="paygate-campaign-test-"))
+    folder.chmod(0o755)
+    yield folder / "campaign"
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _campaign(tmp_path: Path, data_dir: Path, *flags: str, timeout_s: float) -> dict[str, object]:
     # A tester's machine: no servers configured, so the campaign starts its own.
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    data_dir, result_path = tmp_path / "campaign", tmp_path / "campaign.json"
+    result_path = tmp_path / "campaign.json"
     done = subprocess.run([sys.executable, "-m", "gateway.cli", "campaign", "--seed", str(SEED), *flags,
                            "--data-dir", str(data_dir), "--json", str(result_path)],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=timeout_s)
@@ -59,6 +75,11 @@ def _check(document: dict[str, object], checkouts: int, payouts: int) -> None:
     faults: dict[str, int] = document["faults"]  # type: ignore[assignment]
     assert any(kind.startswith("create_payment:") for kind in faults)
     assert any(kind.startswith("webhook:") for kind in faults)
+    fired: dict[str, int] = document["faults_fired"]  # type: ignore[assignment]
+    assert any(kind.startswith("create_payment:") for kind in fired)
+    assert any(kind.startswith("webhook:") for kind in fired)
+    outcomes: dict[str, dict[str, int]] = document["outcomes"]  # type: ignore[assignment]
+    assert sum(outcomes["checkouts"].values()) == checkouts and sum(outcomes["payouts"].values()) == payouts
     kills: dict[str, int] = document["kills"]  # type: ignore[assignment]
     assert set(kills) == {"worker", "web", "clock"} and min(kills.values()) >= 1
     assert document["restarts"] == {"postgres": 1, "broker": 1}
@@ -67,14 +88,15 @@ def _check(document: dict[str, object], checkouts: int, payouts: int) -> None:
 
 
 @pytest.mark.timeout(400)
-def test_a_short_campaign_kills_and_restarts_everything_and_every_invariant_holds(tmp_path: Path) -> None:
+def test_a_short_campaign_kills_and_restarts_everything_and_every_invariant_holds(tmp_path: Path,
+                                                                                 data_dir: Path) -> None:
     """Issue 12, CI: "a short sample of it (about 90 s, a few hundred operations, at least one
     worker kill and one broker restart)", through the real command and its JSON."""
-    _check(_campaign(tmp_path, "--checkouts", "150", "--payouts", "15", timeout_s=380), 150, 15)
+    _check(_campaign(tmp_path, data_dir, "--checkouts", "150", "--payouts", "15", timeout_s=380), 150, 15)
 
 
 @pytest.mark.campaign
 @pytest.mark.timeout(3600)
-def test_the_full_default_campaign_holds_every_invariant(tmp_path: Path) -> None:
+def test_the_full_default_campaign_holds_every_invariant(tmp_path: Path, data_dir: Path) -> None:
     """Issue 12: defaults 1,000 checkouts and 100 payouts."""
-    _check(_campaign(tmp_path, timeout_s=3500), 1000, 100)
+    _check(_campaign(tmp_path, data_dir, timeout_s=3500), 1000, 100)

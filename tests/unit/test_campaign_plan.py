@@ -47,14 +47,20 @@ def test_fault_rules_are_valid_cardco_rules_bound_to_their_reference_and_cover_t
 
 
 def test_the_json_document_has_exactly_the_issues_keys_and_the_table_names_the_reproducing_seed() -> None:
+    """Issue 12's keys, and issue 22's: what fired, the outcomes, the escalations by reason."""
     result = Result(seed=7, checkouts=300, payouts=30, operations={"checkout:succeed": 90},
                     faults={"create_payment:drop_response": 4}, kills={"worker": 2}, restarts={"postgres": 1},
                     violations={"one-payment-per-order": ["order C7-1: 2 payments took effect"],
-                                "outbox-not-stranded": []}, wall_s=88.04, notes={"http-requests": 1000})
+                                "outbox-not-stranded": []}, wall_s=88.04, notes={"http-requests": 1000},
+                    faults_fired={"create_payment:drop_response": 3},
+                    outcomes={"checkouts": {"Paid": 80, "Open": 10}, "payouts": {"Paid": 30}},
+                    escalations={"deadline": 2})
     assert result.document() == {
         "seed": 7, "operations": {"checkout:succeed": 90}, "faults": {"create_payment:drop_response": 4},
         "kills": {"worker": 2, "web": 0, "clock": 0}, "restarts": {"postgres": 1, "broker": 0},
-        "violations": {"one-payment-per-order": 1, "outbox-not-stranded": 0}, "wall_s": 88.0}
+        "violations": {"one-payment-per-order": 1, "outbox-not-stranded": 0}, "wall_s": 88.0,
+        "faults_fired": {"create_payment:drop_response": 3},
+        "outcomes": {"checkouts": {"Open": 10, "Paid": 80}, "payouts": {"Paid": 30}}, "escalations": {"deadline": 2}}
     text = table(result)
     assert "order C7-1: 2 payments took effect" in text
     assert text.endswith("FAILED: 1 violations. Reproduce with: paygate campaign --seed 7 --checkouts 300 --payouts 30")
