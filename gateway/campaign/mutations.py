@@ -1,0 +1,197 @@
+"""Prove the campaign bites (issue 22, "Prove it bites: mutations"): one-line changes to the
+product's safety rules, each applied to a copy of the tree and run under a short campaign that
+must fail.
+
+``python -m gateway.campaign.mutations --list`` prints the table (mutation, file:line, the rule it
+breaks); ``python -m gateway.campaign.mutations [NAME ...]`` runs them (all by default), each in a
+fresh copy of this tree (``.venv``, ``.git`` and caches left out) with ``PYTHONPATH`` pointing at
+the copy, so the campaign and every process of its fleet import the mutated code, under
+``paygate campaign --checkouts 300 --payouts 30`` (``--checkouts``, ``--payouts``, ``--seed`` to
+change), and reports which invariants caught each. A mutation is applied only if its ``before``
+text occurs exactly once in its file (``apply``); ``tests/unit/test_campaign_mutations.py`` holds
+every one of them applicable to the current tree. Not run by CI: each run takes minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+LEFT_OUT = shutil.ignore_patterns(".venv", ".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
+                                  "*.egg-info")
+RUN_TIMEOUT_S = 1800.0
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    area: str  # checkout, notifications, recovery, payouts, recalls, refunds, outbox
+    path: str  # relative to the repository root
+    before: str  # occurs exactly once in the file; may carry context lines to be unique
+    after: str  # the same text with one line changed
+    breaks: str  # the safety rule, and its seed
+
+
+MUTATIONS: tuple[Mutation, ...] = (
+    Mutation("unknown-rounded-to-failed", "checkout", "gateway/domain/attempts.py",
+             '    return Decision(new_state="Unknown", outcome_reason=evidence.reason, record_provider_payment_id=',
+             '    return Decision(new_state="Failed", outcome_reason=evidence.reason, record_provider_payment_id=',
+             "seed 004: an ambiguous send is Unknown, never rounded to a failure"),
+    Mutation("send-after-cancellation", "checkout", "gateway/payments/queries.sql",
+             "    SELECT order_id FROM orders\n     WHERE order_id = %(order_id)s AND state = 'Open'\n"
+             "       FOR NO KEY UPDATE\n), started AS (",
+             "    SELECT order_id FROM orders\n     WHERE order_id = %(order_id)s AND state IN ('Open', 'Cancelled')\n"
+             "       FOR NO KEY UPDATE\n), started AS (",
+             "seed 004 Cancellation: a committed cancellation prevents the send"),
+    Mutation("new-key-per-payment-send", "checkout", "gateway/payments/client.py",
+             '            headers={**self._credentials(account), "Idempotency-Key": stored.idempotency_key},',
+             '            headers={**self._credentials(account), "Idempotency-Key": __import__("uuid").uuid4().hex},',
+             "seed 004: every send of an attempt carries its one idempotency key"),
+    Mutation("processing-read-as-succeeded", "notifications", "gateway/domain/provider_evidence.py",
+             '    "processing": "processing",', '    "processing": "succeeded",',
+             "seed 004: only the provider's success establishes the effect; processing is not known yet"),
+    Mutation("acknowledge-unrecorded-webhook", "notifications", "gateway/http/webhooks.py",
+             "        return from_error(NotificationNotRecorded())",
+             "        return Response(status_code=204)",
+             "seed 004 The Notification Handler: acknowledge only what was recorded"),
+    Mutation("stalled-send-closed-as-never-sent", "recovery", "gateway/domain/recovery.py",
+             "        if now >= abandon_at:\n            return Step(\"close-never-sent\"",
+             "        if True:\n            return Step(\"close-never-sent\"",
+             "seed 004 The Recovery Loop: NotStarted is closed only past the abandonment threshold"),
+    Mutation("new-key-per-pipeline-send", "recovery", "gateway/pipeline/executor.py",
+             'observation = await calls.create(request.path, request.body, attempt["idempotency_key"], key)',
+             'observation = await calls.create(request.path, request.body, __import__("uuid").uuid4().hex, key)',
+             "seed 000: a resend of a payout, recall or refund uses the attempt's fixed key"),
+    Mutation("malformed-answer-read-as-failed", "payouts", "gateway/domain/payout_outcomes.py",
+             'MALFORMED = Row(AttemptState.UNKNOWN, "provider.malformed-response"',
+             'MALFORMED = Row(AttemptState.FAILED, "provider.malformed-response"',
+             "seed 000: an answer nobody can read proves nothing (Unknown, reconcile)"),
+    Mutation("not-found-before-the-cutoff", "payouts", "gateway/domain/payout_timing.py",
+             "    return lookup_started_at >= cutoff", "    return True",
+             "seed 000: NotApplied on not found only after expiry plus skew plus the visibility delay"),
+    Mutation("grant-used-twice", "payouts", "gateway/pipeline/rows.sql",
+             " WHERE grant_id = %(grant_id)s AND state = 'Issued' AND not_before <= %(now)s AND expires_at > %(now)s",
+             " WHERE grant_id = %(grant_id)s AND state IN ('Issued', 'Consumed') AND not_before <= %(now)s "
+             "AND expires_at > %(now)s",
+             "seed 000: a grant is single-use"),
+    Mutation("recalled-read-as-failed", "recalls", "gateway/domain/payout_outcomes.py",
+             '    "recalled": Row(AttemptState.SUCCEEDED, "provider.recalled",',
+             '    "recalled": Row(AttemptState.FAILED, "provider.recalled",',
+             "seed 000 section 17: the recall's own outcome, as the provider's contract establishes it"),
+    Mutation("refunded-order-left-paid", "refunds", "gateway/domain/refunds.py",
+             '        return RefundSettlement("Refunded", ORDER_REFUNDED, closes_owed=True)',
+             '        return RefundSettlement(None, ORDER_REFUNDED, closes_owed=True)',
+             "decision 0020: a succeeded refund makes the order Refunded"),
+    Mutation("confirmation-not-written", "outbox", "gateway/domain/attempts.py",
+             'effects = (ORDER_CONFIRMATION, REFUND_NOTICE) if finding == "refunded" else (ORDER_CONFIRMATION,)',
+             'effects = (ORDER_CONFIRMATION, REFUND_NOTICE) if finding == "refunded" else ()',
+             "seed 004 Downstream Work: the effect is written with the state, in one transaction"),
+    Mutation("failed-delivery-marked-delivered", "outbox", "gateway/outbox/dispatcher.py",
+             "            if error is None:\n                delivered.append",
+             "            if True:\n                delivered.append",
+             "seed 004 Downstream Work: a row is dispatched only once the sink took it"),
+    Mutation("dead-letter-without-escalation", "outbox", "gateway/outbox/dispatcher.py",
+             '    if row["kind"] == OPERATOR_ALERT:\n        return',
+             '    if True:\n        return',
+             "seed 004 Downstream Work: what cannot be delivered is escalated, never dropped"),
+)
+
+
+def apply(text: str, mutation: Mutation) -> str:
+    """The text with the mutation applied; ValueError unless ``before`` occurs exactly once."""
+    found = text.count(mutation.before)
+    if found != 1:
+        raise ValueError(f"{mutation.name}: {mutation.path} has its text {found} times, not once")
+    return text.replace(mutation.before, mutation.after)
+
+
+def changed_line(text: str, mutation: Mutation) -> int:
+    """The 1-based line of ``mutation.path`` the mutation changes."""
+    start = text.index(mutation.before)
+    before, after = mutation.before.splitlines(), mutation.after.splitlines()
+    offset = next(i for i, (b, a) in enumerate(zip(before, after, strict=True)) if b != a)
+    return text.count("\n", 0, start) + offset + 1
+
+
+def table(root: Path = ROOT) -> list[str]:
+    rows = ["| mutation | area | file:line | breaks |", "|---|---|---|---|"]
+    for m in MUTATIONS:
+        line = changed_line((root / m.path).read_text(), m)
+        rows.append(f"| `{m.name}` | {m.area} | `{m.path}:{line}` | {m.breaks} |")
+    return rows
+
+
+@dataclass(frozen=True)
+class Verdict:
+    mutation: Mutation
+    exit_code: int
+    caught_by: dict[str, int]  # the violated invariants and how many violations each
+    wall_s: float
+    log_dir: Path
+
+    @property
+    def caught(self) -> bool:
+        return self.exit_code != 0
+
+
+def run_one(mutation: Mutation, *, seed: int, checkouts: int, payouts: int, root: Path = ROOT) -> Verdict:
+    """Copy the tree, apply the mutation, run the campaign in the copy; what caught it."""
+    work = Path(tempfile.mkdtemp(prefix=f"paygate-mutation-{mutation.name}-"))
+    work.chmod(0o755)  # PostgreSQL runs as its own user and must reach its data directory
+    tree = work / "tree"
+    shutil.copytree(root, tree, ignore=LEFT_OUT)
+    target = tree / mutation.path
+    target.write_text(apply(target.read_text(), mutation))
+    result = work / "result.json"
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    env.pop("DATABASE_URL", None)
+    env.pop("REDIS_URL", None)
+    started = time.monotonic()
+    with (work / "campaign.out").open("w") as out:
+        done = subprocess.run([sys.executable, "-m", "gateway.cli", "campaign", "--seed", str(seed),
+                               "--checkouts", str(checkouts), "--payouts", str(payouts),
+                               "--data-dir", str(work / "run"), "--json", str(result)],
+                              cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=RUN_TIMEOUT_S)
+    document = json.loads(result.read_text()) if result.exists() else {}
+    caught_by = {name: n for name, n in document.get("violations", {}).items() if n}
+    if done.returncode == 0:
+        shutil.rmtree(work, ignore_errors=True)
+    return Verdict(mutation, done.returncode, caught_by, time.monotonic() - started, work)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gateway.campaign.mutations", description=__doc__.split("\n")[0])
+    parser.add_argument("names", nargs="*", help="mutations to run (default: all)")
+    parser.add_argument("--list", action="store_true", help="print the table of mutations and exit")
+    parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--checkouts", type=int, default=300)
+    parser.add_argument("--payouts", type=int, default=30)
+    args = parser.parse_args(argv)
+    if args.list:
+        print("\n".join(table()))
+        return 0
+    known = {m.name: m for m in MUTATIONS}
+    unknown = [name for name in args.names if name not in known]
+    if unknown:
+        parser.error(f"unknown mutations: {', '.join(unknown)}")
+    missed = 0
+    for mutation in [known[name] for name in args.names] or list(MUTATIONS):
+        verdict = run_one(mutation, seed=args.seed, checkouts=args.checkouts, payouts=args.payouts)
+        missed += not verdict.caught
+        caught = ", ".join(f"{name} ({n})" for name, n in sorted(verdict.caught_by.items())) or "-"
+        print(f"{mutation.name}: {'CAUGHT' if verdict.caught else 'MISSED'} in {verdict.wall_s:.0f} s by {caught}"
+              + (f"; logs in {verdict.log_dir}" if verdict.caught else ""), flush=True)
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
