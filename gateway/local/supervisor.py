@@ -6,6 +6,12 @@ the process that died and leaves the others alone. This one does that. Each proc
 own process group, so a kill reaches a dramatiq parent and its forked workers together, and a
 death found by :meth:`Supervisor.poll` also reaps whatever the dead process left in its group.
 
+Children die with the supervisor (issue 21): each is started through ``gateway.local.tether``,
+which has the kernel send it SIGTERM when the supervisor goes, however it went (SIGKILL
+included), and then becomes the command itself. With ``pid_dir`` the supervisor also writes
+``<pid_dir>/<name>.pid`` for each running child (``gateway.local.rundir``), from which the
+guardian of ``paygate up``, or the next run, stops what a dead supervisor left.
+
 A process that dies is started again after a back-off (:func:`next_backoff`): the initial delay
 when it had run for a while, doubling up to a ceiling while it keeps dying young, so a process
 that cannot start does not spin. Every death and restart is one line through ``Output.event``.
@@ -21,7 +27,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Protocol
+
+from gateway.local.rundir import record
+from gateway.local.tether import tethered
 
 BACKOFF_INITIAL_S = 1.0
 BACKOFF_MAX_S = 30.0
@@ -61,7 +71,7 @@ class PrefixedOutput:
         self._lock = threading.Lock()
 
     def _write(self, name: str, text: str) -> None:
-        with self._lock:
+        with self._lock, contextlib.suppress(OSError):  # a closed terminal (SIGHUP) must not stop the relay
             self._stream.write(f"{time.strftime('%H:%M:%S')} {name:<10} | {text}\n")
             self._stream.flush()
 
@@ -92,6 +102,7 @@ class Supervisor:
     output: Output
     restart: bool = True
     clock: Callable[[], float] = time.monotonic
+    pid_dir: Path | None = None
     _children: dict[str, _Child] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock)
 
@@ -170,13 +181,16 @@ class Supervisor:
                 if child.process is not None:
                     child.process.wait()
                     child.process = None
+                    self._forget(child)
                 if child.reader is not None:
                     child.reader.join(timeout=2)
 
     def _spawn(self, child: _Child) -> None:
-        process = subprocess.Popen(child.argv, env=child.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
+        process = subprocess.Popen(tethered(child.argv, os.getpid()), env=child.env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         child.process, child.started_at = process, self.clock()
+        if self.pid_dir is not None:
+            record(self.pid_dir / f"{child.name}.pid", process.pid)
         child.reader = threading.Thread(target=self._relay, args=(child.name, process), daemon=True)
         child.reader.start()
         self.output.event(f"{child.name} started (pid {process.pid})")
@@ -185,6 +199,7 @@ class Supervisor:
         returncode = process.returncode
         self._signal_group(child, signal.SIGKILL)
         child.process = None
+        self._forget(child)
         child.deaths += 1
         if not self.restart:
             self.output.event(f"{child.name} (pid {process.pid}) {describe_exit(returncode)}")
@@ -193,6 +208,10 @@ class Supervisor:
         child.restart_at = now + child.backoff_s
         self.output.event(f"{child.name} (pid {process.pid}) {describe_exit(returncode)}; "
                           f"restarting in {child.backoff_s:.0f} s")
+
+    def _forget(self, child: _Child) -> None:
+        if self.pid_dir is not None:
+            (self.pid_dir / f"{child.name}.pid").unlink(missing_ok=True)
 
     @staticmethod
     def _signal_group(child: _Child, sig: int) -> None:

@@ -4,8 +4,10 @@ Time for the back-off comes from an injected clock, so no test waits for a delay
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -161,3 +163,38 @@ def test_stop_signals_a_parent_once_and_its_worker_stops_gracefully() -> None:
     assert ("worker", "stopped gracefully") in out.lines
     assert ("worker", "second signal: abandoned") not in out.lines
     assert not any("did not stop" in event for event in out.events)
+
+
+SUPERVISOR = "\n".join([
+    "import os, signal, sys",
+    "from pathlib import Path",
+    "from gateway.local.supervisor import PrefixedOutput, Supervisor",
+    "supervisor = Supervisor(PrefixedOutput(sys.stdout), pid_dir=Path(sys.argv[1]))",
+    f"supervisor.add('worker.1', {FORWARDING_PARENT!r}, dict(os.environ))",
+    "supervisor.start()",
+    "signal.pause()",
+])
+
+
+def test_a_supervisor_killed_with_sigkill_takes_its_children_along(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 21: a killed supervisor left its processes running. Its children are started through
+    ``gateway.local.tether`` (PR_SET_PDEATHSIG), so the kernel sends SIGTERM to the process the
+    command names (not a wrapper) when the supervisor dies; it stops what it forked, as on any SIGTERM.
+    The pid file the supervisor wrote names it by pid and start time."""
+    process = psutil.Popen([sys.executable, "-c", SUPERVISOR, str(tmp_path)], stdout=subprocess.DEVNULL)
+    run = [process]
+    try:
+        _until(lambda: len(process.children(recursive=True)) == 2)
+        run = [process, *process.children(recursive=True)]
+        child = process.children()[0]
+        assert child.cmdline()[:2] == [sys.executable, "-c"]  # the command itself, not a wrapper
+        pid, started = (tmp_path / "worker.1.pid").read_text().split()
+        assert (int(pid), float(started)) == (child.pid, child.create_time())
+        process.kill()
+        process.wait(5)
+        _, alive = psutil.wait_procs(run[1:], timeout=5)
+        assert [p for p in alive if p.status() != psutil.STATUS_ZOMBIE] == []
+    finally:
+        for leftover in run:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                leftover.kill()
