@@ -224,6 +224,10 @@ CREATE UNIQUE INDEX IF NOT EXISTS one_open_escalation_per_key
 
 CREATE INDEX IF NOT EXISTS payment_escalations_by_attempt ON payment_escalations (attempt_id);
 
+-- Every episode of a key, resolved ones too: the reconciler escalates a passed deadline once, ever
+-- (gateway/pipeline/rows.sql overdue_unescalated; issue 21 item 2).
+CREATE INDEX IF NOT EXISTS payment_escalations_by_key ON payment_escalations (escalation_key);
+
 CREATE INDEX IF NOT EXISTS payment_escalations_reminders_due
     ON payment_escalations (next_reminder_at)
     WHERE resolved_at IS NULL;

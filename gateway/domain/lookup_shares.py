@@ -1,6 +1,6 @@
 """How one reconciler round shares its lookups among provider accounts (issue 21 item 2; seed 004,
 "The Recovery Loop": on a 429 "pause the sweep ... other providers and accounts continue";
-docs/decisions/0057).
+docs/decisions/0058).
 
 A round looks up at most a batch of due checks. Each account's lookups are paced by its own
 bucket (docs/decisions/0042), so no account's backlog may take another's turn: the batch is split

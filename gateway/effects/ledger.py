@@ -59,10 +59,11 @@ _ESCALATION_PREFIX: dict[AttemptKind, str] = {
     "payment_refund": "payment-refund-attempt"}
 
 
-def escalation_key(kind: AttemptKind, attempt_id: uuid.UUID, problem: str) -> str:
+def escalation_key(kind: AttemptKind, attempt_id: uuid.UUID | str, problem: str) -> str:
     """``attempt:<id>:<problem>`` for checkout, ``payout-attempt:<id>:<problem>`` for payouts,
     ``payout-recall-attempt:<id>:<problem>`` for recalls (the keys each area's own escalations
-    use, so the resolution that settles the attempt closes them)."""
+    use, so the resolution that settles the attempt closes them); with ``"%s"`` for the id, the
+    form SQL's format() completes (rows.sql ``overdue_unescalated``)."""
     return f"{_ESCALATION_PREFIX[kind]}:{attempt_id}:{problem}"
 
 

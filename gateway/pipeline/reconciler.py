@@ -9,14 +9,20 @@ currency), then, under the attempt's row lock in the transaction that writes it 
 the state is re-read there, so evidence that arrived during the lookup wins):
 completed -> Succeeded; rejected -> Failed; still processing -> leave; a mismatching or ambiguous
 record -> escalate ``mismatch``; not found -> leave unless the attempt is Unknown and all three of
-the seed's conditions hold (``not_applied_allowed``), then NotApplied; past the escalation
-deadline a still unresolved attempt is escalated ``deadline``. It never resends.
+the seed's conditions hold (``not_applied_allowed``), then NotApplied. It never resends.
+
+Every round first escalates ``deadline`` each unresolved attempt past its stamped escalation
+deadline that was never escalated for it, without a lookup (issue 21 item 2; seed 000: every
+attempt has an escalation deadline): an account paused or out of lookup tokens delays no
+escalation, the attempt row is not changed, and an attempt is escalated for its deadline once.
 
 Lookups run at the rate the account's limits allow (seed 004; docs/decisions/0042): each round
-takes, per account, the lookup tokens for its due checks in one statement, and claims only as many
-checks as it was granted; the rest stay due for a later round. A 429 pauses the account and empties
-its bucket (docs/decisions/0008), and the round's remaining checks of that account are made due
-again, uncounted.
+shares its batch among the accounts with due checks that are not paused (``lookup_shares``;
+docs/decisions/0058: one account's backlog or 429 never takes another's turn, seed 004: "other
+providers and accounts continue"), takes, per account, the lookup tokens for its share in one
+statement, and claims only as many checks as it was granted; the rest stay due for a later round.
+A 429 pauses the account and empties its bucket (docs/decisions/0008), and the round's remaining
+checks of that account are made due again, uncounted.
 """
 
 from __future__ import annotations
@@ -27,9 +33,11 @@ import httpx
 
 from gateway import instruments
 from gateway.clock import Clock
+from gateway.domain.lookup_shares import shares
 from gateway.domain.payout_outcomes import MISMATCH, AttemptState, Classification, classify_record
 from gateway.domain.payout_timing import PayoutTimings, not_applied_allowed
 from gateway.effects.certify import Certifier
+from gateway.effects.ledger import escalation_key
 from gateway.pipeline import transitions
 from gateway.pipeline.accounts import NOT_CONFIGURED, operation, stored_account
 from gateway.pipeline.kind import AttemptKind, Row
@@ -61,14 +69,18 @@ class Reconciler:
         self.tokens = LookupTokens(db, clock, settings)
 
     async def run_once(self) -> int:
-        """One round over at most ``BATCH`` due checks, per account as many as its lookup tokens
-        allow; how many attempts were looked up (or escalated without a lookup)."""
+        """One round: the deadlines that passed escalated, then at most ``BATCH`` due checks shared
+        among the accounts not paused, per account as many as its lookup tokens allow; how many
+        attempts were looked up (or escalated ``account-not-configured`` without a lookup)."""
+        await self._escalate_overdue()
         backoff = self.kind.timings(self.settings, None).lookup_backoff_s
         reconciled = 0
-        for provider_account, due in await self.kind.rows.due_accounts(self.db, self.clock.now(), BATCH):
+        due_accounts = await self.kind.rows.due_accounts(self.db, self.clock.now(), BATCH)
+        for (provider_account, _), share in zip(due_accounts, shares([due for _, due in due_accounts], BATCH),
+                                                strict=True):
             account = self.settings.account(provider_account)
             # An account no longer configured is escalated without a lookup: no tokens to take.
-            granted = due if account is None else await self.tokens.take(account, due)
+            granted = share if account is None else await self.tokens.take(account, share)
             if not granted:
                 continue
             batch = await self.kind.rows.due_checks(self.db, self.clock.now(), backoff, granted, provider_account)
@@ -80,6 +92,16 @@ class Reconciler:
                     await self.kind.rows.defer_checks(self.db, self.clock.now(), batch[index + 1:])
                     break
         return reconciled
+
+    async def _escalate_overdue(self) -> None:
+        """Escalate ``deadline``, in one transaction, at most ``BATCH`` attempts past their stamped
+        escalation deadline and never escalated for it, each as locked there; no lookup, and the
+        attempt row is left as it is (docs/decisions/0058)."""
+        now = self.clock.now()
+        async with self.db.transaction() as conn:
+            for attempt in await self.kind.rows.overdue_unescalated(
+                    conn, now, escalation_key(self.kind.name, "%s", "deadline"), BATCH):
+                await self._escalate(conn, now, attempt, "deadline")
 
     async def reconcile(self, attempt: Row) -> bool:
         """Look one claimed check up and write what it established, counted by its outcome once
@@ -123,8 +145,6 @@ class Reconciler:
                 return RATE_LIMITED if rate_limited else ALREADY_RESOLVED
             outcome = await self._apply(conn, now, current, found, lookup_started_at, timings, contract,
                                         calls.provider.timings.request_expiry_enforced)
-            if outcome not in RESOLVED.values() and now >= current["escalation_deadline"]:
-                await self._escalate(conn, now, current, "deadline")
         return RATE_LIMITED if rate_limited else outcome
 
     async def _apply(self, conn: Connection, now: datetime, current: Row, found: list[Row] | None,

@@ -54,9 +54,17 @@ class Rows:
             "attempt_id": lapsed["attempt_id"], "state": lapsed["state"], "epoch": lapsed["lease_epoch"], "now": now})
 
     async def due_accounts(self, db: Database, now: datetime, limit: int) -> list[tuple[str, int]]:
-        """(provider account, due checks) among the next ``limit`` due checks."""
+        """(provider account, due checks, at most ``limit``) of every account not paused, the one
+        with the oldest due check first."""
         rows = await db.fetch_all(self.sql["due_accounts"], {"now": now, "limit": limit})
         return [(row["provider_account"], row["due"]) for row in rows]
+
+    async def overdue_unescalated(self, conn: Connection, now: datetime, deadline_key: str,
+                                  limit: int) -> list[dict[str, Any]]:
+        """Unresolved, unowned attempts past their escalation deadline never escalated for it,
+        locked (rows.sql ``overdue_unescalated``)."""
+        return await fetch_all(conn, self.sql["overdue_unescalated"], {
+            "now": now, "deadline_key": deadline_key, "limit": limit})
 
     async def due_checks(self, db: Database, now: datetime, backoff: Sequence[float], limit: int,
                          provider_account: str) -> list[dict[str, Any]]:

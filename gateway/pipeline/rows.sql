@@ -61,30 +61,55 @@ UPDATE {attempts}
 RETURNING *;
 
 -- name: due_accounts
--- The provider accounts of the reconciler's next batch (the oldest :limit due checks, in
--- due_checks' order) and how many checks each has there: the reconciler takes that many lookup
--- tokens of each account before it claims any (docs/decisions/0042).
-SELECT next.provider_account, count(*)::int AS due
-  FROM (SELECT provider_account FROM {attempts}
-         WHERE state IN ('Started', 'Unknown') AND lease_expires_at IS NULL AND next_check_at <= %(now)s
-         ORDER BY claimed_at LIMIT %(limit)s) next
- GROUP BY next.provider_account
- ORDER BY next.provider_account;
+-- The provider accounts with due checks, each with how many (at most :limit), the account with the
+-- oldest due check first (in due_checks' order). Paused accounts are left out, as the checkout
+-- recovery claim leaves them (docs/decisions/0008): a 429 pauses only its own account, and its
+-- backlog must not take the other accounts' turn (issue 21 item 2; seed 004: "pause the sweep ...
+-- other providers and accounts continue"). The reconciler shares its batch among the accounts
+-- listed (gateway/domain/lookup_shares.py) and takes each account's share of lookup tokens before it
+-- claims any (docs/decisions/0042): an account without tokens claims nothing.
+SELECT a.provider_account, LEAST(count(*), %(limit)s)::int AS due
+  FROM {attempts} a
+ WHERE a.state IN ('Started', 'Unknown') AND a.lease_expires_at IS NULL AND a.next_check_at <= %(now)s
+   AND NOT EXISTS (SELECT 1 FROM provider_pauses p
+                    WHERE p.scope = a.provider_account AND p.paused_until > %(now)s)
+ GROUP BY a.provider_account
+ ORDER BY min(a.claimed_at), a.provider_account;
+
+-- name: overdue_unescalated
+-- Attempts past their stamped escalation deadline, unresolved and unowned (Unknown, or accepted and
+-- awaiting a status check), whose deadline was never escalated (:deadline_key is the kind's
+-- deadline escalation key with format()'s placeholder where the attempt id goes): the reconciler
+-- escalates them without a lookup, so a paused account or one out of tokens delays no escalation
+-- (issue 21 item 2; seed 000: every attempt has an escalation deadline). Any episode, open or
+-- resolved, counts: never a second escalation for the same deadline (payment_escalations_by_key).
+-- Locked as lock_attempt locks them, skipping those a reconciler or notification holds now; the
+-- escalation changes nothing in the attempt row.
+SELECT a.* FROM {attempts} a
+ WHERE a.state IN ('Started', 'Unknown') AND a.lease_expires_at IS NULL AND a.escalation_deadline <= %(now)s
+   AND NOT EXISTS (SELECT 1 FROM payment_escalations e
+                    WHERE e.escalation_key = format(%(deadline_key)s, a.attempt_id))
+ ORDER BY a.escalation_deadline, a.attempt_id
+ LIMIT %(limit)s
+   FOR UPDATE SKIP LOCKED;
 
 -- name: due_checks
 -- The reconciler's batch of one provider account: Unknown attempts, and accepted (Started, unowned)
 -- ones awaiting a status check, oldest first, as many as it holds lookup tokens for. Moving
 -- next_check_at along the backoff claims them, so a second reconciler does not look up the same
--- attempt in the same round.
-UPDATE {attempts} a
-   SET next_check_at = %(now)s + make_interval(
-           secs => (%(backoff)s::float8[])[LEAST(a.checks + 1, cardinality(%(backoff)s::float8[]))]),
-       checks = a.checks + 1
- WHERE a.attempt_id IN (SELECT attempt_id FROM {attempts}
-                         WHERE state IN ('Started', 'Unknown') AND lease_expires_at IS NULL
-                           AND next_check_at <= %(now)s AND provider_account = %(provider_account)s
-                         ORDER BY claimed_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
-RETURNING a.*;
+-- attempt in the same round. Returned oldest first too (an UPDATE's RETURNING keeps no order): the
+-- reconciler looks them up in that order and stops at a 429.
+WITH claimed AS (
+    UPDATE {attempts} a
+       SET next_check_at = %(now)s + make_interval(
+               secs => (%(backoff)s::float8[])[LEAST(a.checks + 1, cardinality(%(backoff)s::float8[]))]),
+           checks = a.checks + 1
+     WHERE a.attempt_id IN (SELECT attempt_id FROM {attempts}
+                             WHERE state IN ('Started', 'Unknown') AND lease_expires_at IS NULL
+                               AND next_check_at <= %(now)s AND provider_account = %(provider_account)s
+                             ORDER BY claimed_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
+    RETURNING a.*)
+SELECT * FROM claimed ORDER BY claimed_at, attempt_id;
 
 -- name: defer_checks
 -- Checks the reconciler claimed and did not make because their account answered 429 meanwhile

@@ -42,7 +42,8 @@ def _asked(requests: list[dict[str, Any]]) -> set[str]:
 
 
 async def _open_escalations(world: World) -> list[dict[str, Any]]:
-    return await world.rows("SELECT escalation_key, reason FROM payment_escalations WHERE resolved_at IS NULL")
+    return await world.rows("SELECT escalation_key, reason FROM payment_escalations WHERE resolved_at IS NULL "
+                            "ORDER BY escalation_id")
 
 
 async def test_reordered_accounts_do_not_redirect_a_payout_lookup(world: World) -> None:
@@ -71,7 +72,8 @@ async def test_a_removed_account_escalates_and_never_concludes_not_applied(world
     payout = await world.payout()
     assert (payout["state"], payout["attempts"][0]["state"]) == ("Unknown", "Unknown")
     assert world.lookups() == []
-    assert await _open_escalations(world) == [
+    assert await _open_escalations(world) == [  # and, an hour after its claim, its deadline (issue 21 item 2)
+        {"escalation_key": f"payout-attempt:{attempt['attempt_id']}:deadline", "reason": "payout-deadline"},
         {"escalation_key": f"payout-attempt:{attempt['attempt_id']}:account-not-configured",
          "reason": "payout-account-not-configured"}]
     world.clock.advance(PAST_CUTOFF_S)
@@ -104,7 +106,8 @@ async def test_a_removed_account_never_concludes_a_recall_not_applied(world: Wor
     [attempt] = (await world.payout())["recalls"]["attempts"]
     assert attempt["state"] == "Unknown"
     assert recall_lookups(world) == []
-    assert [e["reason"] for e in await _open_escalations(world)] == ["payout-recall-account-not-configured"]
+    assert [e["reason"] for e in await _open_escalations(world)] == [
+        "payout-recall-deadline", "payout-recall-account-not-configured"]  # its deadline passed too (issue 21 item 2)
 
 
 async def _recall_with(world: World, settings: Settings) -> Any:
