@@ -7,7 +7,7 @@ The HTTP status alone decides nothing. Every row names CardCo's documented meani
 answer, is Unknown. ``Started`` with ``resend`` is the one row that permits a bounded same-key
 resend inside the attempt: a rejection CardCo documents as no-effect and transient. An answer on
 such a row that says not to send it again (Stripe's ``Stripe-Should-Retry: false``) is the seed's
-"rejection it documents as no-effect ... resending fails the same way": Failed (docs/decisions/0057).
+"rejection it documents as no-effect ... resending fails the same way": Failed (docs/decisions/0059).
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ UNDOCUMENTED = Row(AttemptState.UNKNOWN, "provider.undocumented-response",
                    "not documented as no-effect (e.g. 500): indeterminate")
 DO_NOT_RESEND = Row(AttemptState.FAILED, "provider.do-not-retry",
                     "a rejection documented as no-effect that the provider says not to send again (Stripe-Should-"
-                    "Retry: false): resending fails the same way (docs/decisions/0057)")
+                    "Retry: false): resending fails the same way (docs/decisions/0059)")
 MISMATCH = Row(AttemptState.UNKNOWN, "provider.record-mismatch",
                "a record whose reference, amount or currency differs from the attempt is not this attempt's")
 

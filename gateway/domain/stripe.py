@@ -183,7 +183,7 @@ def payment_evidence(account: str, status_code: int, body: bytes) -> Evidence:
 def resend_allowed(should_retry: str | None) -> bool:
     """``Stripe-Should-Retry: false`` says the request must not be sent again; ``true``, or no
     header, leaves the decision to the classification table, which resends only a documented
-    no-effect rejection (docs/decisions/0057)."""
+    no-effect rejection (docs/decisions/0059)."""
     return (should_retry or "").strip().lower() != "false"
 
 

@@ -119,7 +119,7 @@ class Provider(Protocol):
         ...
 
     def resend_allowed(self, headers: Mapping[str, str]) -> bool:
-        """False when a create's answer says not to send the request again (docs/decisions/0057)."""
+        """False when a create's answer says not to send the request again (docs/decisions/0059)."""
         ...
 
     # Checkout payments (seed 004).
