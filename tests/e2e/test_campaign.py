@@ -4,7 +4,8 @@ a web process and the clock, restarts PostgreSQL and the broker, settles, checks
 and writes the JSON document the issue names.
 
 The default test run keeps a short sample (about 90 s on 2 cores); ``pytest -m campaign`` runs
-the full default campaign (1,000 checkouts, 100 payouts). ``PAYGATE_CAMPAIGN_SEED`` picks the
+the 300-checkout run and the full default campaign (1,000 checkouts, 100 payouts) and checks
+that issue 22's faults fired. ``PAYGATE_CAMPAIGN_SEED`` picks the
 seed of both (default 1); a failure prints the command that reproduces it.
 """
 
@@ -18,6 +19,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -27,7 +29,7 @@ from gateway.campaign.invariants import CHECKS
 pytestmark = pytest.mark.e2e
 SEED = int(os.environ.get("PAYGATE_CAMPAIGN_SEED", "1"))
 KEYS = {"seed", "operations", "faults", "kills", "restarts", "violations", "wall_s", "faults_fired", "outcomes",
-        "escalations"}
+        "escalations", "pauses", "outages"}
 
 
 @pytest.fixture
@@ -82,9 +84,26 @@ def _check(document: dict[str, object], checkouts: int, payouts: int) -> None:
     assert sum(outcomes["checkouts"].values()) == checkouts and sum(outcomes["payouts"].values()) == payouts
     kills: dict[str, int] = document["kills"]  # type: ignore[assignment]
     assert set(kills) == {"worker", "web", "clock"} and min(kills.values()) >= 1
-    assert document["restarts"] == {"postgres": 1, "broker": 1}
     assert document["violations"] == dict.fromkeys(CHECKS, 0)
     assert isinstance(document["wall_s"], float) and document["wall_s"] > 0
+    outages: dict[str, dict[str, Any]] = document["outages"]  # type: ignore[assignment]
+    assert set(outages) == {"postgres", "broker", "sinks", "provider"}
+    assert set(outages["sinks"]) == {"merchant", "alert"}
+
+
+def _fired_twice(document: dict[str, object]) -> None:
+    """Issue 22, "Scale": the default run "includes every fault kind above at least twice"."""
+    kills: dict[str, int] = document["kills"]  # type: ignore[assignment]
+    assert min(kills.values()) >= 2
+    assert sum(document["pauses"].values()) >= 2  # type: ignore[attr-defined]
+    outages: dict[str, Any] = document["outages"]  # type: ignore[assignment]
+    assert outages["postgres"]["crashes"] >= 2 and outages["postgres"]["restarts"] >= 6
+    assert outages["postgres"]["down_s"] >= 20 and outages["broker"]["down_s"] >= 20
+    assert outages["broker"]["restarts"] >= 4 and outages["provider"]["lookup_storms"] >= 2
+    for fault in ("errors", "hangs", "downs"):
+        assert outages["sinks"]["merchant"][fault] + outages["sinks"]["alert"][fault] >= 2
+    fired: dict[str, int] = document["faults_fired"]  # type: ignore[assignment]
+    assert sum(n for kind, n in fired.items() if kind.endswith(":rate_limit")) >= 2
 
 
 @pytest.mark.timeout(400)
@@ -92,11 +111,31 @@ def test_a_short_campaign_kills_and_restarts_everything_and_every_invariant_hold
                                                                                  data_dir: Path) -> None:
     """Issue 12, CI: "a short sample of it (about 90 s, a few hundred operations, at least one
     worker kill and one broker restart)", through the real command and its JSON."""
-    _check(_campaign(tmp_path, data_dir, "--checkouts", "150", "--payouts", "15", timeout_s=380), 150, 15)
+    document = _campaign(tmp_path, data_dir, "--checkouts", "150", "--payouts", "15", timeout_s=380)
+    _check(document, 150, 15)
+    assert document["restarts"] == {"postgres": 1, "broker": 1}
+
+
+@pytest.mark.campaign
+@pytest.mark.timeout(1200)
+def test_a_campaign_of_300_checkouts_pauses_a_worker_past_its_lease_crashes_postgres_and_takes_servers_down(
+        tmp_path: Path, data_dir: Path) -> None:
+    """Issue 22, "Scale": --checkouts 300 --payouts 30 "includes at least one pause past a lease,
+    one PostgreSQL crash (-m immediate), one broker outage and one sink outage, besides the kills
+    and restarts it has today"."""
+    document = _campaign(tmp_path, data_dir, "--checkouts", "300", "--payouts", "30", timeout_s=1100)
+    _check(document, 300, 30)
+    assert sum(document["pauses"].values()) >= 1  # type: ignore[attr-defined]
+    outages: dict[str, Any] = document["outages"]  # type: ignore[assignment]
+    assert outages["postgres"]["crashes"] >= 1 and outages["postgres"]["down_s"] >= 10
+    assert outages["broker"]["restarts"] >= 2 and outages["broker"]["down_s"] >= 10
+    assert outages["sinks"]["merchant"]["downs"] + outages["sinks"]["alert"]["downs"] >= 1
 
 
 @pytest.mark.campaign
 @pytest.mark.timeout(3600)
 def test_the_full_default_campaign_holds_every_invariant(tmp_path: Path, data_dir: Path) -> None:
     """Issue 12: defaults 1,000 checkouts and 100 payouts."""
-    _check(_campaign(tmp_path, data_dir, timeout_s=3500), 1000, 100)
+    document = _campaign(tmp_path, data_dir, timeout_s=3500)
+    _check(document, 1000, 100)
+    _fired_twice(document)
