@@ -23,6 +23,7 @@ import contextlib
 import fcntl
 import os
 import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -99,9 +100,19 @@ def _postmaster(pgdata: Path) -> psutil.Process | None:
     return None
 
 
+def _running(process: psutil.Process) -> bool:
+    """Running, and not a zombie: a dead run's children are init's to reap, which may take a while."""
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def _gone(processes: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:
     """Wait up to ``timeout_s`` for ``processes`` to end; those still running."""
-    _, alive = psutil.wait_procs(processes, timeout=timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while (alive := [p for p in processes if _running(p)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
     return alive
 
 
@@ -126,7 +137,7 @@ def stop_processes(data_dir: Path, say: Callable[[str, int], None], *, settle_s:
     makes dramatiq abandon the messages in hand)."""
     files = sorted(processes_dir(data_dir).glob("*.pid"))
     children = {path: found for path in files if (found := _recorded(path)) is not None}
-    alive = _gone(list(children.values()), settle_s) if settle_s else list(children.values())
+    alive = _gone(list(children.values()), settle_s)
     for path, process in children.items():
         if process in alive:
             say(path.stem, process.pid)

