@@ -567,6 +567,13 @@ CREATE UNIQUE INDEX IF NOT EXISTS one_unresolved_attempt_per_payout
     ON payout_attempts (payout_id)
     WHERE state IN ('Claimed', 'Started', 'Unknown');
 
+-- One attempt per CardCo payout within its account (seed 004: a lookup or notification by the
+-- provider's id finds at most one attempt; recording an id another attempt owns fails, and
+-- gateway/pipeline/rows.py turns that, by this name, into a mismatch escalation).
+CREATE UNIQUE INDEX IF NOT EXISTS one_payout_attempt_per_provider_payout
+    ON payout_attempts (provider_account, provider_payout_id)
+    WHERE provider_payout_id IS NOT NULL;
+
 CREATE INDEX IF NOT EXISTS payout_attempts_leases
     ON payout_attempts (lease_expires_at)
     WHERE state IN ('Claimed', 'Started') AND lease_expires_at IS NOT NULL;
@@ -686,6 +693,11 @@ CREATE TABLE IF NOT EXISTS payout_recall_attempts (
 CREATE UNIQUE INDEX IF NOT EXISTS one_unresolved_recall_per_payout
     ON payout_recall_attempts (payout_id)
     WHERE state IN ('Claimed', 'Started', 'Unknown');
+
+-- One attempt per provider recall within its account (as one_payout_attempt_per_provider_payout).
+CREATE UNIQUE INDEX IF NOT EXISTS one_recall_attempt_per_provider_recall
+    ON payout_recall_attempts (provider_account, provider_recall_id)
+    WHERE provider_recall_id IS NOT NULL;
 
 CREATE INDEX IF NOT EXISTS payout_recall_grants_issued ON payout_recall_grants (expires_at) WHERE state = 'Issued';
 
@@ -863,6 +875,11 @@ CREATE UNIQUE INDEX IF NOT EXISTS one_unresolved_refund_per_order
 CREATE UNIQUE INDEX IF NOT EXISTS one_succeeded_refund_per_order
     ON payment_refund_attempts (order_id)
     WHERE state = 'Succeeded';
+
+-- One attempt per provider refund within its account (as one_payout_attempt_per_provider_payout).
+CREATE UNIQUE INDEX IF NOT EXISTS one_refund_attempt_per_provider_refund
+    ON payment_refund_attempts (provider_account, provider_refund_id)
+    WHERE provider_refund_id IS NOT NULL;
 
 CREATE INDEX IF NOT EXISTS payment_refund_attempts_leases
     ON payment_refund_attempts (lease_expires_at)

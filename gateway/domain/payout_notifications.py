@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from gateway.domain.payout_outcomes import MISMATCH, AttemptState, Classification
+from gateway.domain.payout_outcomes import MISMATCH, AttemptState, Classification, replaces_recorded_id
 
 S = AttemptState
 IN_FLIGHT = (S.STARTED, S.UNKNOWN)  # the from-states of the reconciler's own resolution
@@ -52,8 +52,7 @@ Action = Resolve | RecordReturn | Ignore | Escalate
 
 def decide(state: AttemptState, recorded_provider_id: str | None, seen: Classification) -> Action:
     """The action for one notification about an attempt in ``state``."""
-    if seen.row is MISMATCH or (recorded_provider_id is not None and seen.provider_payout_id is not None
-                                and seen.provider_payout_id != recorded_provider_id):
+    if seen.row is MISMATCH or replaces_recorded_id(recorded_provider_id, seen.provider_payout_id):
         return Escalate("mismatch")
     if state in NEVER_SENT:
         return Escalate("contradiction")

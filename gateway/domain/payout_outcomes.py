@@ -114,6 +114,25 @@ MISMATCH = Row(AttemptState.UNKNOWN, "provider.record-mismatch",
                "a record whose reference, amount or currency differs from the attempt is not this attempt's")
 
 
+def replaces_recorded_id(recorded: str | None, found: str | None) -> bool:
+    """Seed 004 ("Persisting the Attempt", on the provider's id): "set it only when it is still
+    NULL, check equality when it is already set, and treat a different ID for the same attempt as a
+    contradiction"; it "never silently replaces the recorded ID". True when evidence names an id
+    other than the one the attempt recorded: that evidence is not this attempt's (a mismatch)."""
+    return recorded is not None and found is not None and found != recorded
+
+
+class ProviderIdClaimed(Exception):
+    """The provider id an attempt would record is already another attempt's of its account (the
+    kind's unique index, translated at the repository boundary by its name): nothing was written,
+    and the conflict proves nothing about either attempt (seed 004). It never leaves the pipeline,
+    which escalates it as a mismatch."""
+
+    def __init__(self, provider_id: str) -> None:
+        super().__init__(f"provider id {provider_id} is another attempt's")
+        self.provider_id = provider_id
+
+
 @dataclass(frozen=True)
 class Expected:
     """What a provider record must agree with to be this attempt's."""

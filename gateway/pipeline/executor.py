@@ -21,7 +21,7 @@ import httpx
 import structlog
 
 from gateway.clock import Clock
-from gateway.domain.payout_outcomes import AttemptState, Classification, classify
+from gateway.domain.payout_outcomes import MISMATCH, AttemptState, Classification, ProviderIdClaimed, classify
 from gateway.domain.payout_timing import resend_fits, resend_wait_s
 from gateway.effects.certify import Certifier
 from gateway.effects.gate import SendGate
@@ -178,14 +178,24 @@ class Executor:
         next_check_at = None
         if state in (AttemptState.STARTED, AttemptState.UNKNOWN):  # the reconciler's first look
             next_check_at = self.kind.timings(self.settings, stored_account(self.settings, attempt)).next_check(now, 0)
+        # A record that is not this attempt's (MISMATCH) lends it no provider id (seed 004).
+        provider_id = classification.provider_payout_id if classification and classification.row is not MISMATCH \
+            else None
         try:
             async with self.db.transaction() as conn:
-                written = await transitions.resolve(
-                    self.kind, conn, now, attempt, state, reason, actor=self.presenter.service_id,
-                    from_states=[from_state], epoch=epoch,
-                    provider_id=classification.provider_payout_id if classification else None,
-                    provider_status=classification.provider_status if classification else None,
-                    next_check_at=next_check_at, certifier=Certifier.of(self.settings))  # seed 001 (issue 8)
+                try:
+                    written = await transitions.resolve(
+                        self.kind, conn, now, attempt, state, reason, actor=self.presenter.service_id,
+                        from_states=[from_state], epoch=epoch, provider_id=provider_id,
+                        provider_status=classification.provider_status if classification else None,
+                        next_check_at=next_check_at, certifier=Certifier.of(self.settings))  # seed 001 (issue 8)
+                except ProviderIdClaimed as claimed:
+                    # The answer names another attempt's object: both stay as they are (seed 004),
+                    # this one Started until its lease lapses and the reconciler looks it up.
+                    await transitions.escalate_mismatch(self.kind, conn, now, attempt, claimed.provider_id,
+                                                        reminder_interval_s=self.settings.reminder_interval_s)
+                    log.warning(f"{self.kind.name}_provider_id_claimed", attempt_id=str(attempt["attempt_id"]))
+                    return
         except Exception as error:  # noqa: BLE001 - the lease lapses and the sweeper records Unknown
             log.warning(f"{self.kind.name}_record_failed", attempt_id=str(attempt["attempt_id"]),
                         error_type=type(error).__name__)

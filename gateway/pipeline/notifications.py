@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from gateway.domain.payout_notifications import Action, Escalate, Ignore, RecordReturn, Resolve, decide
-from gateway.domain.payout_outcomes import AttemptState, Classification, classify_record
+from gateway.domain.payout_outcomes import AttemptState, Classification, ProviderIdClaimed, classify_record
 from gateway.domain.provider_evidence import Notification
 from gateway.effects.certify import Certifier
 from gateway.pipeline import transitions
@@ -67,14 +67,19 @@ async def _take(kind: AttemptKind, conn: Connection, now: datetime, attempt: Row
                 seen: Classification, evidence: dict[str, object], notification_key: str | None,
                 reminder_interval_s: float, certifier: Certifier) -> str:
     if isinstance(action, Resolve):
-        written = await transitions.resolve(
-            kind, conn, now, attempt, action.state, seen.reason, actor=ACTOR, from_states=action.from_states,
-            provider_id=seen.provider_payout_id, provider_status=seen.provider_status,
-            next_check_at=now if action.state is AttemptState.STARTED else None,
-            certifier=certifier)  # seed 001 (issue 8): a confirmed effect is certified here too
-        if written is None:  # the row is locked since match(): only a broken invariant gets here
-            raise RuntimeError(f"{kind.label} attempt {attempt['attempt_id']} moved under its own lock")
-        return "resolved"
+        try:
+            written = await transitions.resolve(
+                kind, conn, now, attempt, action.state, seen.reason, actor=ACTOR, from_states=action.from_states,
+                provider_id=seen.provider_payout_id, provider_status=seen.provider_status,
+                next_check_at=now if action.state is AttemptState.STARTED else None,
+                certifier=certifier)  # seed 001 (issue 8): a confirmed effect is certified here too
+        except ProviderIdClaimed:
+            # Another attempt recorded this id since match() looked (seed 004): both stay as they are.
+            action = Escalate("mismatch")
+        else:
+            if written is None:  # the row is locked since match(): only a broken invariant gets here
+                raise RuntimeError(f"{kind.label} attempt {attempt['attempt_id']} moved under its own lock")
+            return "resolved"
     if isinstance(action, RecordReturn):  # a kind without returns has nothing to record
         recorded = kind.record_return is not None and await kind.record_return(conn, now, attempt, ACTOR, False)
         return "returned" if recorded else "ignored"

@@ -8,8 +8,10 @@ left as it is), verify the record (one record, the kind's identity check, refere
 currency), then, under the attempt's row lock in the transaction that writes it (issue 11 item 5:
 the state is re-read there, so evidence that arrived during the lookup wins):
 completed -> Succeeded; rejected -> Failed; still processing -> leave; a mismatching or ambiguous
-record -> escalate ``mismatch``; not found -> leave unless the attempt is Unknown and all three of
-the seed's conditions hold (``not_applied_allowed``), then NotApplied. It never resends.
+record, or one whose provider id is not the id the attempt recorded or is another attempt's (seed
+004: the recorded id is never replaced) -> escalate ``mismatch``, the attempt as it was; not found
+-> leave unless the attempt is Unknown and all three of the seed's conditions hold
+(``not_applied_allowed``), then NotApplied. It never resends.
 
 Every round first escalates ``deadline`` each unresolved attempt past its stamped escalation
 deadline that was never escalated for it, without a lookup (issue 21 item 2; seed 000: every
@@ -34,7 +36,14 @@ import httpx
 from gateway import instruments
 from gateway.clock import Clock
 from gateway.domain.lookup_shares import shares
-from gateway.domain.payout_outcomes import MISMATCH, AttemptState, Classification, classify_record
+from gateway.domain.payout_outcomes import (
+    MISMATCH,
+    AttemptState,
+    Classification,
+    ProviderIdClaimed,
+    classify_record,
+    replaces_recorded_id,
+)
 from gateway.domain.payout_timing import PayoutTimings, not_applied_allowed
 from gateway.effects.certify import Certifier
 from gateway.effects.ledger import escalation_key
@@ -164,22 +173,30 @@ class Reconciler:
             return await self._resolve(conn, now, current, AttemptState.NOT_APPLIED, "reconciled.not-found", None)
         seen = self._verify(current, found, contract)
         if seen.row is MISMATCH:
-            await self._escalate(conn, now, current, "mismatch",
-                                 **{self.kind.rows.provider_id: seen.provider_payout_id
-                                    or current[self.kind.rows.provider_id]})
-            return "mismatch"
+            return await self._mismatch(conn, now, current, seen.provider_payout_id)
         if seen.state not in (AttemptState.SUCCEEDED, AttemptState.FAILED):
             return "processing"  # still processing, or a status no row documents: look again later
-        return await self._resolve(conn, now, current, seen.state, seen.reason, seen)
+        try:
+            return await self._resolve(conn, now, current, seen.state, seen.reason, seen)
+        except ProviderIdClaimed as claimed:  # the record's id is another attempt's: keep both as they are
+            return await self._mismatch(conn, now, current, claimed.provider_id)
+
+    async def _mismatch(self, conn: Connection, now: datetime, current: Row, found_id: str | None) -> str:
+        await transitions.escalate_mismatch(self.kind, conn, now, current, found_id,
+                                            reminder_interval_s=self.settings.reminder_interval_s)
+        return "mismatch"
 
     def _verify(self, attempt: Row, found: list[Row], contract: Operation) -> Classification:
         """One record, the kind's identity (a payout's destination, a recall's payout), then the
-        attempt's reference, amount and currency."""
+        attempt's reference, amount and currency, then the provider id the attempt recorded."""
         if len(found) != 1 or not self.kind.identity(attempt, found[0]):
             record_id = found[0].get("id") if len(found) == 1 else None
             return Classification(MISMATCH, contract.table.version,
                                   provider_payout_id=record_id if isinstance(record_id, str) else None)
-        return classify_record(found[0], self.kind.expected(attempt), contract.table)
+        seen = classify_record(found[0], self.kind.expected(attempt), contract.table)
+        if replaces_recorded_id(attempt[self.kind.rows.provider_id], seen.provider_payout_id):
+            return Classification(MISMATCH, contract.table.version, provider_payout_id=seen.provider_payout_id)
+        return seen
 
     async def _resolve(self, conn: Connection, now: datetime, current: Row, state: AttemptState, reason: str,
                        seen: Classification | None) -> str:

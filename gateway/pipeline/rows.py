@@ -3,7 +3,9 @@
 ``rows.sql`` holds each statement once, with the tables and the provider-id column as
 ``psycopg.sql.Identifier`` placeholders; :class:`Rows` binds them for one kind's tables. A kind
 without grants (authority that is not a seed 000 grant) passes ``grants=None`` and never runs the
-grant statements.
+grant statements. ``provider_id_index`` names the kind's unique index on (provider account,
+provider id): its violation is translated here, by that name, into
+:class:`~gateway.domain.payout_outcomes.ProviderIdClaimed` (STYLE, example 3).
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import psycopg
 from psycopg import sql
 
-from gateway.store.db import Connection, Database, fetch_all, fetch_one
+from gateway.domain.payout_outcomes import ProviderIdClaimed
+from gateway.store.db import Connection, Database, constraint_of, fetch_all, fetch_one, savepoint
 from gateway.store.queries import load_queries
 
 _SHAPES = load_queries("gateway.pipeline", "rows.sql")
@@ -26,6 +30,7 @@ class Rows:
     attempts: str  # the kind's attempt table
     grants: str | None  # its single-use grants, or None for a kind authorized otherwise
     provider_id: str  # the column holding CardCo's id of the object the attempt created
+    provider_id_index: str  # the unique index of that id per provider account (seed 004)
     sql: dict[str, sql.Composed] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -41,6 +46,21 @@ class Rows:
         """Single use: only an Issued grant inside its window, by the one clock's now."""
         return await fetch_one(conn, self.sql["consume_grant"], {
             "grant_id": grant_id, "now": now, "worker_id": worker_id}) is not None
+
+    async def resolve(self, conn: Connection, attempt: dict[str, Any], params: dict[str, Any]) -> dict[str, Any] | None:
+        """``resolve_attempt`` in the caller's transaction; None when the attempt was not as
+        observed. Raises ProviderIdClaimed when the id it would record is another attempt's: the
+        write runs in a savepoint then, so the caller's transaction survives to escalate."""
+        adds_nothing = params["provider_id"] is None or params["provider_id"] == attempt[self.provider_id]
+        if adds_nothing:  # no id to add: the index cannot refuse it, no savepoint needed
+            return await fetch_one(conn, self.sql["resolve_attempt"], params)
+        try:
+            async with savepoint(conn, "record_provider_id"):
+                return await fetch_one(conn, self.sql["resolve_attempt"], params)
+        except psycopg.errors.UniqueViolation as error:
+            if constraint_of(error) != self.provider_id_index:
+                raise
+            raise ProviderIdClaimed(params["provider_id"]) from None
 
     async def lock(self, conn: Connection, attempt_id: Any) -> dict[str, Any] | None:
         return await fetch_one(conn, self.sql["lock_attempt"], {"attempt_id": attempt_id})

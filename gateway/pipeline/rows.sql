@@ -32,10 +32,14 @@ RETURNING sends;
 -- name: resolve_attempt
 -- One narrow evidence write: from the states the writer observed, by the owner's epoch when an
 -- owner writes (NULL: the sweeper or reconciler, which hold no lease). The lease ends here.
+-- The provider's id is recorded by the first evidence that carries it and never replaced (seed
+-- 004): evidence naming another id misses (writers compare first and escalate a mismatch; this
+-- keeps the rule for one that read the row before another writer recorded an id). An id another
+-- attempt of the account holds is refused by the kind's unique index (Rows.resolve translates it).
 UPDATE {attempts}
    SET state = %(state)s,
        outcome_reason = %(reason)s,
-       {provider_id} = COALESCE(%(provider_id)s, {provider_id}),
+       {provider_id} = COALESCE({provider_id}, %(provider_id)s),
        provider_status = COALESCE(%(provider_status)s, provider_status),
        resolved_at = CASE WHEN %(state)s IN ('Succeeded', 'Failed', 'NotStarted', 'NotApplied')
                           THEN %(now)s::timestamptz END,
@@ -43,6 +47,7 @@ UPDATE {attempts}
        lease_expires_at = NULL
  WHERE attempt_id = %(attempt_id)s AND state = ANY(%(from_states)s::text[])
    AND (%(epoch)s::int IS NULL OR lease_epoch = %(epoch)s::int)
+   AND (%(provider_id)s::text IS NULL OR {provider_id} IS NULL OR {provider_id} = %(provider_id)s::text)
 RETURNING *;
 
 -- name: lapsed_leases

@@ -8,7 +8,8 @@ Grant and the Payout", "Classify the Outcome"; seed 001 protocol; seed 004 "Esca
   closes the attempt's escalations when it settles, lets the parent row follow, appends the
   transition to the kind's history and advances the seed 001 protocol (certifying a confirmed
   effect), all in the caller's transaction;
-- :func:`escalate`: ``<kind prefix>:<attempt_id>:<problem>``, closed by that resolution.
+- :func:`escalate`: ``<kind prefix>:<attempt_id>:<problem>``, closed by that resolution;
+  :func:`escalate_mismatch`: a record that is not the attempt's, both provider ids named.
 """
 
 from __future__ import annotations
@@ -67,8 +68,10 @@ async def resolve(kind: AttemptKind, conn: Connection, now: datetime, attempt: R
                   provider_id: str | None = None, provider_status: str | None = None,
                   next_check_at: datetime | None = None, certifier: Certifier | None = None) -> Row | None:
     """Move the attempt, then what follows it, in the caller's transaction; None when the attempt
-    was no longer in ``from_states`` (or the epoch moved): nothing is written then."""
-    row = await fetch_one(conn, kind.rows.sql["resolve_attempt"], {
+    was no longer in ``from_states`` (or the epoch moved, or it recorded another provider id):
+    nothing is written then. ``ProviderIdClaimed`` when ``provider_id`` is another attempt's: nothing
+    is written either, and the caller's transaction stays usable (seed 004: escalate, keep both)."""
+    row = await kind.rows.resolve(conn, attempt, {
         "attempt_id": attempt["attempt_id"], "state": state.value, "reason": reason, "now": now, "epoch": epoch,
         "from_states": [s.value for s in from_states], "provider_id": provider_id,
         "provider_status": provider_status, "next_check_at": next_check_at})
@@ -110,3 +113,13 @@ async def escalate(kind: AttemptKind, conn: Connection, now: datetime, attempt: 
     log.warning(f"{kind.name}_escalated", reason=f"{kind.slug}-{cause}", parent_id=attempt[kind.parent],
                 attempt_id=str(attempt["attempt_id"]))
     return raised
+
+
+async def escalate_mismatch(kind: AttemptKind, conn: Connection, now: datetime, attempt: Row, found_id: str | None,
+                            *, reminder_interval_s: float) -> int | None:
+    """A provider record that is not the attempt's (seed 000 section 13: verify before trusting a
+    found record; seed 004: a provider id other than the recorded one, or one another attempt holds,
+    is never recorded): ``mismatch``, naming the attempt, the id it recorded (if any) and the one the
+    evidence carried; the attempt is left as it is."""
+    return await escalate(kind, conn, now, attempt, "mismatch", reminder_interval_s=reminder_interval_s,
+                          **{f"found_{kind.rows.provider_id}": found_id})

@@ -18,12 +18,14 @@ import pytest
 PAYOUT = {"payout_attempts": "{attempts}", "payout_grants": "{grants}", "payout_decisions": "{decisions}",
           "provider_payout_id": "{provider_id}", "attempt_number": "{number}",
           "one_unresolved_attempt_per_payout": "one_unresolved_{attempt}_per_payout",
+          "one_payout_attempt_per_provider_payout": "one_{attempt}_per_provider_object",
           "ck_payout_attempt_": "ck_{attempt}_", "uq_payout_attempt_": "uq_{attempt}_",
           "ck_grant_attempt_number": "ck_{grant}_number", "uq_grant_attempt_number": "uq_{grant}_number",
           "ck_grant_": "ck_{grant}_", "uq_grant_": "uq_{grant}_", "ck_decision_": "ck_{decision}_"}
 RECALL = {"payout_recall_attempts": "{attempts}", "payout_recall_grants": "{grants}",
           "payout_recall_decisions": "{decisions}", "provider_recall_id": "{provider_id}",
           "recall_number": "{number}", "one_unresolved_recall_per_payout": "one_unresolved_{attempt}_per_payout",
+          "one_recall_attempt_per_provider_recall": "one_{attempt}_per_provider_object",
           "ck_recall_attempt_": "ck_{attempt}_", "uq_recall_attempt_": "uq_{attempt}_",
           "ck_recall_grant_": "ck_{grant}_", "uq_recall_grant_": "uq_{grant}_",
           "ck_recall_decision_": "ck_{decision}_"}
@@ -104,6 +106,7 @@ AS_RECALL = {**RECALL, "payout_id": "{parent}", "payouts": "{parents}", "provide
 AS_REFUND = {"payment_refund_attempts": "{attempts}", "payment_refund_grants": "{grants}",
              "payment_refund_decisions": "{decisions}", "provider_refund_id": "{provider_id}",
              "refund_number": "{number}", "one_unresolved_refund_per_order": "one_unresolved_{attempt}_per_payout",
+             "one_refund_attempt_per_provider_refund": "one_{attempt}_per_provider_object",
              "ck_refund_attempt_": "ck_{attempt}_", "uq_refund_attempt_": "uq_{attempt}_",
              "ck_refund_grant_": "ck_{grant}_", "uq_refund_grant_": "uq_{grant}_",
              "ck_refund_decision_": "ck_{decision}_", "order_id": "{parent}", "orders": "{parents}",

@@ -22,6 +22,7 @@ from gateway.payouts.config import payout_account
 from gateway.pipeline import transitions
 from gateway.providers.calls import ProviderCalls
 from gateway.store.db import Connection, Database
+from provider_fake import objects
 from tests.integration.answer_support import RUINS, ruin_answers
 from tests.integration.clock_support import next_wake
 from tests.integration.metrics_support import scrape
@@ -288,3 +289,23 @@ async def test_a_paused_worker_that_sends_after_expiry_is_rejected_with_no_effec
     assert getattr(answer, "status", None) == 400
     assert world.ledger() == []
     assert timedelta(seconds=300) == attempt["send_deadline"] - attempt["claimed_at"]
+
+
+async def test_an_answer_naming_another_attempts_payout_id_is_refused_by_the_index_and_escalated(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seed 004, "Persisting the Attempt": "if recording an ID conflicts with another attempt that
+    already owns it, the write fails; the application keeps both attempts exactly as they are, raises
+    an investigation, and treats the conflict as proof of nothing" (issue 21 item 5, the executor's
+    write: one_payout_attempt_per_provider_payout, translated by its name). CardCo answers PAY-3108's
+    send with the id of PAY-3107's payout: PAY-3108's attempt stays Started without it (its lease
+    lapses and the reconciler looks it up), escalated as a mismatch naming both."""
+    assert await world.run(await world.approved("PAY-3107")) == "Started"
+    owner = await _attempt(world, "PAY-3107")
+    monkeypatch.setattr(objects, "new_id", lambda prefix: owner["provider_payout_id"])  # the provider repeats an id
+    await world.run(await world.approved("PAY-3108"))
+    attempt = await _attempt(world, "PAY-3108")
+    assert (attempt["state"], attempt["provider_payout_id"]) == ("Started", None)
+    [escalation] = await world.rows("SELECT escalation_key, details FROM payment_escalations WHERE resolved_at IS NULL")
+    assert escalation["escalation_key"] == f"payout-attempt:{attempt['attempt_id']}:mismatch"
+    assert escalation["details"]["found_provider_payout_id"] == owner["provider_payout_id"]
+    assert (await _attempt(world, "PAY-3107"))["provider_payout_id"] == owner["provider_payout_id"]

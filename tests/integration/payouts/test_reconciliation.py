@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from tests.integration.metrics_support import scrape
-from tests.integration.payouts.conftest import AMOUNT, World
+from tests.integration.payouts.conftest import AMOUNT, TOKEN, World
 
 SEND_DEADLINE_S, SKEW_S, VISIBILITY_S = 300, 30, 10  # settings defaults; the account's processing allowance
 
@@ -140,3 +140,67 @@ async def test_a_return_after_completion_is_a_separate_event_not_a_failure(world
     payout = await world.payout()
     assert (payout["state"], payout["attempts"][0]["state"]) == ("Paid", "Succeeded")
     assert [r["provider_payout_id"] for r in payout["returns"]] == [provider_payout.id]
+
+
+async def _open_mismatches(world: World) -> list[dict[str, Any]]:
+    return [e for e in await _escalations(world) if e["reason"] == "payout-mismatch"]
+
+
+async def test_a_found_payout_with_another_id_than_the_recorded_one_is_a_mismatch_and_never_recorded(
+        world: World) -> None:
+    """Seed 004, "Persisting the Attempt": the provider's id is set "only when it is still NULL",
+    checked for "equality when it is already set", a different id for the same attempt is escalated,
+    and it "never silently replaces the recorded ID" (issue 21 item 5). The attempt recorded CardCo's
+    id from its accepted answer; CardCo's listing still hides that payout (a lagging index) and shows
+    another one made under the same reference, amount, currency and destination: the reconciler
+    escalates a mismatch naming the attempt and both ids, and leaves the attempt as it was."""
+    await world.faults({"operation": "create_payout", "action": "not_found_for_s", "not_found_for_s": 3600})
+    job = await world.approved()
+    assert await world.run(job) == "Started"
+    [attempt] = (await world.payout())["attempts"]
+    recorded = attempt["provider_payout_id"]
+    async with httpx.AsyncClient(base_url="http://cardco.test", headers={
+            "Authorization": "Bearer ck_test_key", "CardCo-Account": "cardco:acct_store:test",
+            "Idempotency-Key": "someone-else"}) as rogue:
+        other = (await rogue.post("/v1/payouts", json={
+            "amount_minor": AMOUNT, "currency": "EUR", "destination_token": TOKEN, "client_reference": "PAY-3107-a1",
+            "expires_at": "2026-12-31T00:00:00Z"})).json()["id"]
+    world.clock.advance(60)  # both payouts paid by now; the lookup shows only the other one
+    assert await world.reconcile() == 1
+    payout = await world.payout()
+    assert (payout["state"], payout["attempts"][0]["state"]) == ("Executing", "Started")
+    assert payout["attempts"][0]["provider_payout_id"] == recorded != other
+    [escalation] = await _open_mismatches(world)
+    assert escalation["escalation_key"] == f"payout-attempt:{attempt['attempt_id']}:mismatch"
+    assert {k: escalation["details"][k] for k in ("attempt_id", "provider_payout_id", "found_provider_payout_id")} \
+        == {"attempt_id": attempt["attempt_id"], "provider_payout_id": recorded, "found_provider_payout_id": other}
+    assert [r["headers"]["idempotency-key"] for r in world.submits()] == ["payout-PAY-3107-a1", "someone-else"]
+
+
+async def test_a_second_attempt_claiming_a_recorded_provider_id_is_refused_by_the_index_and_escalated(
+        world: World) -> None:
+    """Seed 004, "Persisting the Attempt": the unique index "makes the ID unique across attempts
+    within its account"; "if recording an ID conflicts with another attempt that already owns it,
+    the write fails; the application keeps both attempts exactly as they are, raises an
+    investigation" (issue 21 item 5: one_payout_attempt_per_provider_payout, translated by its name).
+    PAY-3107's attempt recorded CardCo's payout id; PAY-3108's answer was lost, and CardCo's listing
+    then shows PAY-3108's payout under that same id."""
+    first = await world.approved("PAY-3107")
+    assert await world.run(first) == "Started"
+    [owner] = (await world.payout("PAY-3107"))["attempts"]
+    await world.faults({"operation": "create_payout", "action": "drop_response"})
+    second = await world.approved("PAY-3108")
+    assert await world.run(second) == "Unknown"
+    [lost] = [p for p in world.cardco.store.payouts.values() if p.client_reference == "PAY-3108-a1"]
+    lost.id = owner["provider_payout_id"]  # the provider names two payouts alike
+    world.clock.advance(60)
+    await world.reconcile()
+    payout = await world.payout("PAY-3108")
+    assert (payout["state"], payout["attempts"][0]["state"]) == ("Unknown", "Unknown")
+    assert payout["attempts"][0]["provider_payout_id"] is None
+    [escalation] = await _open_mismatches(world)
+    assert escalation["escalation_key"] == f"payout-attempt:{payout['attempts'][0]['attempt_id']}:mismatch"
+    assert (escalation["details"]["attempt_id"], escalation["details"].get("provider_payout_id"),
+            escalation["details"]["found_provider_payout_id"]) == \
+        (payout["attempts"][0]["attempt_id"], None, owner["provider_payout_id"])
+    assert (await world.payout("PAY-3107"))["attempts"][0]["provider_payout_id"] == owner["provider_payout_id"]

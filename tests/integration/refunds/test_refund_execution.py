@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from gateway.pipeline import transitions
 from gateway.pipeline.executor import Executor
 from gateway.providers import cardco as refund_provider
 from gateway.refunds.attempts import EXECUTOR, REFUND
+from provider_fake.objects import Refund, new_id
 from tests.conftest import TEST_ACCOUNT
 from tests.integration.answer_support import RUINS, ruin_answers
 from tests.integration.refunds.conftest import (
@@ -255,3 +257,36 @@ async def test_a_refund_request_that_drifted_from_its_effect_record_is_never_sen
     assert attempt["state"] == "Unknown"
     keys = [e["escalation_key"] for e in await shop.services.db.fetch_all("SELECT * FROM payment_escalations")]
     assert keys == [f"payment-refund-attempt:{attempt['attempt_id']}:effect-digest-mismatch"]
+
+
+async def test_a_found_refund_with_another_id_than_the_recorded_one_is_a_mismatch_and_never_recorded(
+        shop: Shop, clock: ManualClock) -> None:
+    """Seed 004, "Persisting the Attempt": the provider's id is checked "for equality when it is
+    already set", a different id for the same attempt is escalated and "never silently replaces the
+    recorded ID" (issue 21 item 5). The refund's accepted answer recorded CardCo's refund id; CardCo's
+    listing does not show that refund yet, but another refund of the same payment, made earlier under
+    the same reference: a mismatch naming the attempt and both ids, the attempt as it was."""
+    paid = await _refund_requested(shop)
+    await shop.faults({"operation": "refund_payment", "action": "processing", "complete_after_s": 3600},
+                      {"operation": "list_refunds", "action": "not_found_for_s", "not_found_for_s": 600, "times": 0})
+    assert await run_refund(shop, await refund_job(shop)) == "Started"
+    [attempt] = await refund_rows(shop, "payment_refund_attempts")
+    recorded = attempt["provider_refund_id"]
+    other = Refund(id=new_id(Refund.id_prefix), account=TEST_ACCOUNT, client_reference="ORD-5521-r1",
+                   idempotency_key="someone-else", amount_minor=4250, currency="EUR", status="succeeded",
+                   created_at=clock.now() - timedelta(hours=1), payment=paid["provider_payment_id"],
+                   expires_at=clock.now() + timedelta(hours=1))
+    shop.cardco.store.add(other)  # older than the listing's lag: the only refund a lookup shows
+    clock.advance(60)
+    assert await reconcile_refunds(shop) == 1
+    [after] = await refund_rows(shop, "payment_refund_attempts")
+    assert (after["state"], after["provider_refund_id"]) == ("Started", recorded)
+    assert recorded is not None and recorded != other.id
+    [escalation] = await shop.services.db.fetch_all("SELECT * FROM payment_escalations WHERE resolved_at IS NULL")
+    assert (escalation["escalation_key"], escalation["reason"]) == \
+        (f"payment-refund-attempt:{attempt['attempt_id']}:mismatch", "payment-refund-mismatch")
+    assert {k: escalation["details"][k] for k in ("attempt_id", "provider_refund_id", "found_provider_refund_id")} \
+        == {"attempt_id": str(attempt["attempt_id"]), "provider_refund_id": recorded,
+            "found_provider_refund_id": other.id}
+    assert (await order(shop))["state"] == "Paid"
+    assert len(refund_calls(shop)) == 1
