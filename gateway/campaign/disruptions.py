@@ -4,9 +4,9 @@ Per wave, :meth:`Disruptions.rules` composes the CardCo rule set (the wave's per
 plus the lost payouts under listing lag the schedule puts in this wave, the lasting rules of
 storms and lags still on, and a slow provider in a pause's wave) and :meth:`Disruptions.install`
 installs it; :meth:`Disruptions.of_wave` gives the wave's disruptions to run with its load. Kills,
-server restarts, crashes and outages, and pauses past a lease run inside their wave, so a wave
-with an outage lasts as long as the outage and server disruptions never overlap; a sink fault
-runs on in the background until its end (:meth:`Disruptions.finish` waits for it before the
+server restarts, crashes and outages run inside their wave, so a wave with an outage lasts as
+long as the outage and server disruptions never overlap; a pause past a lease and a sink fault
+run on in the background until their end (:meth:`Disruptions.finish` waits for them before the
 settle); a storm or a lag lasts across waves until its end. The wall-clock window of every
 server disruption is kept (``windows``): a 5xx the gateway answers inside one is expected. Once
 a sink is back, the campaign's operator retries every dead-lettered row (docs/decisions/0004),
@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import psycopg
 
 from gateway.campaign import faults, pauses, schedule
 from gateway.campaign.client import Gateway
@@ -65,6 +66,7 @@ class Disruptions:
     _storm_s: float = 0.0
     _background: list[asyncio.Task[None]] = field(default_factory=list)
     _sink_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    _pausing: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def _in(self, wave: int, action: schedule.Action) -> list[schedule.Disruption]:
         return [d for d in self.plan if d.wave == wave and d.action == action]
@@ -149,7 +151,7 @@ class Disruptions:
             fleet.kill("clock")
             progress("SIGKILL clock")
         elif d.action == "pause-worker":
-            await self._pause(d)
+            self._background.append(asyncio.create_task(self._pause(d)))
         elif d.action in SINK_MODES:
             self._background.append(asyncio.create_task(self._sink_fault(d)))
         else:
@@ -170,10 +172,21 @@ class Disruptions:
         self.progress(f"{server} is back" if restarted else f"{server} is not the campaign's: not restarted")
 
     async def _pause(self, d: schedule.Disruption) -> None:
+        """A pause runs on past its wave; a server disruption of a later wave that cuts its reading
+        of the leases ends it early (the worker is continued), which is noted, not a failure."""
         fleet = self.fleet
-        outcome = await pauses.pause_past_lease(
-            fleet.database_url, d.target, d.duration_s, stop=fleet.pause, resume=fleet.resume,
-            worker_of=fleet.worker_of, clock=time.monotonic, sleep=asyncio.sleep)
+        try:
+            async with self._pausing:  # one at a time: a second stopped worker would leave nobody to take over
+                outcome = await pauses.pause_past_lease(
+                    fleet.database_url, d.target, d.duration_s, stop=fleet.pause, resume=fleet.resume,
+                    worker_of=fleet.worker_of, clock=time.monotonic, sleep=asyncio.sleep)
+        except psycopg.OperationalError as error:
+            self.notes["pauses-cut-short-by-an-outage"] += 1
+            self.progress(f"pause in wave {d.wave + 1} cut short: {type(error).__name__}; SIGCONT")
+            return
+        except Exception as error:  # noqa: BLE001 - recorded as the run's failure, not swallowed
+            self.failures.append(f"{d.action} in wave {d.wave + 1}: {type(error).__name__}: {error}")
+            return
         name = f"worker.{outcome.worker}"
         lapsed = sum(outcome.lapsed.values())
         if lapsed:

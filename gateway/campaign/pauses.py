@@ -147,15 +147,13 @@ async def observe(conn: psycopg.AsyncConnection[Any], watch: Watch) -> datetime:
 
 def choose(held: list[Lease], worker_of: Callable[[int], int | None], preferred: int,
            waited_s: float) -> int | None:
-    """Which worker to stop now, or None to wait on: the preferred one as soon as it holds a
-    recovery lease (certainly its own), the other one if it does after a third of the wait, the
-    preferred one while a pipeline lease (whose holder is not recorded) is held after two thirds."""
+    """Which worker to stop now, or None to wait on: one that holds a recovery lease (certainly its
+    own; the preferred one if both do), else, after half the wait, the preferred one while a
+    pipeline lease (whose holder is not recorded) is held."""
     holders = {worker_of(pid) for lease in held if (pid := owner_pid(lease.owner)) is not None} - {None}
-    if preferred in holders:
-        return preferred
-    if holders and waited_s >= LEASE_WAIT_S / 3:
-        return min(holders)  # type: ignore[type-var]
-    if any(lease.owner is None for lease in held) and waited_s >= 2 * LEASE_WAIT_S / 3:
+    if holders:
+        return preferred if preferred in holders else min(holders)  # type: ignore[type-var]
+    if any(lease.owner is None for lease in held) and waited_s >= LEASE_WAIT_S / 2:
         return preferred
     return None
 

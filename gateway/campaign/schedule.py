@@ -43,7 +43,7 @@ EVERY: dict[Action, tuple[int, int]] = {
 # How long each timed disruption lasts, in seconds (an outage of 10 s or more, issue 22; a pause
 # lasts until the leases it stopped lapsed and were taken over, then this much longer).
 DURATION_S: dict[Action, tuple[float, float]] = {
-    "outage-postgres": (10.0, 14.0), "outage-broker": (10.0, 14.0), "pause-worker": (1.0, 4.0),
+    "outage-postgres": (10.0, 13.0), "outage-broker": (10.0, 13.0), "pause-worker": (1.0, 3.0),
     "sink-error": (15.0, 25.0), "sink-hang": (15.0, 25.0), "sink-down": (20.0, 30.0), "lookup-storm": (20.0, 40.0),
 }
 MERCHANT, ALERTS = 1, 2  # a sink fault's target

@@ -69,15 +69,14 @@ def test_a_lapsed_lease_nobody_takes_over_ends_the_pause_after_the_takeover_wait
     assert watch.settled(T0 + timedelta(seconds=10 + TAKEOVER_WAIT_S), hold_s=1)
 
 
-def test_the_preferred_worker_is_stopped_as_soon_as_it_holds_a_recovery_lease() -> None:
-    """A recovery lease names its holder's pid: certain; the other worker's after a third of the
-    wait; a pipeline lease (holder unknown) only after two thirds, on the preferred worker."""
+def test_a_worker_is_stopped_as_soon_as_it_holds_a_recovery_lease_and_on_a_pipeline_lease_later() -> None:
+    """A recovery lease names its holder's pid: certain (the preferred worker if both hold one); a
+    pipeline lease (holder unknown) only after half the wait, on the preferred worker."""
     workers = {100: 1, 200: 2}.get
     one, two = _lease("a", "payment", "recovery-h-100-aaaaaa"), _lease("b", "payment", "recovery-h-200-bbbbbb")
     pipeline = _lease("c", "payout")
-    assert choose([one, two], workers, preferred=1, waited_s=0) == 1
-    assert choose([two], workers, preferred=1, waited_s=0) is None
-    assert choose([two], workers, preferred=1, waited_s=LEASE_WAIT_S / 3) == 2
+    assert choose([one, two], workers, preferred=2, waited_s=0) == 2
+    assert choose([two, pipeline], workers, preferred=1, waited_s=0) == 2
     assert choose([pipeline], workers, preferred=1, waited_s=LEASE_WAIT_S / 3) is None
-    assert choose([pipeline], workers, preferred=1, waited_s=2 * LEASE_WAIT_S / 3) == 1
+    assert choose([pipeline], workers, preferred=1, waited_s=LEASE_WAIT_S / 2) == 1
     assert choose([], workers, preferred=1, waited_s=LEASE_WAIT_S) is None
