@@ -108,14 +108,15 @@ class Attempts:
         insert attempt N+1 with a fresh key, the exact request and next_check_at = created_at +
         abandonment threshold (seed 004, PayAsync's first transaction). An insert that lost to a
         writer that skipped the order lock is rolled back, with the effect record sent with it, and
-        the winner is read in a new statement (seed 004: "Roll back and reload the winning attempt")."""
+        the winner is read in a new statement (seed 004: "Roll back and reload the winning attempt"):
+        the order's latest attempt, which is the winner even once it is no longer live (a fast
+        answer or a recovery pass may resolve it before this read; issue 22's campaign)."""
         try:
             return await self._get_or_create_live(order_id, customer_id)
         except _LostToIndex:
-            winner = await self._db.fetch_one(_SQL["live_for_order"], {"order_id": order_id})
+            winner = await self.latest_for_order(order_id)
             if winner is None:
-                raise VersionConflict("the live attempt that won the index was resolved before it could be read") \
-                    from None
+                raise VersionConflict("the attempt that won the index could not be read") from None
             return winner
 
     async def _get_or_create_live(self, order_id: str, customer_id: str) -> Attempt:

@@ -16,7 +16,7 @@ import pytest
 
 from gateway.clock import ManualClock
 from gateway.domain.attempts import Evidence
-from gateway.payments.attempts import stored_request
+from gateway.payments.attempts import Attempt, Attempts, _LostToIndex, stored_request
 from gateway.payments.client import PaymentClient
 from tests.conftest import TEST_ACCOUNT
 from tests.integration.checkout.conftest import Shop
@@ -340,3 +340,41 @@ async def test_any_transport_failure_is_unknown(shop: Shop, failure: type[httpx.
         client = PaymentClient(shop.services.settings, shop.services.clock, broken)
         evidence = await client.create_payment(stored_request(attempt), budget_s=15)
     assert (evidence.finding, evidence.reason) == ("unknown", f"provider.transport.{failure.__name__}")
+
+
+class _WinnerResolvesFirst(Attempts):
+    """The race the fault campaign met (issue 22, default run, three times): the attempt that won
+    the live-attempt index is resolved (here closed never-sent, as recovery closes a stale
+    NotStarted) between the losing insert and the loser's reload of the winner."""
+
+    async def _get_or_create_live(self, order_id: str, customer_id: str) -> Attempt:
+        try:
+            return await super()._get_or_create_live(order_id, customer_id)
+        except _LostToIndex:
+            async with self._db.transaction() as conn:
+                await conn.execute("UPDATE payment_attempts SET state = 'NotApplied', outcome_reason = 'never-sent', "
+                                   "version = version + 1 WHERE order_id = %s AND state = 'NotStarted'", (order_id,))
+            raise
+
+
+async def test_a_second_click_that_lost_the_index_to_an_attempt_resolved_since_reloads_that_attempt(
+        shop: Shop, database_url: str) -> None:
+    """Seed 004, PayAsync's first transaction: an insert that lost to another live attempt is
+    rolled back and the *winning attempt* is reloaded, even when it is no longer live by then. The
+    second click read the order under its lock with a snapshot from before the first click's
+    insert (a writer the lock did not stop here), so it saw no live attempt and lost the index;
+    the reload found no live attempt and raised VersionConflict, answered 500 to the customer."""
+    await shop.order()
+    attempts = _WinnerResolvesFirst(shop.services.db, shop.services.clock, shop.services.settings)
+    holder = await _lock_order(database_url, "ORD-5521")
+    try:
+        second = asyncio.create_task(attempts.get_or_create_live("ORD-5521", "cus_1"))
+        await _wait_until_blocked(shop)  # its statement's snapshot holds no attempt
+        async with shop.services.db.transaction() as conn:  # the first click's insert, past the lock
+            first = await attempts._insert(conn, {**(await shop.services.orders.get("ORD-5521")),
+                                                  "next_attempt_number": 1})
+    finally:
+        await holder.close()
+    reloaded = await second
+    assert reloaded["attempt_id"] == first["attempt_id"] and reloaded["state"] == "NotApplied"
+    assert len(await shop.attempts()) == 1 and shop.provider_requests() == []
