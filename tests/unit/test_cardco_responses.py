@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gateway.domain.cardco import payment_evidence
+from gateway.providers.cardco.answers import payment_evidence
 
 ACCOUNT = "cardco:acct_store:test"
 PAYMENT = {"object": "payment", "id": "pay_1", "client_reference": "ORD-1-a1", "amount_minor": 4250,

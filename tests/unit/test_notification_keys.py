@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from gateway.domain.cardco_notifications import (
+from gateway.providers.cardco.notifications import (
     Notification,
     Unreadable,
     from_detail,

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from gateway.domain import refunds
-from gateway.domain.cardco_notifications import Notification, parse, refund_evidence
+from gateway.providers.cardco.notifications import Notification, parse, refund_evidence
 from gateway.domain.errors import OrderNotRefundable, RefundUnresolved
 from gateway.domain.payout_outcomes import AttemptState, Expected, classify_record
 from gateway.domain.refunds import RefundContext, after_payment, after_refund, decide

@@ -16,7 +16,7 @@ from gateway.effects.gate import SendGate
 from gateway.payouts.config import payout_account
 from gateway.payouts.recalls import RECALL
 from gateway.pipeline.effects import intent, open_send
-from gateway.providers import cardco
+from gateway.providers.cardco import adapter as cardco
 from tests.integration.payouts.conftest import TOKEN, World
 from tests.integration.payouts.recall_helpers import (
     original,

@@ -20,7 +20,7 @@ import respx
 from gateway.clock import ManualClock
 from gateway.pipeline import transitions
 from gateway.pipeline.executor import Executor
-from gateway.providers import cardco as refund_provider
+from gateway.providers.cardco import adapter as refund_provider
 from gateway.refunds.attempts import EXECUTOR, REFUND
 from provider_fake.objects import Refund, new_id
 from tests.conftest import TEST_ACCOUNT

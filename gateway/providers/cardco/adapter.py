@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from gateway.domain import cardco, cardco_notifications, webhook_signatures
+from gateway.domain import webhook_signatures
 from gateway.domain.attempts import Evidence
 from gateway.domain.effect_manifest import json_fields
 from gateway.domain.payout_outcomes import RECALL_STATUS_TABLE, STATUS_TABLE
@@ -29,6 +29,7 @@ from gateway.domain.refunds import STATUS_TABLE as REFUND_STATUS_TABLE
 from gateway.domain.timestamps import rfc3339
 from gateway.domain.webhook_signatures import AccountKeys, Rejected, Verified
 from gateway.providers.base import LookupRecords, Operation, ProviderTimings, Request, Row, UnsupportedOperation
+from gateway.providers.cardco import answers, notifications
 from gateway.settings import ProviderAccount
 
 if TYPE_CHECKING:
@@ -151,7 +152,7 @@ class CardCo:
         return method if isinstance(method, str) else None
 
     def payment_evidence(self, account_id: str, status_code: int, body: bytes) -> Evidence:
-        return cardco.payment_evidence(account_id, status_code, body)
+        return answers.payment_evidence(account_id, status_code, body)
 
     def payment_lookup(self, *, provider_payment_id: str | None,
                        client_reference: str | None) -> tuple[str, dict[str, str] | None]:
@@ -160,13 +161,13 @@ class CardCo:
         return PAYMENTS_PATH, {"client_reference": client_reference or ""}
 
     def lookup_result(self, status_code: int, body: bytes, retry_after: str | None, *, listing: bool) -> Lookup:
-        return cardco.lookup_result(status_code, body, retry_after, listing=listing)
+        return answers.lookup_result(status_code, body, retry_after, listing=listing)
 
     def payment_method_path(self, payment_method: str) -> str:
         return f"{PAYMENT_METHODS_PATH}/{quote(payment_method, safe='')}"
 
     def payment_method_usable(self, status_code: int, body: bytes, now: datetime) -> bool | None:
-        return cardco.payment_method_usable(status_code, body)  # CardCo says "expired" itself
+        return answers.payment_method_usable(status_code, body)  # CardCo says "expired" itself
 
     def verifier(self, account: ProviderAccount) -> AccountKeys:
         return AccountKeys.from_config(account.id, [s.get_secret_value() for s in account.webhook_secrets],
@@ -177,7 +178,7 @@ class CardCo:
         return webhook_signatures.verify(headers, body, keys, now)
 
     def parse(self, body: bytes) -> Notification | Unreadable:
-        return cardco_notifications.parse(body)
+        return notifications.parse(body)
 
 
 CARDCO = CardCo()
