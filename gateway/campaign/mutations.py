@@ -83,7 +83,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              " WHERE grant_id = %(grant_id)s AND state IN ('Issued', 'Consumed') AND not_before <= %(now)s "
              "AND expires_at > %(now)s",
              "seed 000: a grant is single-use"),
-    Mutation("recalled-read-as-failed", "recalls", "gateway/domain/payout_outcomes.py",
+    Mutation("recalled-read-as-failed", "recalls", "gateway/providers/cardco/tables.py",
              '    "recalled": Row(AttemptState.SUCCEEDED, "provider.recalled",',
              '    "recalled": Row(AttemptState.FAILED, "provider.recalled",',
              "seed 000 section 17: the recall's own outcome, as the provider's contract establishes it"),

@@ -1,11 +1,14 @@
-"""CardCo payout outcomes, classified by what the provider can prove (seed 000, "Classify the Outcome
-by What the Provider Can Prove"; "Production Adaptation": an explicit, versioned classification
-table per provider, with recorded test vectors for each row, in tests/unit/test_payout_outcomes.py).
+"""Pipeline attempt outcomes, classified by what the provider can prove (seed 000, "Classify the
+Outcome by What the Provider Can Prove"; "Production Adaptation": an explicit, versioned
+classification table per provider, with recorded test vectors for each row).
 
-The HTTP status alone decides nothing. Every row names CardCo's documented meaning (API.md,
-"provider_fake: CardCo"); whatever no row documents, and every way a call ends without a readable
-answer, is Unknown. ``Started`` with ``resend`` is the one row that permits a bounded same-key
-resend inside the attempt: a rejection CardCo documents as no-effect and transient. An answer on
+This module holds the shape of a table (:class:`StatusTable`, :class:`Row`), the rows every
+provider shares and the classification itself; each provider's tables are in its package
+(``gateway/providers/<provider>/tables.py``, CardCo's vectors in tests/unit/test_payout_outcomes.py).
+The HTTP status alone decides nothing. Every row names the provider's documented meaning;
+whatever no row documents, and every way a call ends without a readable answer, is Unknown.
+``Started`` with ``resend`` is the one row that permits a bounded same-key resend inside the
+attempt: a rejection the provider documents as no-effect and transient. An answer on
 such a row that says not to send it again (Stripe's ``Stripe-Should-Retry: false``) is the seed's
 "rejection it documents as no-effect ... resending fails the same way": Failed (docs/decisions/0059).
 """
@@ -18,8 +21,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
-TABLE_VERSION = "cardco-payouts/2026-11-01.1"
-
 
 class AttemptState(StrEnum):
     CLAIMED = "Claimed"
@@ -29,7 +30,6 @@ class AttemptState(StrEnum):
     FAILED = "Failed"
     NOT_STARTED = "NotStarted"
     NOT_APPLIED = "NotApplied"
-
 
 
 # The payout state each attempt resolution leaves behind (seed 000, the classification table).
@@ -64,43 +64,6 @@ class StatusTable:
     # currency, status, failure_code); lookups and notifications hand over common records already.
     record: Callable[[dict[str, Any]], dict[str, Any]] = field(default=lambda document: document)
 
-
-# Error responses, by (HTTP status, CardCo error code).
-ERROR_ROWS: dict[tuple[int, str], Row] = {
-    (400, "request_expired"): Row(AttemptState.NOT_APPLIED, "provider.request-expired",
-                                  "received after expires_at plus skew: no effect; a saved result under this "
-                                  "key would have been returned instead, and no later request can take effect"),
-    (400, "invalid_request"): Row(AttemptState.FAILED, "provider.invalid-request",
-                                  "documented no-effect; the same parameters fail the same way"),
-    (409, "idempotency_key_in_use"): Row(AttemptState.UNKNOWN, "provider.idempotency-key-in-use",
-                                         "this request did nothing, but the key already carries another "
-                                         "request's effect: reconcile"),
-    (429, "rate_limited"): Row(AttemptState.STARTED, "provider.rate-limited",
-                               "documented no-effect and transient: same-key resend before the send deadline",
-                               resend=True),
-}
-
-# CardCo payouts, by the payout object's `status`.
-STATUS_TABLE = StatusTable(TABLE_VERSION, {
-    "processing": Row(AttemptState.STARTED, "provider.accepted",
-                      "accepted for asynchronous processing; not completed: wait for a lookup or notification"),
-    "paid": Row(AttemptState.SUCCEEDED, "provider.paid", "the provider's contract establishes the effect"),
-    "failed": Row(AttemptState.FAILED, "provider.failed",
-                  "documented no-effect rejection (e.g. destination_closed); resending fails the same way"),
-    "returned": Row(AttemptState.SUCCEEDED, "provider.returned",
-                    "completed, then returned by the bank: the payout happened; the return is a later event"),
-}, ERROR_ROWS)
-
-# Recall objects (docs/decisions/0015; CardCo extension ``payout_recall``), by their `status`: the
-# same rows for errors, no response and mismatches; a failed recall is a documented no-effect.
-RECALL_TABLE_VERSION = "cardco-payout-recalls/2026-11-29.1"
-RECALL_STATUS_TABLE = StatusTable(RECALL_TABLE_VERSION, {
-    "processing": Row(AttemptState.STARTED, "provider.accepted",
-                      "recall accepted for asynchronous processing: wait for a lookup or notification"),
-    "recalled": Row(AttemptState.SUCCEEDED, "provider.recalled", "the provider's contract establishes the recall"),
-    "failed": Row(AttemptState.FAILED, "provider.failed",
-                  "documented no-effect (recall_window_closed, payout_not_paid, already_recalled)"),
-}, ERROR_ROWS)
 
 NO_RESPONSE = Row(AttemptState.UNKNOWN, "provider.no-response",
                   "timeout, reset or crash after Started: the provider may have completed the payout")
@@ -164,7 +127,7 @@ Observation = ProviderResponse | NoResponse
 @dataclass(frozen=True)
 class Classification:
     row: Row
-    table: str = TABLE_VERSION  # the classification table version it came from (seed 000: versioned)
+    table: str  # the classification table version it came from (seed 000: versioned)
     provider_payout_id: str | None = None
     provider_status: str | None = None
     failure_code: str | None = None
@@ -183,10 +146,9 @@ class Classification:
         return self.provider_status == "returned"
 
 
-def classify_record(record: dict[str, Any], expected: Expected,
-                    table: StatusTable = STATUS_TABLE) -> Classification:
-    """A payout (or, with ``RECALL_STATUS_TABLE``, recall) object from a 200 answer or a lookup,
-    checked against the attempt first."""
+def classify_record(record: dict[str, Any], expected: Expected, table: StatusTable) -> Classification:
+    """A provider object (a payout, recall or refund, read by ``table``) from a 200 answer or a
+    lookup, checked against the attempt first."""
     if (record.get("client_reference") != expected.client_reference
             or record.get("amount_minor") != expected.amount_minor
             or record.get("currency") != expected.currency):
@@ -200,8 +162,7 @@ def classify_record(record: dict[str, Any], expected: Expected,
                           failure_code=failure)
 
 
-def classify(observation: Observation, expected: Expected,
-             table: StatusTable = STATUS_TABLE) -> Classification:
+def classify(observation: Observation, expected: Expected, table: StatusTable) -> Classification:
     """The attempt state one send's observation establishes."""
     if isinstance(observation, NoResponse):
         return Classification(NO_RESPONSE, table.version)

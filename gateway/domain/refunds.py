@@ -21,7 +21,7 @@ from typing import Literal
 
 from gateway.domain.attempts import ORDER_CONFIRMATION
 from gateway.domain.errors import OrderNotRefundable, RefundUnresolved
-from gateway.domain.payout_outcomes import ERROR_ROWS, AttemptState, Row, StatusTable
+from gateway.domain.payout_outcomes import AttemptState
 
 OPERATION = "payment.refund"
 # The refund policy is code, not a release an admin must publish first: an automatic refund of a
@@ -140,14 +140,3 @@ def after_refund(order_state: str, refund_state: AttemptState) -> RefundSettleme
     if refund_state in (AttemptState.FAILED, AttemptState.NOT_APPLIED, AttemptState.NOT_STARTED):
         return RefundSettlement(None, ORDER_REFUND_FAILED)
     return RefundSettlement()
-
-
-# CardCo refund objects (docs/decisions/0021), by their `status`: the payout table's rows for errors,
-# no response and mismatches apply unchanged; a failed refund is a documented no-effect.
-STATUS_TABLE = StatusTable("cardco-refunds/2026-12-01.1", {
-    "processing": Row(AttemptState.STARTED, "provider.accepted",
-                      "refund accepted for asynchronous processing: wait for a lookup or notification"),
-    "succeeded": Row(AttemptState.SUCCEEDED, "provider.refunded", "the provider's contract establishes the refund"),
-    "failed": Row(AttemptState.FAILED, "provider.failed",
-                  "documented no-effect (payment_not_refundable, already_refunded)"),
-}, ERROR_ROWS)

@@ -41,7 +41,7 @@ from gateway.domain.provider_evidence import (
     unreadable,
 )
 from gateway.domain.stripe import payment_intent, record
-from gateway.domain.webhook_signatures import SIGNATURE_INVALID, TIMESTAMP_OUT_OF_TOLERANCE, Rejected, Verified
+from gateway.domain.webhook_verdicts import SIGNATURE_INVALID, TIMESTAMP_OUT_OF_TOLERANCE, Rejected, Verified
 
 TOLERANCE_S = 300
 HEADER = "stripe-signature"

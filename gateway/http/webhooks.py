@@ -19,7 +19,7 @@ from gateway.domain.errors import (
     WebhookSignatureInvalid,
     WebhookTimestampOutOfTolerance,
 )
-from gateway.domain.webhook_signatures import TIMESTAMP_OUT_OF_TOLERANCE, Rejected
+from gateway.domain.webhook_verdicts import TIMESTAMP_OUT_OF_TOLERANCE, Rejected
 from gateway.http.problems import from_error
 from gateway.services import Services
 

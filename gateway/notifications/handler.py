@@ -26,7 +26,7 @@ from gateway.clock import Clock
 from gateway.domain.errors import WebhookEndpointNotFound
 from gateway.domain.notification_keys import escalation_key, notification_key
 from gateway.domain.provider_evidence import Notification, Unreadable, object_evidence
-from gateway.domain.webhook_signatures import Rejected, Verified
+from gateway.domain.webhook_verdicts import Rejected, Verified
 from gateway.escalations.store import raise_escalation
 from gateway.notifications import repository
 from gateway.payments.attempts import Attempts, retry_transaction

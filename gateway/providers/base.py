@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from gateway.domain.attempts import Evidence
 from gateway.domain.payout_outcomes import StatusTable
 from gateway.domain.provider_evidence import Lookup, Notification, Unreadable
-from gateway.domain.webhook_signatures import Rejected, Verified
+from gateway.domain.webhook_verdicts import Rejected, Verified
 from gateway.settings import ProviderAccount
 
 if TYPE_CHECKING:

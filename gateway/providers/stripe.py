@@ -22,7 +22,7 @@ from gateway.domain import stripe, stripe_notifications
 from gateway.domain.attempts import Evidence
 from gateway.domain.provider_evidence import Lookup, Notification, Unreadable
 from gateway.domain.stripe_notifications import EndpointSecrets
-from gateway.domain.webhook_signatures import Rejected, Verified
+from gateway.domain.webhook_verdicts import Rejected, Verified
 from gateway.providers.base import Operation, ProviderTimings, Request, Row, UnsupportedOperation
 from gateway.settings import ProviderAccount
 

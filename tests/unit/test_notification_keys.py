@@ -11,18 +11,18 @@ import json
 
 import pytest
 
-from gateway.providers.cardco.notifications import (
-    Notification,
-    Unreadable,
-    from_detail,
-    parse,
-)
 from gateway.domain.notification_keys import (
     WEBHOOK_ID_PREFIX,
     CanonicalFields,
     escalation_key,
     notification_key,
     synthesized_key,
+)
+from gateway.providers.cardco.notifications import (
+    Notification,
+    Unreadable,
+    from_detail,
+    parse,
 )
 
 ACCOUNT = "cardco:acct_store:test"

@@ -8,6 +8,7 @@ import pytest
 
 from gateway.domain.payout_notifications import Escalate, Ignore, RecordReturn, Resolve, decide
 from gateway.domain.payout_outcomes import AttemptState, Expected, classify_record
+from gateway.providers.cardco.tables import PAYOUT_TABLE
 
 S = AttemptState
 EXPECTED = Expected("PAY-3107-a1", 425_000, "EUR")
@@ -15,7 +16,7 @@ EXPECTED = Expected("PAY-3107-a1", 425_000, "EUR")
 
 def seen(status: str, amount: int = 425_000, provider_id: str = "po_1"):  # type: ignore[no-untyped-def]
     return classify_record({"id": provider_id, "client_reference": "PAY-3107-a1", "amount_minor": amount,
-                            "currency": "EUR", "status": status}, EXPECTED)
+                            "currency": "EUR", "status": status}, EXPECTED, PAYOUT_TABLE)
 
 
 @pytest.mark.parametrize(("state", "status", "action"), [

@@ -1,21 +1,13 @@
 """Seed 000, "Classify the Outcome by What the Provider Can Prove" and "Production Adaptation":
-the versioned CardCo payout table, one recorded test vector per documented response (bodies as
+the versioned CardCo payout table (gateway/providers/cardco/tables.py), one recorded test vector per documented response (bodies as
 CardCo's fake sends them, API.md "provider_fake: CardCo")."""
 
 from __future__ import annotations
 
 import pytest
 
-from gateway.domain.payout_outcomes import (
-    RECALL_STATUS_TABLE,
-    RECALL_TABLE_VERSION,
-    TABLE_VERSION,
-    Expected,
-    NoResponse,
-    Observation,
-    ProviderResponse,
-    classify,
-)
+from gateway.domain.payout_outcomes import Expected, NoResponse, Observation, ProviderResponse, classify
+from gateway.providers.cardco.tables import PAYOUT_TABLE, PAYOUT_TABLE_VERSION, RECALL_TABLE, RECALL_TABLE_VERSION
 
 EXPECTED = Expected("PAY-3107-a1", 425_000, "EUR")
 
@@ -65,7 +57,7 @@ VECTORS: list[tuple[str, Observation, str, str, bool]] = [
 @pytest.mark.parametrize(("name", "observation", "state", "reason", "resend"), VECTORS, ids=[v[0] for v in VECTORS])
 def test_each_documented_response_has_its_row(name: str, observation: Observation, state: str, reason: str,
                                               resend: bool) -> None:
-    classification = classify(observation, EXPECTED)
+    classification = classify(observation, EXPECTED, PAYOUT_TABLE)
     assert (classification.state.value, classification.reason, classification.row.resend) == (state, reason, resend)
 
 
@@ -73,19 +65,20 @@ def test_each_documented_response_has_its_row(name: str, observation: Observatio
 def test_a_resend_row_carries_the_answers_retry_after_or_none(retry_after_s: float | None) -> None:
     """Issue 21 item 7: an absent Retry-After stays absent (None), so the executor can tell it from
     "Retry-After: 0" and wait its own backoff instead of resending at once."""
-    assert classify(ProviderResponse(429, error("rate_limited"), retry_after_s), EXPECTED).retry_after_s == retry_after_s
+    answer = ProviderResponse(429, error("rate_limited"), retry_after_s)
+    assert classify(answer, EXPECTED, PAYOUT_TABLE).retry_after_s == retry_after_s
 
 
 def test_advice_not_to_retry_changes_nothing_but_a_resend_row() -> None:
     """Only a documented no-effect rejection is ever resent; "do not retry" on any other answer
     leaves its row as it is (a 500 stays Unknown: it may have taken effect)."""
     for status, body in ((500, error("internal_error")), (200, payout("paid")), (400, error("invalid_request"))):
-        assert classify(ProviderResponse(status, body, None, resend_allowed=False), EXPECTED) == \
-            classify(ProviderResponse(status, body), EXPECTED)
+        assert classify(ProviderResponse(status, body, None, resend_allowed=False), EXPECTED, PAYOUT_TABLE) == \
+            classify(ProviderResponse(status, body), EXPECTED, PAYOUT_TABLE)
 
 
 def test_the_table_is_versioned() -> None:
-    assert TABLE_VERSION == "cardco-payouts/2026-11-01.1"
+    assert PAYOUT_TABLE_VERSION == "cardco-payouts/2026-11-01.1"
 
 
 @pytest.mark.parametrize("observation", [ProviderResponse(200, payout("paid")), ProviderResponse(500, error("x")),
@@ -93,5 +86,5 @@ def test_the_table_is_versioned() -> None:
 def test_every_classification_names_the_table_version_evidence_records(observation: Observation) -> None:
     """Seed 000, "Production Adaptation": an explicit, versioned classification table; the version
     travels with each classification into the provider observation it is recorded as."""
-    assert classify(observation, EXPECTED).table == TABLE_VERSION
-    assert classify(observation, EXPECTED, RECALL_STATUS_TABLE).table == RECALL_TABLE_VERSION
+    assert classify(observation, EXPECTED, PAYOUT_TABLE).table == PAYOUT_TABLE_VERSION
+    assert classify(observation, EXPECTED, RECALL_TABLE).table == RECALL_TABLE_VERSION

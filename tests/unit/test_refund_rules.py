@@ -9,10 +9,11 @@ import json
 import pytest
 
 from gateway.domain import refunds
-from gateway.providers.cardco.notifications import Notification, parse, refund_evidence
 from gateway.domain.errors import OrderNotRefundable, RefundUnresolved
 from gateway.domain.payout_outcomes import AttemptState, Expected, classify_record
 from gateway.domain.refunds import RefundContext, after_payment, after_refund, decide
+from gateway.providers.cardco.notifications import Notification, parse, refund_evidence
+from gateway.providers.cardco.tables import REFUND_TABLE
 
 
 def test_identities_are_the_refunds_own_never_a_payment_attempts() -> None:
@@ -69,7 +70,7 @@ def test_the_refund_classification_table(status: str, state: AttemptState) -> No
     """A versioned table (seed 000 "Production Adaptation"); a status no row documents is Unknown."""
     record = {"id": "re_1", "client_reference": "ORD-1-r1", "amount_minor": 4250, "currency": "EUR",
               "status": status}
-    seen = classify_record(record, Expected("ORD-1-r1", 4250, "EUR"), refunds.STATUS_TABLE)
+    seen = classify_record(record, Expected("ORD-1-r1", 4250, "EUR"), REFUND_TABLE)
     assert (seen.state, seen.table) == (state, "cardco-refunds/2026-12-01.1")
 
 

@@ -13,14 +13,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from standardwebhooks import Webhook
 
-from gateway.domain.webhook_signatures import (
-    SIGNATURE_INVALID,
-    TIMESTAMP_OUT_OF_TOLERANCE,
-    AccountKeys,
-    Rejected,
-    Verified,
-    verify,
-)
+from gateway.domain.webhook_verdicts import SIGNATURE_INVALID, TIMESTAMP_OUT_OF_TOLERANCE, Rejected, Verified
+from gateway.providers.cardco.signatures import AccountKeys, verify
 from provider_fake.signing import sign_v1
 
 VECTOR_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

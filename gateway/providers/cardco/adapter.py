@@ -7,9 +7,9 @@ payouts ``POST /v1/payouts`` with ``expires_at`` = the attempt's send deadline; 
 ``POST /v1/payouts/{id}/recalls`` (docs/decisions/0015); the refund extension
 ``POST /v1/payments/{id}/refunds`` (docs/decisions/0021); lookups of those by client reference.
 Every send of an attempt carries byte-identical parameters and its fixed idempotency key. The
-classification is gateway.domain.cardco (payments) and the versioned tables of
-gateway.domain.payout_outcomes and gateway.domain.refunds; notifications are Standard Webhooks
-(gateway.domain.webhook_signatures) with CardCo's payload (gateway.domain.cardco_notifications).
+classification is :mod:`answers` (payments) and the versioned :mod:`tables` (payouts, recalls,
+refunds); notifications are Standard Webhooks (:mod:`signatures`) with CardCo's payload
+(:mod:`notifications`), all pure modules of this package.
 """
 
 from __future__ import annotations
@@ -20,16 +20,15 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from gateway.domain import webhook_signatures
 from gateway.domain.attempts import Evidence
 from gateway.domain.effect_manifest import json_fields
-from gateway.domain.payout_outcomes import RECALL_STATUS_TABLE, STATUS_TABLE
 from gateway.domain.provider_evidence import Lookup, Notification, Unreadable
-from gateway.domain.refunds import STATUS_TABLE as REFUND_STATUS_TABLE
 from gateway.domain.timestamps import rfc3339
-from gateway.domain.webhook_signatures import AccountKeys, Rejected, Verified
+from gateway.domain.webhook_verdicts import Rejected, Verified
 from gateway.providers.base import LookupRecords, Operation, ProviderTimings, Request, Row, UnsupportedOperation
-from gateway.providers.cardco import answers, notifications
+from gateway.providers.cardco import answers, notifications, signatures
+from gateway.providers.cardco.signatures import AccountKeys
+from gateway.providers.cardco.tables import PAYOUT_TABLE, RECALL_TABLE, REFUND_TABLE
 from gateway.settings import ProviderAccount
 
 if TYPE_CHECKING:
@@ -99,13 +98,13 @@ def _payout_request(attempt: Row, token: str | None) -> Request:
 
 
 OPERATIONS = {
-    "payout": Operation(STATUS_TABLE, _payout_request, json_fields, by_client_reference(PAYOUTS_PATH)),
+    "payout": Operation(PAYOUT_TABLE, _payout_request, json_fields, by_client_reference(PAYOUTS_PATH)),
     "payout_recall": Operation(
-        RECALL_STATUS_TABLE, lambda attempt, secret: Request(recall_path(attempt["provider_payout_id"]),
+        RECALL_TABLE, lambda attempt, secret: Request(recall_path(attempt["provider_payout_id"]),
                                                              recall_body(attempt)),
         json_fields, by_client_reference(RECALLS_LOOKUP_PATH)),
     "payment_refund": Operation(
-        REFUND_STATUS_TABLE, lambda attempt, secret: Request(refund_path(attempt["provider_payment_id"]),
+        REFUND_TABLE, lambda attempt, secret: Request(refund_path(attempt["provider_payment_id"]),
                                                              refund_body(attempt)),
         json_fields, by_client_reference(REFUNDS_LOOKUP_PATH)),
 }
@@ -175,7 +174,7 @@ class CardCo:
 
     def verify(self, headers: Mapping[str, str], body: bytes, keys: Sequence[Any],
                now: datetime) -> Verified | Rejected:
-        return webhook_signatures.verify(headers, body, keys, now)
+        return signatures.verify(headers, body, keys, now)
 
     def parse(self, body: bytes) -> Notification | Unreadable:
         return notifications.parse(body)

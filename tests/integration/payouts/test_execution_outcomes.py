@@ -16,11 +16,12 @@ import pytest
 import respx
 from pydantic import SecretStr
 
-from gateway.domain.payout_outcomes import TABLE_VERSION, AttemptState
+from gateway.domain.payout_outcomes import AttemptState
 from gateway.payouts.attempts import PAYOUT
 from gateway.payouts.config import payout_account
 from gateway.pipeline import transitions
 from gateway.providers.calls import ProviderCalls
+from gateway.providers.cardco.tables import PAYOUT_TABLE_VERSION
 from gateway.store.db import Connection, Database
 from provider_fake import objects
 from tests.integration.answer_support import RUINS, ruin_answers
@@ -147,7 +148,7 @@ async def test_trace_e_destination_closed_fails_the_attempt_and_leaves_the_decis
     assert len(world.submits()) == 1
     assert await world.totals() == (0, 0)
     [observed] = [e["detail"] for e in await world.history() if e["kind"] == "provider_observation"]
-    assert observed["classification_table"] == TABLE_VERSION, "the evidence names the table that classified it"
+    assert observed["classification_table"] == PAYOUT_TABLE_VERSION, "the evidence names the table that classified it"
 
 
 async def test_a_rate_limited_send_is_resent_with_the_same_key_and_bytes(world: World) -> None:

@@ -14,8 +14,8 @@ import pytest
 
 from gateway.payouts.attempts import PAYOUT
 from gateway.pipeline.reconciler import Reconciler
-from gateway.providers.cardco import adapter as cardco_provider
 from gateway.providers.calls import ProviderCalls
+from gateway.providers.cardco import adapter as cardco_provider
 from tests.integration.notifications.conftest import cardco  # noqa: F401 - CardCo whose webhooks reach the gateway
 from tests.integration.payouts.conftest import World
 

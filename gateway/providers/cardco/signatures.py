@@ -1,7 +1,7 @@
-"""Verifying provider notifications: Standard Webhooks v1 and v1a (API.md "Provider
-notifications"; NOTES.md "Standard Webhooks"; seed 004, "The Notification Handler": the provider
-account comes from the verified context, such as which configured secret validated the signature,
-never from a payload field).
+"""CardCo's signature scheme: Standard Webhooks v1 and v1a (API.md "Provider notifications";
+NOTES.md "Standard Webhooks"; seed 004, "The Notification Handler": the provider account comes from
+the verified context, such as which configured secret validated the signature, never from a payload
+field). What a verification answers is provider-neutral: gateway.domain.webhook_verdicts.
 
 Signed content is ``{webhook-id}.{webhook-timestamp}.{raw body bytes}``, the bytes exactly as
 received (a body that is not UTF-8 verifies like any other). ``webhook-signature`` holds
@@ -22,15 +22,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from gateway.domain.webhook_verdicts import SIGNATURE_INVALID, TIMESTAMP_OUT_OF_TOLERANCE, Rejected, Verified
+
 TOLERANCE_S = 300
-RejectionCode = Literal["webhook.signature_invalid", "webhook.timestamp_out_of_tolerance"]
-SIGNATURE_INVALID: RejectionCode = "webhook.signature_invalid"
-TIMESTAMP_OUT_OF_TOLERANCE: RejectionCode = "webhook.timestamp_out_of_tolerance"
 HEADER_PREFIXES = ("webhook-", "svix-")
 # Entries beyond this many are not looked at: a header cannot make verification arbitrarily slow.
 MAX_ENTRIES = 16
@@ -57,19 +55,6 @@ class AccountKeys:
         if any(len(raw) != 32 for raw in raw_public):
             raise ValueError(f"account {account_id}: a whpk_ public key must decode to 32 bytes")
         return cls(account_id, hmac_keys, tuple(Ed25519PublicKey.from_public_bytes(raw) for raw in raw_public))
-
-
-@dataclass(frozen=True)
-class Verified:
-    account_id: str
-    webhook_id: str
-    timestamp: int
-
-
-@dataclass(frozen=True)
-class Rejected:
-    code: RejectionCode
-    reason: str
 
 
 def _header(lowered: Mapping[str, str], name: str) -> str | None:
