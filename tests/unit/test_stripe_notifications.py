@@ -9,7 +9,7 @@ import pytest
 
 from gateway.domain.notification_keys import notification_key
 from gateway.domain.provider_evidence import Notification, Unreadable, from_detail, object_evidence, refund_evidence
-from gateway.domain.stripe_notifications import parse
+from gateway.providers.stripe.notifications import parse
 from tests.stripe_support import (
     charge_refunded,
     declined_intent,

@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gateway.domain import stripe as rules
 from gateway.domain.payout_outcomes import AttemptState, Expected, ProviderResponse, classify, classify_record
 from gateway.domain.provider_evidence import object_evidence
+from gateway.providers.stripe import answers as rules
 from tests.stripe_support import (
     card_declined,
     declined_intent,

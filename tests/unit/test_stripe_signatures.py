@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import stripe
 
-from gateway.domain.stripe_notifications import EndpointSecrets, verify
 from gateway.domain.webhook_verdicts import SIGNATURE_INVALID, TIMESTAMP_OUT_OF_TOLERANCE, Rejected, Verified
+from gateway.providers.stripe.notifications import EndpointSecrets, verify
 from tests.stripe_support import STRIPE_ACCOUNT, STRIPE_SECRET, event, payment_intent, stripe_signature
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

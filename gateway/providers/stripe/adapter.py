@@ -18,12 +18,13 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from gateway.domain import stripe, stripe_notifications
 from gateway.domain.attempts import Evidence
 from gateway.domain.provider_evidence import Lookup, Notification, Unreadable
-from gateway.domain.stripe_notifications import EndpointSecrets
 from gateway.domain.webhook_verdicts import Rejected, Verified
 from gateway.providers.base import Operation, ProviderTimings, Request, Row, UnsupportedOperation
+from gateway.providers.stripe import answers as stripe
+from gateway.providers.stripe import notifications as stripe_notifications
+from gateway.providers.stripe.notifications import EndpointSecrets
 from gateway.settings import ProviderAccount
 
 if TYPE_CHECKING:

@@ -40,8 +40,8 @@ from gateway.domain.provider_evidence import (
     event_envelope,
     unreadable,
 )
-from gateway.domain.stripe import payment_intent, record
 from gateway.domain.webhook_verdicts import SIGNATURE_INVALID, TIMESTAMP_OUT_OF_TOLERANCE, Rejected, Verified
+from gateway.providers.stripe.answers import payment_intent, record
 
 TOLERANCE_S = 300
 HEADER = "stripe-signature"
