@@ -19,6 +19,13 @@ def _contract(name: str) -> dict[str, list[str]]:
     return next(contract for contract in contracts if contract["name"] == name)
 
 
+def test_every_registered_provider_is_one_package_with_an_adapter() -> None:
+    for name, provider in PROVIDERS.items():
+        package = ROOT / "gateway" / "providers" / name
+        assert (package / "__init__.py").is_file() and (package / "adapter.py").is_file(), name
+        assert type(provider).__module__ == f"gateway.providers.{name}.adapter"
+
+
 def test_the_purity_contract_names_every_module_of_every_provider_but_its_adapter() -> None:
     modules = sorted(f"gateway.providers.{path.parent.name}.{path.stem}"
                      for path in (ROOT / "gateway" / "providers").glob("*/*.py")

@@ -13,6 +13,7 @@ import pytest
 from gateway.domain.payout_outcomes import AttemptState, Expected, ProviderResponse, classify, classify_record
 from gateway.domain.provider_evidence import object_evidence
 from gateway.providers.stripe import answers as rules
+from gateway.providers.stripe.tables import PAYOUT_TABLE, REFUND_TABLE
 from tests.stripe_support import (
     card_declined,
     declined_intent,
@@ -124,14 +125,14 @@ PAYOUT_EXPECTED = Expected("PAY-3107-a1", 425000, "EUR")
 @pytest.mark.parametrize("status, state", [("pending", "Started"), ("in_transit", "Started"), ("paid", "Succeeded"),
                                            ("failed", "Failed"), ("canceled", "Failed"), ("exploded", "Unknown")])
 def test_each_row_of_the_payout_table(status: str, state: str) -> None:
-    seen = classify_record(rules.record(payout(status)), PAYOUT_EXPECTED, rules.PAYOUT_TABLE)
+    seen = classify_record(rules.record(payout(status)), PAYOUT_EXPECTED, PAYOUT_TABLE)
     assert (seen.state.value, seen.table) == (state, "stripe-payouts/2025-09-30.1")
 
 
 @pytest.mark.parametrize("status, state", [("pending", "Started"), ("requires_action", "Started"),
                                            ("succeeded", "Succeeded"), ("failed", "Failed"), ("canceled", "Failed")])
 def test_each_row_of_the_refund_table(status: str, state: str) -> None:
-    seen = classify_record(rules.record(refund(status)), Expected("ORD-5521-r1", 4250, "EUR"), rules.REFUND_TABLE)
+    seen = classify_record(rules.record(refund(status)), Expected("ORD-5521-r1", 4250, "EUR"), REFUND_TABLE)
     assert seen.state.value == state
 
 
@@ -146,7 +147,7 @@ def test_each_row_of_the_refund_table(status: str, state: str) -> None:
 ])
 def test_payout_create_answers(status: int, document: object, state: AttemptState, resend: bool) -> None:
     observation = ProviderResponse(status, body(document), 3.0)
-    seen = classify(observation, PAYOUT_EXPECTED, rules.PAYOUT_TABLE)
+    seen = classify(observation, PAYOUT_EXPECTED, PAYOUT_TABLE)
     assert (seen.state, seen.row.resend) == (state, resend)
 
 
@@ -163,7 +164,7 @@ def test_a_429_that_stripe_says_not_to_retry_is_failed_not_resent() -> None:
     layer); with ``Stripe-Should-Retry: false`` it is seed 000's "rejection it documents as
     no-effect ... resending fails the same way": Failed, no resend (docs/decisions/0055)."""
     observation = ProviderResponse(429, body(error("invalid_request_error", "rate_limit")), None, resend_allowed=False)
-    seen = classify(observation, PAYOUT_EXPECTED, rules.PAYOUT_TABLE)
+    seen = classify(observation, PAYOUT_EXPECTED, PAYOUT_TABLE)
     assert (seen.state, seen.reason, seen.row.resend) == (AttemptState.FAILED, "provider.do-not-retry", False)
 
 

@@ -10,7 +10,7 @@ import pytest
 import stripe
 
 from gateway.domain.webhook_verdicts import SIGNATURE_INVALID, TIMESTAMP_OUT_OF_TOLERANCE, Rejected, Verified
-from gateway.providers.stripe.notifications import EndpointSecrets, verify
+from gateway.providers.stripe.signatures import EndpointSecrets, verify
 from tests.stripe_support import STRIPE_ACCOUNT, STRIPE_SECRET, event, payment_intent, stripe_signature
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

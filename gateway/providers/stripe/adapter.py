@@ -1,5 +1,5 @@
-"""Stripe behind the seam (issue 16; docs/decisions/0046, 0047; the pure rules are
-gateway.domain.stripe and gateway.domain.stripe_notifications).
+"""Stripe behind the seam (issue 16; docs/decisions/0046, 0047; the pure rules are this package's
+:mod:`answers`, :mod:`tables`, :mod:`notifications` and :mod:`signatures`).
 
 Every call carries ``Authorization: Bearer <secret key>`` and the account's pinned
 ``Stripe-Version``; a create carries the attempt's key as ``Idempotency-Key`` and a form-encoded
@@ -23,8 +23,9 @@ from gateway.domain.provider_evidence import Lookup, Notification, Unreadable
 from gateway.domain.webhook_verdicts import Rejected, Verified
 from gateway.providers.base import Operation, ProviderTimings, Request, Row, UnsupportedOperation
 from gateway.providers.stripe import answers as stripe
-from gateway.providers.stripe import notifications as stripe_notifications
-from gateway.providers.stripe.notifications import EndpointSecrets
+from gateway.providers.stripe import notifications, signatures
+from gateway.providers.stripe.signatures import EndpointSecrets
+from gateway.providers.stripe.tables import PAYOUT_TABLE, REFUND_TABLE
 from gateway.settings import ProviderAccount
 
 if TYPE_CHECKING:
@@ -84,8 +85,8 @@ async def _refunds(calls: ProviderCalls, attempt: Row) -> list[Row] | None:
 
 
 OPERATIONS = {
-    "payout": Operation(stripe.PAYOUT_TABLE, _payout_request, _payout_fields, _payouts),
-    "payment_refund": Operation(stripe.REFUND_TABLE,
+    "payout": Operation(PAYOUT_TABLE, _payout_request, _payout_fields, _payouts),
+    "payment_refund": Operation(REFUND_TABLE,
                                 lambda attempt, secret: Request(REFUNDS_PATH, refund_body(attempt)),
                                 _refund_fields, _refunds),
 }
@@ -151,10 +152,10 @@ class Stripe:
 
     def verify(self, headers: Mapping[str, str], body: bytes, keys: Sequence[Any],
                now: datetime) -> Verified | Rejected:
-        return stripe_notifications.verify(headers, body, keys, now)
+        return signatures.verify(headers, body, keys, now)
 
     def parse(self, body: bytes) -> Notification | Unreadable:
-        return stripe_notifications.parse(body)
+        return notifications.parse(body)
 
 
 STRIPE = Stripe()

@@ -35,7 +35,6 @@ from pydantic import ValidationError
 
 from gateway.domain.attempts import Evidence
 from gateway.domain.effect_manifest import ManifestUnbuildable
-from gateway.domain.payout_outcomes import AttemptState, Row, StatusTable
 from gateway.domain.provider_evidence import (
     Lookup,
     NextAction,
@@ -224,7 +223,7 @@ def payment_method_usable(status_code: int, body: bytes, now: datetime) -> bool 
     return (year, month) >= (now.year, now.month)
 
 
-# Payouts and refunds: the pipeline's records and versioned tables (seed 000, "Production Adaptation").
+# Payouts and refunds: the pipeline's records (their versioned tables are gateway.providers.stripe.tables).
 
 def record(document: dict[str, Any], **identity: Any) -> dict[str, Any]:
     """A Stripe payout or refund as the pipeline's common record (amount, upper-case currency, the
@@ -246,35 +245,3 @@ def matching(document: Any, client_reference: str, normalize: Callable[[dict[str
         return None
     return [normalize(item) for item in data
             if isinstance(item, dict) and _metadata_reference(item) == client_reference]
-
-
-# Errors of a payout or refund create, by (HTTP status, Stripe error code, else its type).
-ERROR_ROWS: dict[tuple[int, str], Row] = {
-    (400, "idempotency_error"): Row(AttemptState.UNKNOWN, "provider.idempotency-key-in-use",
-                                    "this request did nothing, but the key already carries another request's "
-                                    "parameters: reconcile"),
-    (409, "idempotency_key_in_use"): Row(AttemptState.UNKNOWN, "provider.idempotency-key-in-flight",
-                                         "a request under the same key is still executing: reconcile"),
-    (429, "rate_limit"): Row(AttemptState.STARTED, "provider.rate-limited",
-                             "rate limiters run before the idempotency layer: no effect, transient; same-key "
-                             "resend before the send deadline", resend=True),
-    (400, "invalid_request_error"): Row(AttemptState.FAILED, "provider.invalid-request",
-                                        "validation refused the request (e.g. balance_insufficient): no effect"),
-}
-
-PAYOUT_TABLE = StatusTable("stripe-payouts/2025-09-30.1", {
-    "pending": Row(AttemptState.STARTED, "provider.accepted", "created, not yet submitted to the bank"),
-    "in_transit": Row(AttemptState.STARTED, "provider.accepted", "submitted to the bank, not yet paid"),
-    "paid": Row(AttemptState.SUCCEEDED, "provider.paid",
-                "expected in the bank account; a later failure is a later event, escalated as a contradiction"),
-    "failed": Row(AttemptState.FAILED, "provider.failed", "the payout failed (failure_code): the funds returned"),
-    "canceled": Row(AttemptState.FAILED, "provider.canceled", "canceled before it was submitted: no effect"),
-}, ERROR_ROWS, record)
-
-REFUND_TABLE = StatusTable("stripe-refunds/2025-09-30.1", {
-    "pending": Row(AttemptState.STARTED, "provider.accepted", "accepted, not yet completed"),
-    "requires_action": Row(AttemptState.STARTED, "provider.accepted", "waiting for the customer's details"),
-    "succeeded": Row(AttemptState.SUCCEEDED, "provider.refunded", "the refund took effect"),
-    "failed": Row(AttemptState.FAILED, "provider.failed", "the refund failed (failure_reason): no effect"),
-    "canceled": Row(AttemptState.FAILED, "provider.canceled", "canceled: no effect"),
-}, ERROR_ROWS, lambda document: record(document, payment=document.get("payment_intent")))
