@@ -23,13 +23,15 @@ from typing import Literal
 
 import httpx
 
+from gateway.domain.attempt_kinds import pipeline_kinds
+
 OTHER = "other"
 # A reason code is lowercase words joined by ".", "-" or "_" ("grant.expired", "payout-deadline"):
 # no digits, so no id, uuid, reference or amount can pass for one.
 _CODE = re.compile(r"^(?=.{1,64}$)[a-z]+(?:[._-][a-z]+)*$")
-# The attempt pipeline's kinds (gateway.pipeline.kind.AttemptKind.name): the ``kind`` label of
-# every paygate_payout_* family (docs/decisions/0040: recalls and refunds are kinds, not prefixes).
-PIPELINE_KINDS = ("payout", "payout_recall", "payment_refund")
+# The attempt pipeline's kinds (gateway.domain.attempt_kinds): the ``kind`` label of every
+# paygate_payout_* family (docs/decisions/0040: recalls and refunds are kinds, not prefixes).
+PIPELINE_KINDS = tuple(kind.name for kind in pipeline_kinds())
 CALL_OUTCOMES = ("ok", "rejected", "rate_limited", "server_error", "timeout", "transport", "error")
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 

@@ -11,15 +11,12 @@ import dramatiq
 
 from gateway.outbox.delivery import Publisher
 from gateway.outbox.dispatcher import dispatch_due
-from jobs import runtime
+from jobs import payouts, refunds, runtime  # noqa: F401  (importing them registers each kind's publisher)
+from jobs.attempts import publishers
 from jobs.broker import QUEUE
-from jobs.payouts import publish_payout_job, publish_payout_recall_job
-from jobs.refunds import publish_payment_refund_job
 
-# Outbox kinds that become job messages instead of HTTP deliveries.
-PUBLISHERS: dict[str, Publisher] = {"payout-job": publish_payout_job,
-                                    "payout-recall-job": publish_payout_recall_job,
-                                    "payment-refund-job": publish_payment_refund_job}
+# Outbox kinds that become job messages instead of HTTP deliveries: one per pipeline kind.
+PUBLISHERS: dict[str, Publisher] = publishers()
 
 
 @dramatiq.actor(queue_name=QUEUE, max_retries=0, time_limit=300_000)

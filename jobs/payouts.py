@@ -17,16 +17,19 @@ from typing import Any
 import dramatiq
 
 from gateway.clock import Clock
+from gateway.domain import attempt_kinds
 from gateway.payouts.attempts import EXECUTOR, PAYOUT
+from gateway.payouts.grant_sweep import PAYOUT_JOBS, RECALL_JOBS
 from gateway.payouts.recalls import RECALL, RECALL_EXECUTOR
 from gateway.payouts.sweeper import sweep_once
 from gateway.payouts.validation import PayoutJob
 from gateway.pipeline.reconciler import Reconciler
 from jobs import runtime
-from jobs.attempts import execute, publish
+from jobs.attempts import execute, job_of, publish
 from jobs.broker import QUEUE
 
 
+@job_of(attempt_kinds.PAYOUT, PAYOUT_JOBS)
 def publish_payout_job(payload: dict[str, Any], clock: Clock) -> dramatiq.Message[Any]:
     """Deliver one ``payout-job`` outbox row: the message, delayed until the grant's not_before."""
     return publish(execute_payout, payload, clock, "payout_id")
@@ -37,6 +40,7 @@ async def execute_payout(payout_id: str, grant_id: str, correlation_id: str) -> 
     await execute(PAYOUT, EXECUTOR, PayoutJob(payout_id, grant_id, correlation_id))
 
 
+@job_of(attempt_kinds.PAYOUT_RECALL, RECALL_JOBS)
 def publish_payout_recall_job(payload: dict[str, Any], clock: Clock) -> dramatiq.Message[Any]:
     """Deliver one ``payout-recall-job`` outbox row (docs/decisions/0015): references only."""
     return publish(execute_payout_recall, payload, clock, "payout_id")

@@ -6,22 +6,20 @@ message again through the publisher its outbox row used, at most once per half c
 subject (see :mod:`gateway.redelivery.republish`). So a broker that lost its data, or a worker that
 died holding a delayed message, delays that work by one sweep and loses none.
 
-A kind whose work starts through an outbox job adds its ``DueJobs`` to ``SOURCES`` (and its
-publisher to ``jobs.outbox.PUBLISHERS``).
+Every pipeline kind's ``DueJobs`` is a source, registered with its publisher (jobs.attempts.job_of).
 """
 
 from __future__ import annotations
 
 import dramatiq
 
-from gateway.payouts.grant_sweep import PAYOUT_JOBS, RECALL_JOBS
 from gateway.redelivery.republish import DueJobs, republish_due
-from gateway.refunds.decisions import DUE_JOBS as REFUND_JOBS
 from jobs import runtime
+from jobs.attempts import due_jobs
 from jobs.broker import QUEUE
 from jobs.outbox import PUBLISHERS
 
-SOURCES: tuple[DueJobs, ...] = (PAYOUT_JOBS, RECALL_JOBS, REFUND_JOBS)
+SOURCES: tuple[DueJobs, ...] = due_jobs()
 
 
 @dramatiq.actor(queue_name=QUEUE, max_retries=0, time_limit=60_000)

@@ -14,16 +14,18 @@ from typing import Any
 import dramatiq
 
 from gateway.clock import Clock
+from gateway.domain import attempt_kinds
 from gateway.pipeline.reconciler import Reconciler
 from gateway.pipeline.sweeper import sweep_leases
 from gateway.refunds.attempts import EXECUTOR, REFUND, RefundJob
-from gateway.refunds.decisions import expire_unused_grants
+from gateway.refunds.decisions import DUE_JOBS, expire_unused_grants
 from gateway.refunds.settlement import raise_owed
 from jobs import runtime
-from jobs.attempts import execute, publish
+from jobs.attempts import execute, job_of, publish
 from jobs.broker import QUEUE
 
 
+@job_of(attempt_kinds.PAYMENT_REFUND, DUE_JOBS)
 def publish_payment_refund_job(payload: dict[str, Any], clock: Clock) -> dramatiq.Message[Any]:
     """Deliver one ``payment-refund-job`` outbox row: the message, due at once (the grant's not_before)."""
     return publish(execute_payment_refund, payload, clock, "order_id")

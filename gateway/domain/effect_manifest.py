@@ -26,12 +26,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+from gateway.domain.attempt_kinds import PAYMENT, PAYMENT_REFUND, PAYOUT, PAYOUT_RECALL
 from gateway.domain.canonical import digest
 
 MANIFEST_VERSION = "paygate.effect-manifest/1"
-AttemptKind = Literal["payment", "payout", "payout_recall", "payment_refund"]
+# The name of a registered attempt kind (gateway.domain.attempt_kinds.KINDS).
+AttemptKind = str
 RECALL_OPERATION = "payout.recall"
 REFUND_OPERATION = "payment.refund"
 
@@ -90,7 +92,7 @@ def payment_manifest(transport: Transport, request_body: str,
     """A checkout attempt's manifest, from its stored request (``payment_attempts.request_body``
     holds a payment-method token, never card data); ``fields`` when the provider's adapter read it."""
     exact = request_body.encode("utf-8")
-    manifest = _manifest("payment", "create_payment", transport, dict(fields) if fields is not None
+    manifest = _manifest(PAYMENT.name, "create_payment", transport, dict(fields) if fields is not None
                          else json_fields(exact))
     manifest["body_sha256"] = hashlib.sha256(exact).hexdigest()
     return manifest
@@ -103,7 +105,7 @@ def payout_manifest(transport: Transport, body: bytes | dict[str, Any], *, desti
     if not isinstance(business.pop("destination_token", None), str):
         raise ManifestUnbuildable("the request names no destination token")
     business["destination"] = {"destination_id": destination_id, "destination_version": destination_version}
-    return _manifest("payout", "create_payout", transport, business)
+    return _manifest(PAYOUT.name, "create_payout", transport, business)
 
 
 def recall_manifest(transport: Transport, body: bytes | dict[str, Any], *, provider_payout_id: str, amount_minor: int,
@@ -119,7 +121,7 @@ def recall_manifest(transport: Transport, body: bytes | dict[str, Any], *, provi
         # None: the provider enforces no request expiry and the adapter says so (docs/decisions/0047).
         raise ManifestUnbuildable("the recall request names no expires_at")
     business.update(provider_payout_id=provider_payout_id, amount_minor=amount_minor, currency=currency)
-    return _manifest("payout_recall", RECALL_OPERATION, transport, business)
+    return _manifest(PAYOUT_RECALL.name, RECALL_OPERATION, transport, business)
 
 
 def refund_manifest(transport: Transport, body: bytes | dict[str, Any], *, provider_payment_id: str, amount_minor: int,
@@ -134,7 +136,7 @@ def refund_manifest(transport: Transport, body: bytes | dict[str, Any], *, provi
         # None: the provider enforces no request expiry and the adapter says so (docs/decisions/0047).
         raise ManifestUnbuildable("the refund request names no expires_at")
     business.update(provider_payment_id=provider_payment_id, amount_minor=amount_minor, currency=currency)
-    return _manifest("payment_refund", REFUND_OPERATION, transport, business)
+    return _manifest(PAYMENT_REFUND.name, REFUND_OPERATION, transport, business)
 
 
 def refund_policy_document(decision: dict[str, Any]) -> dict[str, Any]:

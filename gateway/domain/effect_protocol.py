@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import deque
 from enum import StrEnum
 
+from gateway.domain.attempt_kinds import KINDS
 from gateway.domain.effect_manifest import AttemptKind
 
 
@@ -66,16 +67,14 @@ _PAYMENT_STATES: dict[ProtocolState, frozenset[str]] = {
     P.CERTIFIED: frozenset({"Succeeded"}),
     P.EFFECT_FAILED: frozenset({"Failed", "NotApplied"}),
 }
+# An attempt of the pipeline is Claimed before Started, and NotStarted when its claim lapsed unsent;
+# a recall has the payout attempt's states (docs/decisions/0015, choice 6), and so has a payment
+# refund (docs/decisions/0019).
+_PIPELINE_STATES: dict[ProtocolState, frozenset[str]] = {
+    **_PAYMENT_STATES, P.INTENT_PERSISTED: frozenset({"Claimed"}),
+    P.EFFECT_FAILED: frozenset({"Failed", "NotApplied", "NotStarted"})}
 CONSISTENT: dict[AttemptKind, dict[ProtocolState, frozenset[str]]] = {
-    "payment": _PAYMENT_STATES,
-    # A payout attempt is Claimed before Started, and NotStarted when its claim lapsed unsent.
-    "payout": {**_PAYMENT_STATES, P.INTENT_PERSISTED: frozenset({"Claimed"}),
-               P.EFFECT_FAILED: frozenset({"Failed", "NotApplied", "NotStarted"})},
-}
-# A recall attempt has the payout attempt's states (docs/decisions/0015, choice 6), and so has a
-# payment refund attempt (docs/decisions/0019).
-CONSISTENT["payout_recall"] = CONSISTENT["payout"]
-CONSISTENT["payment_refund"] = CONSISTENT["payout"]
+    kind.name: _PIPELINE_STATES if kind.pipeline else _PAYMENT_STATES for kind in KINDS}
 
 
 class TransitionRefused(ValueError):

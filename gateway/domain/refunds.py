@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from gateway.domain.attempt_kinds import PAYMENT_REFUND
 from gateway.domain.attempts import ORDER_CONFIRMATION
 from gateway.domain.errors import OrderNotRefundable, RefundUnresolved
 from gateway.domain.payout_outcomes import AttemptState
@@ -28,7 +29,7 @@ OPERATION = "payment.refund"
 # cancelled order must never wait for one. Its version is what decisions and effect records name.
 POLICY_VERSION = "payment.refund/2026-12-01.1"
 AUDIENCE = "payment-refund-executor"
-JOB_KIND = "payment-refund-job"
+JOB_KIND = PAYMENT_REFUND.job
 SYSTEM_ACTOR = "system:cancellation"
 
 Cause = Literal["paid-after-cancel", "merchant-request"]

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from psycopg.types.json import Jsonb
 
+from gateway.domain import attempt_kinds
 from gateway.domain.effect_manifest import AttemptKind, Transport, effect_digest
 from gateway.domain.effect_protocol import ProtocolState, TransitionRefused, check
 from gateway.domain.effect_protocol import follow as protocol_follow
@@ -54,17 +55,12 @@ class Intent:
         return effect_digest(self.manifest)
 
 
-_ESCALATION_PREFIX: dict[AttemptKind, str] = {
-    "payment": "attempt", "payout": "payout-attempt", "payout_recall": "payout-recall-attempt",
-    "payment_refund": "payment-refund-attempt"}
-
-
 def escalation_key(kind: AttemptKind, attempt_id: uuid.UUID | str, problem: str) -> str:
     """``attempt:<id>:<problem>`` for checkout, ``payout-attempt:<id>:<problem>`` for payouts,
     ``payout-recall-attempt:<id>:<problem>`` for recalls (the keys each area's own escalations
     use, so the resolution that settles the attempt closes them); with ``"%s"`` for the id, the
     form SQL's format() completes (rows.sql ``overdue_unescalated``)."""
-    return f"{_ESCALATION_PREFIX[kind]}:{attempt_id}:{problem}"
+    return f"{attempt_kinds.named(kind).escalation_prefix}:{attempt_id}:{problem}"
 
 
 async def escalate(conn: Connection, kind: AttemptKind, attempt_id: uuid.UUID, problem: str, now: datetime,
@@ -73,7 +69,7 @@ async def escalate(conn: Connection, kind: AttemptKind, attempt_id: uuid.UUID, p
     attempt_id column references checkout attempts only)."""
     await raise_escalation(conn, escalation_key=escalation_key(kind, attempt_id, problem), reason=problem, now=now,
                            reminder_interval_s=reminder_interval_s,
-                           attempt_id=attempt_id if kind == "payment" else None,
+                           attempt_id=attempt_id if kind == attempt_kinds.PAYMENT.name else None,
                            details={"attempt_id": str(attempt_id), **details})
 
 

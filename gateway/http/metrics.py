@@ -21,9 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gateway import instruments
-from gateway.domain.refunds import JOB_KIND as REFUND_JOB_KIND
-from gateway.payouts.config import JOB_KIND as PAYOUT_JOB_KIND
-from gateway.payouts.recalls import JOB_KIND as RECALL_JOB_KIND
+from gateway.domain.attempt_kinds import KINDS, pipeline_kinds
 from gateway.services import Services
 from gateway.store.counters import fleet_counts, flush
 from gateway.store.gauges import DatabaseGauges, database_gauges
@@ -55,15 +53,13 @@ GAUGES = {
     "paygate_payout_escalations_open": "Open escalation episodes of the attempt pipeline, by kind and reason",
     "paygate_payout_escalations_oldest_open_seconds": "Age of the oldest open pipeline escalation, by kind and reason",
 }
-UNKNOWN_AGES = {
-    "payout": "paygate_payout_unknown_attempt_age_seconds",
-    "payout_recall": "paygate_payout_unknown_attempt_age_seconds",
-    "payment_refund": "paygate_payout_unknown_attempt_age_seconds",
-    "payment": "paygate_payment_unknown_attempt_age_seconds",
-}
+# Each kind's histogram of Unknown ages: the pipeline's kinds share one, labelled by kind (listed first).
+UNKNOWN_AGES = {kind.name: "paygate_payout_unknown_attempt_age_seconds" if kind.pipeline
+                else "paygate_payment_unknown_attempt_age_seconds"
+                for kind in sorted(KINDS, key=lambda kind: not kind.pipeline)}
 _AGE_HELP = "Attempts Unknown now, by seconds since their send began (a snapshot)"
 # The outbox job kinds of the attempt pipeline: their rows are also shown per pipeline kind.
-JOB_KINDS = {PAYOUT_JOB_KIND: "payout", RECALL_JOB_KIND: "payout_recall", REFUND_JOB_KIND: "payment_refund"}
+JOB_KINDS = {kind.job: kind.name for kind in pipeline_kinds()}
 
 
 class _Families:

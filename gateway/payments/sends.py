@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from gateway.domain.attempt_kinds import PAYMENT
 from gateway.domain.attempts import Evidence
 from gateway.domain.effect_manifest import Transport, payment_manifest
 from gateway.domain.effect_protocol import ProtocolState
@@ -28,7 +29,7 @@ def payment_intent(stored: StoredRequest, attempt_id: Any) -> ledger.Intent:
     provider; raises ManifestUnbuildable for a body that is not the provider's payment request."""
     transport = Transport(stored.provider_account, stored.endpoint, stored.api_version, stored.idempotency_key)
     fields = provider_for(stored.provider_account).payment_fields(stored.request_body)
-    return ledger.Intent("payment", attempt_id, transport, payment_manifest(transport, stored.request_body, fields))
+    return ledger.Intent(PAYMENT.name, attempt_id, transport, payment_manifest(transport, stored.request_body, fields))
 
 
 async def persist_payment(conn: Connection, attempt: dict[str, Any], stored: StoredRequest, *, now: datetime,
@@ -64,7 +65,7 @@ class PaymentSends:
         """The gate for the first send of an attempt being marked Started, in that transaction
         (:meth:`SendGate.open_in`, with the effect ``record`` as the caller locked it); pass it to
         :meth:`create_payment` as ``opened``."""
-        return Opened(await self.gate.open_in(conn, "payment", attempt_id,
+        return Opened(await self.gate.open_in(conn, PAYMENT.name, attempt_id,
                                               lambda: payment_intent(stored, attempt_id), actor=actor, record=record))
 
     async def create_payment(self, stored: StoredRequest, attempt_id: Any, *, actor: str,
@@ -73,7 +74,7 @@ class PaymentSends:
         reason, as for any stored request that cannot be built (nothing was sent). ``opened`` is
         the gate's answer when the caller opened it in its own transaction (:meth:`open_in`)."""
         refused = opened.refused if opened is not None else await self.gate.open(
-            "payment", attempt_id, lambda: payment_intent(stored, attempt_id), actor=actor)
+            PAYMENT.name, attempt_id, lambda: payment_intent(stored, attempt_id), actor=actor)
         if refused is not None:
             return Evidence(finding="unknown", provider_account=stored.provider_account,
                             reason=f"request.not-buildable.{refused}")

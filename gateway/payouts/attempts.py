@@ -17,6 +17,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+from gateway.domain import attempt_kinds
 from gateway.domain.effect_manifest import Transport, payout_manifest
 from gateway.domain.payout_outcomes import PAYOUT_STATE_AFTER, AttemptState
 from gateway.domain.payout_policy import ContextVersions
@@ -137,7 +138,7 @@ def _manifest(transport: Transport, body: dict[str, Any], attempt: dict[str, Any
 
 
 PAYOUT = AttemptKind(
-    name="payout", operation=OPERATION, parent="payout_id", rows=ROWS, history=history.append,
+    name=attempt_kinds.PAYOUT.name, operation=OPERATION, parent="payout_id", rows=ROWS, history=history.append,
     admit=_admit, claim=claim, manifest=_manifest, timings=payout_timings, follow=_follow, record_return=record_return,
     # One record, for this attempt's destination (by digest: the token is never held).
     identity=lambda attempt, record: record.get("destination_digest") == attempt["destination_digest"],

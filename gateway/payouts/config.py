@@ -8,13 +8,14 @@ attempt uses the stored account (gateway.pipeline.accounts), never this choice a
 
 from __future__ import annotations
 
+from gateway.domain.attempt_kinds import PAYOUT
 from gateway.domain.payout_timing import PayoutTimings
 from gateway.providers import provider_for
 from gateway.settings import ProviderAccount, Settings
 
 OPERATION = "payout.submit"
 AUDIENCE = "payout-executor"
-JOB_KIND = "payout-job"
+JOB_KIND = PAYOUT.job
 # An unused grant's escalation: 'payout-grant:<grant_id>:expired-unused' (gateway/payouts/grant_sweep.py).
 EXPIRED_GRANT_PREFIX = "payout-grant:"
 

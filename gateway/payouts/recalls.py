@@ -25,6 +25,7 @@ from typing import Any
 import structlog
 
 from gateway.clock import Clock
+from gateway.domain.attempt_kinds import PAYOUT_RECALL
 from gateway.domain.effect_manifest import Transport, recall_manifest
 from gateway.domain.payout_errors import AttemptUnresolved, NotRecallable
 from gateway.domain.payout_timing import PayoutTimings
@@ -59,7 +60,7 @@ log = structlog.get_logger("gateway.payouts")
 
 OPERATION = "payout.recall"
 AUDIENCE = "payout-recall-executor"
-JOB_KIND = "payout-recall-job"
+JOB_KIND = PAYOUT_RECALL.job
 EXPIRED_GRANT_PREFIX = "payout-recall-grant:"  # gateway/payouts/grant_sweep.py
 RECALL_EXECUTOR = Presenter("svc-payout-recall-worker", frozenset({AUDIENCE}))
 
@@ -232,7 +233,7 @@ def _manifest(transport: Transport, body: dict[str, Any], attempt: dict[str, Any
 # A recall attempt links to the payout it recalls (seed 000 section 17): the payout row stays Paid,
 # so the default ``follow`` (nothing) applies, and a recall has no return.
 RECALL = AttemptKind(
-    name="payout_recall", operation=OPERATION, parent="payout_id", rows=ROWS,
+    name=PAYOUT_RECALL.name, operation=OPERATION, parent="payout_id", rows=ROWS,
     history=_history, admit=_admit, claim=claim, manifest=_manifest, timings=payout_timings,
     identity=lambda attempt, record: record.get("payout") == attempt["provider_payout_id"],
     escalation_facts=lambda attempt: {"provider_payout_id": attempt["provider_payout_id"]},

@@ -5,7 +5,8 @@ The pipeline (executor, reconciler, sweeper, resolution, notification applicatio
 written once against :class:`AttemptKind`; payouts (``gateway.payouts.attempts.PAYOUT``) and
 payout recalls (``gateway.payouts.recalls.RECALL``) are two values of it. A kind states:
 
-- its identity: ``name`` (the seed 001 effect kind, the escalation key prefix through
+- its identity: ``name`` (a pipeline kind registered in gateway.domain.attempt_kinds: the seed 001
+  effect kind, the escalation key prefix through
   ``gateway.effects.ledger.escalation_key``, the prefix of its log events and escalation reasons),
   its ``operation`` and the ``parent`` column naming the row it acts for (``payout_id``);
 - its storage: :class:`~gateway.pipeline.rows.Rows` (attempt table, grant table or None, the
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
+from gateway.domain import attempt_kinds
 from gateway.domain.effect_manifest import AttemptKind as EffectKind
 from gateway.domain.effect_manifest import Transport
 from gateway.domain.payout_outcomes import AttemptState, Expected
@@ -116,6 +118,10 @@ class AttemptKind:
     follow: Follow = _parent_unchanged
     record_return: RecordReturn | None = None
     escalation_facts: Callable[[Row], dict[str, Any]] = field(default=lambda attempt: {})
+
+    def __post_init__(self) -> None:
+        if not attempt_kinds.named(self.name).pipeline:  # KeyError: not registered
+            raise ValueError(f"{self.name} is not a kind of the attempt pipeline (gateway.domain.attempt_kinds)")
 
     @property
     def label(self) -> str:

@@ -10,9 +10,9 @@ once per ``pace`` (``claim_due`` in queries.sql). A duplicate message is harmles
 the job's own single-use authority and atomic claim admit one execution (seed 000, "The Queue
 Message Is Transport": "If someone copies the message, the second copy meets a consumed grant").
 
-A new kind whose work starts through an outbox job (refunds, for instance) adds its ``DueJobs``
-to ``jobs.redelivery.SOURCES`` and its publisher to ``jobs.outbox.PUBLISHERS``; its SELECT must
-return only work that is due, not yet taken, and safe to offer again.
+Each pipeline kind registers its ``DueJobs`` with its publisher (``jobs.attempts.job_of``), and
+``jobs.redelivery.SOURCES`` lists them in the order of gateway.domain.attempt_kinds; its SELECT
+must return only work that is due, not yet taken, and safe to offer again.
 """
 
 from __future__ import annotations

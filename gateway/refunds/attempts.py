@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from gateway.domain import refunds
+from gateway.domain import attempt_kinds, refunds
 from gateway.domain.canonical import digest
 from gateway.domain.effect_manifest import (
     Transport,
@@ -155,7 +155,7 @@ def _manifest(transport: Transport, body: dict[str, Any], attempt: dict[str, Any
 
 
 REFUND = AttemptKind(
-    name="payment_refund", operation=refunds.OPERATION, parent="order_id", rows=ROWS,
+    name=attempt_kinds.PAYMENT_REFUND.name, operation=refunds.OPERATION, parent="order_id", rows=ROWS,
     history=_history, admit=_admit, claim=claim, manifest=_manifest, timings=payout_timings,
     identity=lambda attempt, record: record.get("payment") == attempt["provider_payment_id"],
     follow=follow,

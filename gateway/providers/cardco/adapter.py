@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from gateway.domain.attempt_kinds import PAYMENT_REFUND, PAYOUT, PAYOUT_RECALL
 from gateway.domain.attempts import Evidence
 from gateway.domain.effect_manifest import json_fields
 from gateway.domain.provider_evidence import Lookup, Notification, Unreadable
@@ -98,12 +99,12 @@ def _payout_request(attempt: Row, token: str | None) -> Request:
 
 
 OPERATIONS = {
-    "payout": Operation(PAYOUT_TABLE, _payout_request, json_fields, by_client_reference(PAYOUTS_PATH)),
-    "payout_recall": Operation(
+    PAYOUT.name: Operation(PAYOUT_TABLE, _payout_request, json_fields, by_client_reference(PAYOUTS_PATH)),
+    PAYOUT_RECALL.name: Operation(
         RECALL_TABLE, lambda attempt, secret: Request(recall_path(attempt["provider_payout_id"]),
                                                              recall_body(attempt)),
         json_fields, by_client_reference(RECALLS_LOOKUP_PATH)),
-    "payment_refund": Operation(
+    PAYMENT_REFUND.name: Operation(
         REFUND_TABLE, lambda attempt, secret: Request(refund_path(attempt["provider_payment_id"]),
                                                              refund_body(attempt)),
         json_fields, by_client_reference(REFUNDS_LOOKUP_PATH)),

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from gateway.domain.attempt_kinds import PAYMENT_REFUND, PAYOUT
 from gateway.domain.attempts import Evidence
 from gateway.domain.provider_evidence import Lookup, Notification, Unreadable
 from gateway.domain.webhook_verdicts import Rejected, Verified
@@ -85,8 +86,8 @@ async def _refunds(calls: ProviderCalls, attempt: Row) -> list[Row] | None:
 
 
 OPERATIONS = {
-    "payout": Operation(PAYOUT_TABLE, _payout_request, _payout_fields, _payouts),
-    "payment_refund": Operation(REFUND_TABLE,
+    PAYOUT.name: Operation(PAYOUT_TABLE, _payout_request, _payout_fields, _payouts),
+    PAYMENT_REFUND.name: Operation(REFUND_TABLE,
                                 lambda attempt, secret: Request(REFUNDS_PATH, refund_body(attempt)),
                                 _refund_fields, _refunds),
 }

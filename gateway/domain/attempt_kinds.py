@@ -1,0 +1,62 @@
+"""Every kind of attempt paygate makes, registered once (seed 001: every consequential effect is one
+record of one kind; seed 000: payouts and their recalls; seed 004: checkout payments and, as "its own
+operation", refunds).
+
+Each table that is kept per kind is derived from :data:`KINDS`: the effect records' kinds and their
+protocol consistency (gateway.domain.effect_protocol), the escalation key prefixes
+(gateway.effects.ledger), the ``kind`` label of the pipeline's metric families
+(gateway.instruments), the metrics' per-kind gauges and job kinds (gateway.http.metrics), the job
+publishers and redelivery sources (jobs.attempts). A new kind is one :class:`Kind` here, its
+``gateway.pipeline.kind.AttemptKind`` in its area, its job actor, and an ``Operation`` in each
+provider's table (docs/architecture.md, "Adding an attempt kind"). Every name below is stored (in
+effect records, escalation keys, outbox rows) or exposed (metric labels): never rename one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One attempt kind: its effect kind (``effect_records.attempt_kind``, the ``kind`` label), the
+    prefix of its escalation keys (``<prefix>:<attempt_id>:<problem>``), and the outbox job kind
+    whose row starts one of its attempts. A kind without a job (checkout payments, sent inside the
+    customer's request) is not one of the attempt pipeline's."""
+
+    name: str
+    escalation_prefix: str
+    job_kind: str | None = None
+
+    @property
+    def pipeline(self) -> bool:
+        """Claimed by a worker from its job, settled by the pipeline's reconciler (gateway.pipeline)."""
+        return self.job_kind is not None
+
+    @property
+    def job(self) -> str:
+        """The outbox job kind of a pipeline kind; ValueError for a kind started without one."""
+        if self.job_kind is None:
+            raise ValueError(f"{self.name} attempts are not started by an outbox job")
+        return self.job_kind
+
+
+PAYMENT = Kind("payment", "attempt")
+PAYOUT = Kind("payout", "payout-attempt", "payout-job")
+PAYOUT_RECALL = Kind("payout_recall", "payout-recall-attempt", "payout-recall-job")
+PAYMENT_REFUND = Kind("payment_refund", "payment-refund-attempt", "payment-refund-job")
+
+KINDS: tuple[Kind, ...] = (PAYMENT, PAYOUT, PAYOUT_RECALL, PAYMENT_REFUND)
+
+
+def pipeline_kinds(kinds: tuple[Kind, ...] = KINDS) -> tuple[Kind, ...]:
+    """The attempt pipeline's kinds, in registry order."""
+    return tuple(kind for kind in kinds if kind.pipeline)
+
+
+def named(name: str, kinds: tuple[Kind, ...] = KINDS) -> Kind:
+    """The registered kind called ``name``; KeyError for a name no kind has."""
+    for kind in kinds:
+        if kind.name == name:
+            return kind
+    raise KeyError(f"no attempt kind is called {name!r}")

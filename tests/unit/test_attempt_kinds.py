@@ -1,0 +1,69 @@
+"""The attempt kinds are registered once (gateway.domain.attempt_kinds): every table kept per kind
+is derived from the registry, with exactly its kinds, and every stored or exposed name is what it
+was (seed 001: an effect record names its kind; escalation keys, outbox job kinds and metric labels
+are in the database and on dashboards)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from gateway import instruments
+from gateway.domain import attempt_kinds, effect_protocol
+from gateway.domain.attempt_kinds import KINDS, Kind, named, pipeline_kinds
+from gateway.effects.ledger import escalation_key
+from gateway.http import metrics
+from gateway.providers.cardco.adapter import OPERATIONS as CARDCO_OPERATIONS
+from gateway.refunds.attempts import REFUND
+
+PIPELINE = {kind.name for kind in pipeline_kinds()}
+
+
+def test_the_stored_names_are_unchanged() -> None:
+    assert [(k.name, k.escalation_prefix, k.job_kind) for k in KINDS] == [
+        ("payment", "attempt", None),
+        ("payout", "payout-attempt", "payout-job"),
+        ("payout_recall", "payout-recall-attempt", "payout-recall-job"),
+        ("payment_refund", "payment-refund-attempt", "payment-refund-job"),
+    ]
+    assert escalation_key("payout_recall", "a1", "deadline") == "payout-recall-attempt:a1:deadline"
+
+
+def test_every_derived_table_has_exactly_the_registered_kinds() -> None:
+    assert set(effect_protocol.CONSISTENT) == {kind.name for kind in KINDS}
+    assert set(metrics.UNKNOWN_AGES) == {kind.name for kind in KINDS}
+    assert instruments.PIPELINE_KINDS == tuple(kind.name for kind in pipeline_kinds())
+    assert metrics.JOB_KINDS == {kind.job: kind.name for kind in pipeline_kinds()}
+    assert set(CARDCO_OPERATIONS) == PIPELINE, "CardCo supports every pipeline kind"
+
+
+def test_the_metric_names_and_labels_are_unchanged() -> None:
+    assert instruments.PIPELINE_KINDS == ("payout", "payout_recall", "payment_refund")
+    assert metrics.UNKNOWN_AGES == {"payout": "paygate_payout_unknown_attempt_age_seconds",
+                                    "payout_recall": "paygate_payout_unknown_attempt_age_seconds",
+                                    "payment_refund": "paygate_payout_unknown_attempt_age_seconds",
+                                    "payment": "paygate_payment_unknown_attempt_age_seconds"}
+
+
+def test_a_pipeline_kind_claimed_before_started_and_checkout_not() -> None:
+    """Seed 001's protocol table: a pipeline attempt is Claimed at INTENT_PERSISTED, a checkout one NotStarted."""
+    persisted = effect_protocol.ProtocolState.INTENT_PERSISTED
+    assert {name: states[persisted] for name, states in effect_protocol.CONSISTENT.items()} == {
+        "payment": {"NotStarted"}, "payout": {"Claimed"}, "payout_recall": {"Claimed"}, "payment_refund": {"Claimed"}}
+
+
+def test_a_name_no_kind_has_is_refused() -> None:
+    extra = Kind("payment_capture", "payment-capture-attempt", "payment-capture-job")
+    assert named("payment_capture", (*KINDS, extra)) is extra and extra in pipeline_kinds((*KINDS, extra))
+    with pytest.raises(KeyError):
+        named("payment_capture")
+    with pytest.raises(ValueError, match="not started by an outbox job"):
+        _ = attempt_kinds.PAYMENT.job
+
+
+def test_a_pipeline_description_must_name_a_registered_pipeline_kind() -> None:
+    with pytest.raises(KeyError):
+        replace(REFUND, name="payment_capture")
+    with pytest.raises(ValueError, match="not a kind of the attempt pipeline"):
+        replace(REFUND, name="payment")
