@@ -42,6 +42,7 @@ PAYOUT_KINDS: dict[str, int] = {"plain": 45, "scheduled": 20, "above-limit": 12,
 SCHEDULED_AHEAD_S = (6.0, 15.0)
 ABOVE_LIMIT_MINOR = 600_000  # the demo clerk may request up to 500,000 without an approver
 NEW_DESTINATION = "DST-CAMPAIGN-NEW"
+RECALL_POLICY = ("payout.recall", "recall-policy/campaign")
 
 
 @dataclass(frozen=True)
@@ -96,13 +97,16 @@ class Load:
         self.cancelled: set[str] = set()  # orders whose cancellation the gateway accepted
 
     async def setup(self) -> bool:
-        """Reference data through the admin API: a daily limit the run cannot exhaust and a newly
-        registered destination (whose payouts need an acknowledgement). True if refunds exist."""
+        """Reference data through the admin API: a daily limit the run cannot exhaust, a newly
+        registered destination (whose payouts need an acknowledgement) and a published recall
+        policy (without one every recall is Deferred ``context.unavailable`` and no recall is ever
+        sent: issue 22). True if refunds exist."""
         tenant = {"daily_limit_minor": 10**11, "currency": "EUR", "payouts_suspended": False,
                   "settlement_time_zone": "Europe/Berlin"}
         await self._ok("PUT", f"/v1/tenants/{self._doc['tenant_id']}", "admin", tenant)
         await self._ok("PUT", f"/v1/destinations/{NEW_DESTINATION}", "admin",
                        {"beneficiary_id": self._doc["beneficiary_id"], "provider_token": "dst_tok_campaign_new"})
+        await self._ok("PUT", f"/v1/policy/{RECALL_POLICY[0]}", "admin", {"version": RECALL_POLICY[1]})
         described = await self._ok("GET", "/openapi.json", "admin")
         return "/v1/orders/{order_id}/refund" in described.json()["paths"]
 
@@ -212,7 +216,9 @@ class Load:
             state = await self._follow_payout(p.payout_id)
         if p.kind == "recall" and state == "Paid":
             self.operations["payout-recall"] += 1
-            await self.gateway.call("POST", f"/v1/payouts/{p.payout_id}/recall", "clerk", {})
+            answer = await self.gateway.call("POST", f"/v1/payouts/{p.payout_id}/recall", "clerk", {})
+            decided = answer.json().get("outcome") if answer is not None and answer.status_code == 200 else None
+            self.operations[f"payout-recall-decision:{decided or (answer.status_code if answer else None)}"] += 1
 
     async def _follow_payout(self, payout_id: str) -> str | None:
         """The payout's state once final, ``Approved:retry`` once its attempt was proven never
