@@ -6,7 +6,8 @@ Each table that is kept per kind is derived from :data:`KINDS`: the effect recor
 protocol consistency (gateway.domain.effect_protocol), the escalation key prefixes
 (gateway.effects.ledger), the ``kind`` label of the pipeline's metric families
 (gateway.instruments), the metrics' per-kind gauges and job kinds (gateway.http.metrics), the job
-publishers and redelivery sources (jobs.attempts). A new kind is one :class:`Kind` here, its
+publishers and redelivery sources (jobs.attempts), the per-kind gauges read from the attempt tables
+(gateway.store.gauges) and each pipeline kind's ``Rows``. A new kind is one :class:`Kind` here, its
 ``gateway.pipeline.kind.AttemptKind`` in its area, its job actor, and an ``Operation`` in each
 provider's table (docs/architecture.md, "Adding an attempt kind"). Every name below is stored (in
 effect records, escalation keys, outbox rows) or exposed (metric labels): never rename one.
@@ -20,13 +21,16 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Kind:
     """One attempt kind: its effect kind (``effect_records.attempt_kind``, the ``kind`` label), the
-    prefix of its escalation keys (``<prefix>:<attempt_id>:<problem>``), and the outbox job kind
-    whose row starts one of its attempts. A kind without a job (checkout payments, sent inside the
-    customer's request) is not one of the attempt pipeline's."""
+    prefix of its escalation keys (``<prefix>:<attempt_id>:<problem>``), the table of its attempts
+    and the column stamped when its send began (the age of an Unknown attempt counts from it), and
+    the outbox job kind whose row starts one of its attempts. A kind without a job (checkout
+    payments, sent inside the customer's request) is not one of the attempt pipeline's."""
 
     name: str
     escalation_prefix: str
+    attempts: str
     job_kind: str | None = None
+    sent_at: str = "started_at"
 
     @property
     def pipeline(self) -> bool:
@@ -41,10 +45,10 @@ class Kind:
         return self.job_kind
 
 
-PAYMENT = Kind("payment", "attempt")
-PAYOUT = Kind("payout", "payout-attempt", "payout-job")
-PAYOUT_RECALL = Kind("payout_recall", "payout-recall-attempt", "payout-recall-job")
-PAYMENT_REFUND = Kind("payment_refund", "payment-refund-attempt", "payment-refund-job")
+PAYMENT = Kind("payment", "attempt", "payment_attempts", sent_at="first_sent_at")
+PAYOUT = Kind("payout", "payout-attempt", "payout_attempts", "payout-job")
+PAYOUT_RECALL = Kind("payout_recall", "payout-recall-attempt", "payout_recall_attempts", "payout-recall-job")
+PAYMENT_REFUND = Kind("payment_refund", "payment-refund-attempt", "payment_refund_attempts", "payment-refund-job")
 
 KINDS: tuple[Kind, ...] = (PAYMENT, PAYOUT, PAYOUT_RECALL, PAYMENT_REFUND)
 

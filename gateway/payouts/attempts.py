@@ -33,7 +33,8 @@ from gateway.settings import Settings
 from gateway.store.db import Connection, Database, fetch_all, fetch_one, fetch_required
 from gateway.store.queries import load_queries
 
-ROWS = Rows("payout_attempts", "payout_grants", "provider_payout_id", "one_payout_attempt_per_provider_payout")
+ROWS = Rows(attempt_kinds.PAYOUT.attempts, "payout_grants", "provider_payout_id",
+            "one_payout_attempt_per_provider_payout")
 _SQL = load_queries("gateway.payouts", "attempts.sql")
 EXECUTOR = Presenter("svc-payout-worker", frozenset({AUDIENCE}))
 

@@ -53,7 +53,7 @@ from gateway.settings import Settings
 from gateway.store.db import Connection, Database, fetch_all, fetch_one, fetch_required
 from gateway.store.queries import load_queries
 
-ROWS = Rows("payout_recall_attempts", "payout_recall_grants", "provider_recall_id",
+ROWS = Rows(PAYOUT_RECALL.attempts, "payout_recall_grants", "provider_recall_id",
             "one_recall_attempt_per_provider_recall")
 _SQL = load_queries("gateway.payouts", "recalls.sql")
 log = structlog.get_logger("gateway.payouts")

@@ -53,7 +53,7 @@ from gateway.refunds.settlement import follow
 from gateway.settings import ProviderAccount, Settings
 from gateway.store.db import Connection, Database, fetch_one, fetch_required
 
-ROWS = Rows("payment_refund_attempts", "payment_refund_grants", "provider_refund_id",
+ROWS = Rows(attempt_kinds.PAYMENT_REFUND.attempts, "payment_refund_grants", "provider_refund_id",
             "one_refund_attempt_per_provider_refund")
 EXECUTOR = Presenter("svc-payment-refund-worker", frozenset({refunds.AUDIENCE}))
 

@@ -50,64 +50,35 @@ SELECT 'paygate_payout_grants_due_unclaimed', jsonb_build_object('operation', g.
     ON x.operation = g.operation
  GROUP BY g.operation;
 
--- name: pipeline_gauges
--- The attempt pipeline per kind (issue 15 item 3): attempts in flight by state (the
--- one-unresolved partial indexes), and the reconciler's backlog: how long the most overdue
--- check has been due (the checks-due partial indexes; 0 when nothing is due). Every kind and
--- state has a row, zero included, so an alert never meets a missing series.
-WITH in_flight (kind, state, value) AS (
-    SELECT 'payout', state, count(*) FROM payout_attempts
-     WHERE state IN ('Claimed', 'Started', 'Unknown') GROUP BY state
-    UNION ALL
-    SELECT 'payout_recall', state, count(*) FROM payout_recall_attempts
-     WHERE state IN ('Claimed', 'Started', 'Unknown') GROUP BY state
-    UNION ALL
-    SELECT 'payment_refund', state, count(*) FROM payment_refund_attempts
-     WHERE state IN ('Claimed', 'Started', 'Unknown') GROUP BY state
-), overdue (kind, since) AS (
-    SELECT 'payout', min(next_check_at) FROM payout_attempts
-     WHERE state IN ('Started', 'Unknown') AND next_check_at IS NOT NULL AND next_check_at <= %(now)s
-    UNION ALL
-    SELECT 'payout_recall', min(next_check_at) FROM payout_recall_attempts
-     WHERE state IN ('Started', 'Unknown') AND next_check_at IS NOT NULL AND next_check_at <= %(now)s
-    UNION ALL
-    SELECT 'payment_refund', min(next_check_at) FROM payment_refund_attempts
-     WHERE state IN ('Started', 'Unknown') AND next_check_at IS NOT NULL AND next_check_at <= %(now)s
-), kinds (kind) AS (VALUES ('payout'), ('payout_recall'), ('payment_refund'))
-SELECT 'paygate_payout_attempts_in_flight' AS name, jsonb_build_object('kind', k.kind, 'state', s.state) AS labels,
+-- name: kind_pipeline_gauges
+-- One kind of the attempt pipeline (issue 15 item 3), composed for every registered pipeline kind
+-- (gateway.domain.attempt_kinds; {kind} its name, {attempts} its table): attempts in flight by
+-- state (the one-unresolved partial indexes), and the reconciler's backlog: how long the most
+-- overdue check has been due (the checks-due partial indexes; 0 when nothing is due). Every kind
+-- and state has a row, zero included, so an alert never meets a missing series.
+SELECT 'paygate_payout_attempts_in_flight' AS name, jsonb_build_object('kind', {kind}::text, 'state', s.state) AS labels,
        COALESCE(f.value, 0)::float8 AS value
-  FROM kinds k CROSS JOIN (VALUES ('Claimed'), ('Started'), ('Unknown')) AS s (state)
-  LEFT JOIN in_flight f ON f.kind = k.kind AND f.state = s.state
+  FROM (VALUES ('Claimed'), ('Started'), ('Unknown')) AS s (state)
+  LEFT JOIN (SELECT state, count(*) AS value FROM {attempts}
+              WHERE state IN ('Claimed', 'Started', 'Unknown') GROUP BY state) f ON f.state = s.state
 UNION ALL
-SELECT 'paygate_payout_reconciliation_backlog_seconds', jsonb_build_object('kind', k.kind),
-       COALESCE(GREATEST(extract(epoch FROM (%(now)s - o.since)), 0), 0)::float8
-  FROM kinds k LEFT JOIN overdue o ON o.kind = k.kind;
+SELECT 'paygate_payout_reconciliation_backlog_seconds', jsonb_build_object('kind', {kind}::text),
+       COALESCE(GREATEST(extract(epoch FROM (%(now)s - min(next_check_at))), 0), 0)::float8
+  FROM {attempts}
+ WHERE state IN ('Started', 'Unknown') AND next_check_at IS NOT NULL AND next_check_at <= %(now)s
 
--- name: unknown_ages
+-- name: kind_unknown_ages
 -- Seed 000 section 21, "Unknown attempts by age. The most important payout metric in this design":
--- a histogram of the attempts Unknown now, by seconds since their Started write (checkout: since
--- first_sent_at), cumulative per bucket bound. %(bounds)s ends with Infinity (the +Inf bucket);
--- %(le)s are the bounds as exposed. A snapshot, not a running count: it falls when attempts settle.
-WITH unknown (series, age) AS (
-    SELECT 'payout', extract(epoch FROM (%(now)s - started_at))::float8
-      FROM payout_attempts WHERE state = 'Unknown'
-    UNION ALL
-    SELECT 'payout_recall', extract(epoch FROM (%(now)s - started_at))::float8
-      FROM payout_recall_attempts WHERE state = 'Unknown'
-    UNION ALL
-    SELECT 'payment_refund', extract(epoch FROM (%(now)s - started_at))::float8
-      FROM payment_refund_attempts WHERE state = 'Unknown'
-    UNION ALL
-    SELECT 'payment', extract(epoch FROM (%(now)s - first_sent_at))::float8
-      FROM payment_attempts WHERE state = 'Unknown'
-)
-SELECT s.series, b.le, count(u.age) FILTER (WHERE u.age <= b.bound)::float8 AS value,
+-- a histogram of one kind's attempts Unknown now, by seconds since {sent_at} (the Started write;
+-- checkout: first_sent_at), cumulative per bucket bound; composed for every registered kind.
+-- %(bounds)s ends with Infinity (the +Inf bucket); %(le)s are the bounds as exposed. A snapshot,
+-- not a running count: it falls when attempts settle.
+SELECT {kind}::text AS series, b.bound, b.le, count(u.age) FILTER (WHERE u.age <= b.bound)::float8 AS value,
        COALESCE(sum(u.age) FILTER (WHERE b.bound = 'Infinity'), 0)::float8 AS age_sum
-  FROM (VALUES ('payout'), ('payout_recall'), ('payment_refund'), ('payment')) AS s (series)
- CROSS JOIN unnest(%(bounds)s::float8[], %(le)s::text[]) AS b (bound, le)
-  LEFT JOIN unknown u ON u.series = s.series
- GROUP BY s.series, b.bound, b.le
- ORDER BY s.series, b.bound;
+  FROM unnest(%(bounds)s::float8[], %(le)s::text[]) AS b (bound, le)
+  LEFT JOIN (SELECT extract(epoch FROM (%(now)s - {sent_at}))::float8 AS age
+               FROM {attempts} WHERE state = 'Unknown') u ON true
+ GROUP BY b.bound, b.le
 
 -- name: outbox_kinds
 -- Per message kind: undelivered rows and the age of the oldest (outbox lag; the pending partial

@@ -16,16 +16,17 @@ from gateway.effects.ledger import escalation_key
 from gateway.http import metrics
 from gateway.providers.cardco.adapter import OPERATIONS as CARDCO_OPERATIONS
 from gateway.refunds.attempts import REFUND
+from gateway.store import gauges
 
 PIPELINE = {kind.name for kind in pipeline_kinds()}
 
 
 def test_the_stored_names_are_unchanged() -> None:
-    assert [(k.name, k.escalation_prefix, k.job_kind) for k in KINDS] == [
-        ("payment", "attempt", None),
-        ("payout", "payout-attempt", "payout-job"),
-        ("payout_recall", "payout-recall-attempt", "payout-recall-job"),
-        ("payment_refund", "payment-refund-attempt", "payment-refund-job"),
+    assert [(k.name, k.escalation_prefix, k.attempts, k.sent_at, k.job_kind) for k in KINDS] == [
+        ("payment", "attempt", "payment_attempts", "first_sent_at", None),
+        ("payout", "payout-attempt", "payout_attempts", "started_at", "payout-job"),
+        ("payout_recall", "payout-recall-attempt", "payout_recall_attempts", "started_at", "payout-recall-job"),
+        ("payment_refund", "payment-refund-attempt", "payment_refund_attempts", "started_at", "payment-refund-job"),
     ]
     assert escalation_key("payout_recall", "a1", "deadline") == "payout-recall-attempt:a1:deadline"
 
@@ -36,6 +37,10 @@ def test_every_derived_table_has_exactly_the_registered_kinds() -> None:
     assert instruments.PIPELINE_KINDS == tuple(kind.name for kind in pipeline_kinds())
     assert metrics.JOB_KINDS == {kind.job: kind.name for kind in pipeline_kinds()}
     assert set(CARDCO_OPERATIONS) == PIPELINE, "CardCo supports every pipeline kind"
+    pipeline_gauges, unknown_ages = gauges.PIPELINE_GAUGES.as_string(None), gauges.UNKNOWN_AGES.as_string(None)
+    for kind in KINDS:
+        assert (f"'{kind.name}'::text" in pipeline_gauges) is kind.pipeline
+        assert f"'{kind.name}'::text" in unknown_ages and f'"{kind.sent_at}"' in unknown_ages
 
 
 def test_the_metric_names_and_labels_are_unchanged() -> None:
@@ -54,7 +59,7 @@ def test_a_pipeline_kind_claimed_before_started_and_checkout_not() -> None:
 
 
 def test_a_name_no_kind_has_is_refused() -> None:
-    extra = Kind("payment_capture", "payment-capture-attempt", "payment-capture-job")
+    extra = Kind("payment_capture", "payment-capture-attempt", "payment_capture_attempts", "payment-capture-job")
     assert named("payment_capture", (*KINDS, extra)) is extra and extra in pipeline_kinds((*KINDS, extra))
     with pytest.raises(KeyError):
         named("payment_capture")
