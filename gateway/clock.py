@@ -22,7 +22,7 @@ class Clock(Protocol):
         """The current time, timezone-aware UTC."""
         ...
 
-    def budget(self, seconds: float | None) -> contextlib.AbstractAsyncContextManager[None]:
+    def budget(self, seconds: float | None) -> contextlib.AbstractAsyncContextManager[object]:
         """Cancel the body with ``TimeoutError`` once ``seconds`` have passed on this clock
         (None: no limit from this budget)."""
         ...
@@ -38,7 +38,7 @@ class SystemClock:
     def now(self) -> datetime:
         return datetime.now(UTC)
 
-    def budget(self, seconds: float | None) -> contextlib.AbstractAsyncContextManager[None]:
+    def budget(self, seconds: float | None) -> contextlib.AbstractAsyncContextManager[object]:
         return asyncio.timeout(seconds)
 
     async def sleep(self, seconds: float) -> None:
