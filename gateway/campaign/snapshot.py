@@ -120,13 +120,15 @@ async def read(http: httpx.AsyncClient, document: dict[str, Any], database_url: 
     ledger = (await http.get(f"{control_url}/ledger")).json()
     requests = (await http.get(f"{control_url}/requests")).json()["requests"]
     deliveries = (await http.get(f"{control_url}/webhooks")).json()["deliveries"]
-    sink = (await http.get(document["merchant_sink_url"])).json()["messages"]
-    alerts = (await http.get(document["alert_sink_url"])).json()["messages"]
     rows: dict[str, Any] = {}
     with psycopg.connect(database_url, row_factory=dict_row, connect_timeout=5) as conn:
         now = datetime.now(UTC)
         for name, sql in QUERIES.items():
             rows[name] = conn.execute(sql).fetchall()
+    # The sinks after the rows: a row is marked dispatched only after its sink answered, so every
+    # dispatched row read above is at its sink now (reminders keep being dispatched after the settle).
+    sink = (await http.get(document["merchant_sink_url"])).json()["messages"]
+    alerts = (await http.get(document["alert_sink_url"])).json()["messages"]
     return Snapshot(now=now, ledger_payments=ledger["payments"], ledger_payouts=ledger["payouts"],
                     ledger_refunds=ledger["refunds"], ledger_recalls=ledger["recalls"], requests=requests,
                     deliveries=deliveries, sink=sink, alerts=alerts, logged_dead_letters=logged_dead_letters(logs),
