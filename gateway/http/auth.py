@@ -6,7 +6,7 @@ from starlette.requests import Request
 
 from gateway.auth.tokens import Principal, Role
 from gateway.domain.errors import AuthInvalid, AuthMissing, Forbidden
-from gateway.services import Services
+from gateway.http.app_services import services_of
 
 
 async def authenticate(request: Request) -> Principal:
@@ -17,7 +17,7 @@ async def authenticate(request: Request) -> Principal:
         raise AuthMissing()
     if scheme.lower() != "bearer" or not token.strip():
         raise AuthInvalid("use 'Authorization: Bearer <token>'")
-    services: Services = request.app.state.services
+    services = services_of(request)
     principal = await services.tokens.authenticate(token.strip())
     if principal is None:
         raise AuthInvalid()

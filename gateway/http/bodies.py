@@ -5,14 +5,16 @@ a rejected request."""
 from __future__ import annotations
 
 import json
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
 
 from gateway.domain.errors import RequestInvalid
 
 Model = TypeVar("Model", bound=BaseModel)
+# An id a caller chooses (order, customer, payout, beneficiary, destination, tenant): API.md, Conventions.
+Identifier = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$")]
 
 
 class Body(BaseModel):

@@ -16,23 +16,18 @@ from gateway.domain.effect_errors import CertificateNotFound
 from gateway.domain.errors import OrderNotFound
 from gateway.domain.payout_errors import PayoutNotFound
 from gateway.effects.certify import Certifier
+from gateway.http.app_services import services_of
 from gateway.http.auth import authenticate, require
 from gateway.payouts import records
-from gateway.services import Services
-
-
-def _services(request: Request) -> Services:
-    services: Services = request.app.state.services
-    return services
 
 
 async def keys(request: Request) -> JSONResponse:
-    return JSONResponse(Certifier.of(_services(request).settings).published())
+    return JSONResponse(Certifier.of(services_of(request).settings).published())
 
 
 async def order_certificate(request: Request) -> JSONResponse:
     principal = await authenticate(request)
-    owners, document = await _services(request).orders.certificate(request.path_params["order_id"])
+    owners, document = await services_of(request).orders.certificate(request.path_params["order_id"])
     if owners.get(principal.role) != principal.subject:
         raise OrderNotFound()
     if document is None:
@@ -42,7 +37,7 @@ async def order_certificate(request: Request) -> JSONResponse:
 
 async def payout_certificate(request: Request) -> JSONResponse:
     principal = await require(request, "clerk", "operator", "admin")
-    async with _services(request).db.transaction() as conn:
+    async with services_of(request).db.transaction() as conn:
         tenant_id, document = await records.certificate(conn, request.path_params["payout_id"])
     if principal.role == "clerk" and principal.tenant_id != tenant_id:
         raise PayoutNotFound()

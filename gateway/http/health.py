@@ -9,6 +9,7 @@ import structlog
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from gateway.http.app_services import services_of
 from gateway.services import Services
 
 READINESS_TIMEOUT_S = 2.0
@@ -28,7 +29,7 @@ async def _broker(services: Services) -> None:
 
 
 async def readyz(request: Request) -> JSONResponse:
-    services: Services = request.app.state.services
+    services = services_of(request)
     checks = {"database": _database(services), "broker": _broker(services)}
     results: dict[str, str] = {}
     for name, check in checks.items():

@@ -22,7 +22,7 @@ from starlette.responses import Response
 
 from gateway import instruments
 from gateway.domain.attempt_kinds import KINDS, pipeline_kinds
-from gateway.services import Services
+from gateway.http.app_services import services_of
 from gateway.store.counters import fleet_counts, flush
 from gateway.store.gauges import DatabaseGauges, database_gauges
 
@@ -166,7 +166,7 @@ def _exposition_order(item: tuple[tuple[str, tuple[tuple[str, str], ...]], float
 
 
 async def metrics(request: Request) -> Response:
-    services: Services = request.app.state.services
+    services = services_of(request)
     await flush(services.db)
     found = await database_gauges(services.db, services.clock.now())
     out = _Families()

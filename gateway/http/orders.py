@@ -13,8 +13,9 @@ from starlette.routing import BaseRoute, Route
 from gateway.auth.tokens import Principal
 from gateway.domain.errors import OrderNotFound, OrderPaid, PaymentNotStarted, RequestInvalid
 from gateway.domain.timestamps import rfc3339
+from gateway.http.app_services import services_of
 from gateway.http.auth import authenticate
-from gateway.http.bodies import Body, parse_body
+from gateway.http.bodies import Body, Identifier, parse_body
 from gateway.http.problems import from_error
 from gateway.payments.checkout import PaymentStatus, status_url
 from gateway.payments.status import status_extensions
@@ -22,7 +23,6 @@ from gateway.refunds.decisions import RefundPolicy, request_refund
 from gateway.refunds.views import decision_view, refunds_of
 from gateway.services import Services
 
-Identifier = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$")]
 RETRY_AFTER_S = "2"
 
 
@@ -33,11 +33,6 @@ class NewOrder(Body):
     currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
     payment_method: Annotated[str, Field(pattern=r"^pm_[A-Za-z0-9_]{1,100}$")]
     provider_account: Annotated[str, Field(min_length=1, max_length=200)]
-
-
-def _services(request: Request) -> Services:
-    services: Services = request.app.state.services
-    return services
 
 
 def order_body(order: dict[str, Any]) -> dict[str, Any]:
@@ -63,7 +58,7 @@ async def create_order(request: Request) -> Response:
     if principal.role != "merchant":
         raise OrderNotFound()
     body = await parse_body(request, NewOrder)
-    services = _services(request)
+    services = services_of(request)
     if services.settings.account(body.provider_account) is None:
         raise RequestInvalid("provider_account is not a configured account",
                              errors=[{"field": "provider_account", "message": "not a configured provider account"}])
@@ -75,7 +70,7 @@ async def get_order(request: Request) -> Response:
     """The order with its refunds (issue 11 item 3: ``refund``, the latest one's summary, and
     ``refunds``, every decision, grant and attempt)."""
     principal = await _order_reader(request)
-    services = _services(request)
+    services = services_of(request)
     order = await services.orders.get(request.path_params["order_id"])
     owner = order["merchant_id"] if principal.role == "merchant" else order["customer_id"]
     if owner != principal.subject:
@@ -96,7 +91,7 @@ async def refund_order(request: Request) -> Response:
     if principal.role != "merchant":
         raise OrderNotFound()
     await parse_body(request, RefundRequest)
-    services = _services(request)
+    services = services_of(request)
     result = await request_refund(services.db, services.clock, RefundPolicy.of(services.settings),
                                   order_id=request.path_params["order_id"], merchant_id=principal.subject,
                                   correlation_id=str(request.state.correlation_id))
@@ -107,7 +102,7 @@ async def cancel_order(request: Request) -> Response:
     principal = await _order_reader(request)
     if principal.role != "merchant":
         raise OrderNotFound()
-    order = await _services(request).orders.cancel(request.path_params["order_id"], principal.subject)
+    order = await services_of(request).orders.cancel(request.path_params["order_id"], principal.subject)
     return JSONResponse(order_body(order))
 
 
@@ -130,7 +125,7 @@ async def _customer(request: Request) -> Principal:
 
 async def pay(request: Request) -> Response:
     principal = await _customer(request)
-    services = _services(request)
+    services = services_of(request)
     order_id = request.path_params["order_id"]
     try:
         status = await services.checkout.pay(order_id, principal.subject)
@@ -147,7 +142,7 @@ async def pay(request: Request) -> Response:
 
 async def payment_status(request: Request) -> Response:
     principal = await _customer(request)
-    services = _services(request)
+    services = services_of(request)
     status = await services.checkout.status(request.path_params["order_id"], principal.subject)
     return await _status_response(services, status)
 

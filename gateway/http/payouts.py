@@ -17,13 +17,12 @@ from starlette.routing import BaseRoute, Route
 from gateway.auth.tokens import Principal
 from gateway.domain.errors import Forbidden
 from gateway.domain.payout_terms import TERMS
+from gateway.http.app_services import services_of
 from gateway.http.auth import require
-from gateway.http.bodies import Body, parse_body
+from gateway.http.bodies import Body, Identifier, parse_body
 from gateway.payouts import decisions, recalls, records, views
 from gateway.payouts.config import payout_timings
-from gateway.services import Services
 
-Identifier = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$")]
 Purpose = Annotated[str, Field(min_length=1, max_length=500)]
 # JSON carries times as RFC 3339 strings: parsed, not coerced from anything else.
 Moment = Annotated[AwareDatetime, Field(strict=False)]
@@ -60,11 +59,6 @@ class Revocation(Body):
     reason: Annotated[str, Field(min_length=1, max_length=500)]
 
 
-def _services(request: Request) -> Services:
-    services: Services = request.app.state.services
-    return services
-
-
 def _correlation_id(request: Request) -> str:
     return str(request.state.correlation_id)
 
@@ -83,7 +77,7 @@ def _terms(body: Terms) -> dict[str, Any]:
 async def create_payout(request: Request) -> JSONResponse:
     clerk = await _clerk(request)
     body = await parse_body(request, NewPayout)
-    services = _services(request)
+    services = services_of(request)
     row, created = await records.create_payout(
         services.db, services.clock.now(), tenant_id=str(clerk.tenant_id), requester_id=clerk.subject,
         correlation_id=_correlation_id(request), terms=_terms(body), payout_id=body.payout_id)
@@ -94,7 +88,7 @@ async def create_payout(request: Request) -> JSONResponse:
 
 async def get_payout(request: Request) -> JSONResponse:
     clerk = await _clerk(request)
-    services = _services(request)
+    services = services_of(request)
     async with services.db.transaction() as conn:
         row = await records.get_payout(conn, request.path_params["payout_id"], clerk.tenant_id)
         return JSONResponse(await views.payout_view(conn, row))
@@ -103,7 +97,7 @@ async def get_payout(request: Request) -> JSONResponse:
 async def _decide(request: Request, clerk: Principal, **asked: Any) -> JSONResponse:
     """One decision on the payout in the path, by this clerk (``asked``: the endpoint's stage,
     acknowledgment, terms or approval; decisions.DecisionRequest)."""
-    services = _services(request)
+    services = services_of(request)
     result = await decisions.decide(services.db, services.clock, payout_timings(services.settings),
                                     decisions.DecisionRequest(
                                         payout_id=request.path_params["payout_id"], tenant_id=str(clerk.tenant_id),
@@ -143,7 +137,7 @@ async def recall(request: Request) -> JSONResponse:
     the payout's tenant asks; 409 ``payout.not_recallable`` unless Paid."""
     clerk = await _clerk(request)
     await parse_body(request, Empty)
-    services = _services(request)
+    services = services_of(request)
     result = await recalls.decide_recall(services.db, services.clock, payout_timings(services.settings),
                                          recalls.RecallRequest(
                                              payout_id=request.path_params["payout_id"],
@@ -155,7 +149,7 @@ async def recall(request: Request) -> JSONResponse:
 async def cancel(request: Request) -> JSONResponse:
     clerk = await _clerk(request)
     await parse_body(request, Empty)
-    services = _services(request)
+    services = services_of(request)
     await records.cancel_payout(services.db, services.clock.now(), request.path_params["payout_id"],
                                 tenant_id=str(clerk.tenant_id), actor=clerk.subject,
                                 correlation_id=_correlation_id(request))
@@ -167,7 +161,7 @@ async def cancel(request: Request) -> JSONResponse:
 async def revoke(request: Request) -> JSONResponse:
     principal = await require(request, "operator", "admin")
     body = await parse_body(request, Revocation)
-    services = _services(request)
+    services = services_of(request)
     grant = await decisions.revoke_grant(services.db, services.clock.now(), request.path_params["grant_id"],
                                reason=body.reason, actor=f"{principal.role}-{principal.subject}",
                                correlation_id=_correlation_id(request))

@@ -15,12 +15,10 @@ from starlette.routing import BaseRoute, Route
 
 from gateway.domain.payout_errors import PolicyOperationNotFound
 from gateway.domain.timestamps import rfc3339
+from gateway.http.app_services import services_of
 from gateway.http.auth import require
-from gateway.http.bodies import Body, parse_body
+from gateway.http.bodies import Body, Identifier, parse_body
 from gateway.payouts import reference
-from gateway.services import Services
-
-Identifier = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$")]
 
 
 class TenantBody(Body):
@@ -52,15 +50,10 @@ class PolicyBody(Body):
     version: Annotated[str, Field(min_length=1, max_length=100)]
 
 
-def _services(request: Request) -> Services:
-    services: Services = request.app.state.services
-    return services
-
-
 async def put_tenant(request: Request) -> JSONResponse:
     await require(request, "admin")
     body = await parse_body(request, TenantBody)
-    services = _services(request)
+    services = services_of(request)
     row = await reference.upsert_tenant(services.db, services.clock.now(), request.path_params["tenant_id"],
                                         **body.model_dump())
     return JSONResponse(row)
@@ -69,7 +62,7 @@ async def put_tenant(request: Request) -> JSONResponse:
 async def put_beneficiary(request: Request) -> JSONResponse:
     await require(request, "admin")
     body = await parse_body(request, BeneficiaryBody)
-    services = _services(request)
+    services = services_of(request)
     row = await reference.upsert_beneficiary(services.db, services.clock.now(), request.path_params["beneficiary_id"],
                                              **body.model_dump())
     return JSONResponse(row)
@@ -78,7 +71,7 @@ async def put_beneficiary(request: Request) -> JSONResponse:
 async def put_destination(request: Request) -> JSONResponse:
     principal = await require(request, "admin")
     body = await parse_body(request, DestinationBody)
-    services = _services(request)
+    services = services_of(request)
     row = await reference.upsert_destination(
         services.db, services.clock.now(), request.path_params["destination_id"], beneficiary_id=body.beneficiary_id,
         provider_token=body.provider_token, actor=f"admin-{principal.subject}")
@@ -91,7 +84,7 @@ async def put_policy(request: Request) -> JSONResponse:
     if operation not in reference.POLICY_OPERATIONS:
         raise PolicyOperationNotFound()
     body = await parse_body(request, PolicyBody)
-    services = _services(request)
+    services = services_of(request)
     row = await reference.publish_policy(services.db, services.clock.now(), operation, body.version)
     return JSONResponse(_rfc3339_times(row))
 

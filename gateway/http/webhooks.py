@@ -20,14 +20,14 @@ from gateway.domain.errors import (
     WebhookTimestampOutOfTolerance,
 )
 from gateway.domain.webhook_verdicts import TIMESTAMP_OUT_OF_TOLERANCE, Rejected
+from gateway.http.app_services import services_of
 from gateway.http.problems import from_error
-from gateway.services import Services
 
 log = structlog.get_logger("gateway.http.webhooks")
 
 
 async def receive(request: Request) -> Response:
-    services: Services = request.app.state.services
+    services = services_of(request)
     endpoint_id = request.path_params["endpoint_id"]
     body = await request.body()
     verified = services.notifications.verify(endpoint_id, request.headers, body)

@@ -20,7 +20,7 @@ _SQL = load_queries("gateway.payouts", "operator.sql")
 _PAYOUTS = load_queries("gateway.payouts", "payouts.sql")
 _LIST = directed(_SQL["payouts"])
 _RECALLS = directed(_SQL["recalls_in_state"])
-_PAYOUT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,99}")  # gateway.http.payouts.Identifier
+_PAYOUT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,99}")  # gateway.http.bodies.Identifier
 
 
 def _payout_id(text: str) -> str:
