@@ -161,6 +161,11 @@ CREATE INDEX IF NOT EXISTS payment_attempts_due
 CREATE INDEX IF NOT EXISTS payment_attempts_by_state
     ON payment_attempts (state, created_at, attempt_id);
 
+-- The same list over every state (GET /v1/ops/attempts?state=all, the console's first attempts
+-- page), newest first without a sort of the whole table (issue 25).
+CREATE INDEX IF NOT EXISTS payment_attempts_by_created
+    ON payment_attempts (created_at, attempt_id);
+
 -- One attempt per provider payment, so a lookup or notification by provider payment ID is unambiguous.
 CREATE UNIQUE INDEX IF NOT EXISTS one_attempt_per_provider_payment
     ON payment_attempts (provider_account, provider_payment_id)
@@ -189,6 +194,13 @@ CREATE TABLE IF NOT EXISTS payment_attempt_events (
 
 CREATE INDEX IF NOT EXISTS payment_attempt_events_history
     ON payment_attempt_events (attempt_id, occurred_at);
+
+-- The Overview's attempts started and settled per minute over the last hour (GET /v1/ops/overview,
+-- gateway/store/overview.sql): first send intents and transitions by when they happened, without
+-- reading the rest of the history (issue 25).
+CREATE INDEX IF NOT EXISTS payment_attempt_events_recent
+    ON payment_attempt_events (occurred_at)
+    WHERE kind IN ('send_intent', 'transition');
 
 -- Stored notifications no attempt took at arrival (unmatched, identity conflict, unreadable: the
 -- handler names their escalation), the operator's reconciliation queue (GET /v1/ops/notifications).

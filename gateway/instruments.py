@@ -24,6 +24,7 @@ from typing import Literal
 import httpx
 
 from gateway.domain.attempt_kinds import pipeline_kinds
+from gateway.domain.provider_accounts import ACCOUNT_ID
 
 OTHER = "other"
 # A reason code is lowercase words joined by ".", "-" or "_" ("grant.expired", "payout-deadline"):
@@ -35,13 +36,14 @@ PIPELINE_KINDS = tuple(kind.name for kind in pipeline_kinds())
 CALL_OUTCOMES = ("ok", "rejected", "rate_limited", "server_error", "timeout", "transport", "error")
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
-Allowed = tuple[str, ...] | Literal["code"]
+Allowed = tuple[str, ...] | Literal["code", "account"]
 
 
 @dataclass(frozen=True)
 class Family:
     """One metric family: its exposed name, type, help and the values each label may take
-    (a tuple, or ``"code"``: any reason code matching ``_CODE``)."""
+    (a tuple; ``"code"``: any reason code matching ``_CODE``; ``"account"``: a provider account id,
+    configuration and so a bounded set, docs/decisions/0061)."""
 
     name: str
     type: Literal["counter", "histogram"]
@@ -59,6 +61,8 @@ class Family:
 def _allowed(value: str, allowed: Allowed) -> str:
     if allowed == "code":
         return code(value)
+    if allowed == "account":
+        return value if ACCOUNT_ID.match(value) else OTHER
     return value if value in allowed else OTHER
 
 
@@ -100,6 +104,12 @@ PAYOUT_PROVIDER_CALLS = Family(
 PAYMENT_PROVIDER_CALLS = Family(
     "paygate_payment_provider_call_seconds", "histogram", "Provider calls of checkout and its recovery, by outcome",
     {"operation": ("create", "lookup", "payment_method"), "outcome": CALL_OUTCOMES}, LATENCY_BUCKETS)
+# Every provider call of every kind again, by the account it went to (issue 25: the operator's
+# latency and error rate per account; docs/decisions/0061). The two families above say what the
+# call was for; this one says where it went.
+ACCOUNT_PROVIDER_CALLS = Family(
+    "paygate_provider_call_seconds", "histogram", "Provider calls of every kind, by provider account and outcome",
+    {"account": "account", "outcome": CALL_OUTCOMES}, LATENCY_BUCKETS)
 # Counted by the database itself, in the deciding transaction (schema.sql, paygate_count_decision):
 # a decision is a row, so its count commits with it. Declared here so /metrics knows its shape.
 DECISIONS = _pipeline("paygate_payout_decisions", "Decisions by outcome and reason code",
@@ -109,7 +119,7 @@ DECISIONS = _pipeline("paygate_payout_decisions", "Decisions by outcome and reas
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     VALIDATION_REFUSALS, DELIVERIES_POSTPONED, DUPLICATE_DELIVERIES, CLAIMS_LOST, FENCE_ROLLBACKS,
     UNCONFIRMED_WRITES, LEASES_FENCED, EXECUTIONS, RECONCILIATIONS, PAYOUT_PROVIDER_CALLS, PAYMENT_PROVIDER_CALLS,
-    DECISIONS)}
+    ACCOUNT_PROVIDER_CALLS, DECISIONS)}
 
 # (sample name, sorted label items) -> delta not yet flushed. Sample names are the exposition's:
 # ``<counter>_total``, ``<histogram>_bucket`` (with ``le``), ``_sum``, ``_count``.
@@ -184,9 +194,11 @@ def call_outcome(status: int | None, error: BaseException | None) -> str:
     return "server_error" if status >= 500 else "rejected"
 
 
-async def provider_call(family: Family, call: Awaitable[httpx.Response], **labels: str) -> httpx.Response:
+async def provider_call(family: Family, call: Awaitable[httpx.Response], *, account: str,
+                        **labels: str) -> httpx.Response:
     """The one place a provider call is timed and counted (issue 15 item 3): await ``call``,
-    observe its duration under its outcome, and return or raise exactly what it did. Durations
+    observe its duration under its outcome in ``family`` and, by the ``account`` it went to, in
+    :data:`ACCOUNT_PROVIDER_CALLS`, and return or raise exactly what it did. Durations
     are measured on the monotonic counter: they are measurements, not deadlines, which stay on
     the injected clock."""
     started = time.perf_counter()
@@ -200,4 +212,6 @@ async def provider_call(family: Family, call: Awaitable[httpx.Response], **label
         error = raised
         raise
     finally:
-        observe(family, time.perf_counter() - started, outcome=call_outcome(status, error), **labels)
+        elapsed, outcome = time.perf_counter() - started, call_outcome(status, error)
+        observe(family, elapsed, outcome=outcome, **labels)
+        observe(ACCOUNT_PROVIDER_CALLS, elapsed, account=account, outcome=outcome)

@@ -30,6 +30,8 @@ from pydantic import (
     model_validator,
 )
 
+from gateway.domain.provider_accounts import ACCOUNT_ID
+
 # The largest delay a timer in any of our runtimes accepts without surprises: 2^31-1 ms, the
 # bound the seed uses for a CancellationTokenSource delay.
 MAX_DURATION_S = (2**31 - 1) / 1000
@@ -55,7 +57,6 @@ LookupBurst = Annotated[int, Field(ge=3, le=1_000_000)]
 # A provider's listing lag: zero (none) or a duration a timer accepts.
 VisibilityDelay = Annotated[float, Field(ge=0, le=MAX_DURATION_S)]
 
-ACCOUNT_ID = re.compile(r"^[a-z0-9-]+:[A-Za-z0-9_]+:(test|live)$")
 
 
 class ConfigError(Exception):

@@ -122,8 +122,12 @@ CATALOG: dict[tuple[str, str], Operation] = {
     ("POST", "/v1/ops/escalations/{escalation_id}/resolve"): Operation(
         "Close the episode with a note; no attempt changes", ("operator",), {200: Reply("The episode", "Escalation")},
         (e.EscalationNotFound, e.EscalationResolved), body=NoteBody),
+    ("GET", "/v1/ops/overview"): Operation(
+        "The system at a glance: attempts per minute by outcome over the last hour, Unknown attempts, open "
+        "escalations by reason, outbox backlog, provider calls per account, lookup tokens and pauses, payouts "
+        "by state", ("operator",), {200: Reply("The Overview read model", "Overview")}),
     ("GET", "/v1/ops/attempts"): Operation(
-        "Payment attempts in one state, oldest first", ("operator",), {200: Reply("Attempts", "[Attempt]")},
+        "Payment attempts in one state (or all), oldest first", ("operator",), {200: Reply("Attempts", "[Attempt]")},
         query=ops_attempts.AttemptQuery, paged=True),
     ("GET", "/v1/ops/attempts/{attempt_id}"): Operation(
         "One attempt and its full event history, oldest first", ("operator",),

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.domain.overview import OUTCOMES
+
 Schema = dict[str, Any]
 
 ATTEMPT_STATES = ["NotStarted", "Started", "Unknown", "Succeeded", "Failed", "NotApplied"]
 PIPELINE_STATES = ["Claimed", *ATTEMPT_STATES]  # payout, recall and refund attempts
 PAYOUT_STATES = ["Draft", "Approved", "Executing", "Unknown", "Paid", "Failed", "Cancelled"]
 _STRING_OR_NULL: Schema = {"type": ["string", "null"]}
+_COUNT: Schema = {"type": "integer", "minimum": 0}
+_SECONDS_OR_NULL: Schema = {"type": ["number", "null"], "minimum": 0}
 _MONEY: Schema = {"amount_minor": {"type": "integer", "minimum": 1},
                   "currency": {"type": "string", "pattern": "^[A-Z]{3}$"}}
 
@@ -33,6 +37,9 @@ def ref(name: str) -> Schema:
 def array_of(name: str) -> Schema:
     return {"type": "array", "items": ref(name)}
 
+
+# The Overview's attempts started and settled by outcome, in one minute or over the hour.
+_PER_MINUTE: Schema = shape("started", *OUTCOMES, **{name: _COUNT for name in ("started", *OUTCOMES)})
 
 SHAPES: dict[str, Schema] = {
     "Problem": shape(
@@ -104,4 +111,26 @@ SHAPES: dict[str, Schema] = {
         "alg", "key_id", "value", alg={"const": "Ed25519"}, key_id={"type": "string"}, value={"type": "string"})),
     "CertificateKeys": shape("keys", keys={"type": "array", "items": shape("key_id", "alg", "public_key", "active")}),
     "Health": shape("status", status={"type": "string"}),
+    "Overview": shape(
+        "as_of", "window_minutes", "attempts_per_minute", "attempts_last_hour", "unknown_attempts", "escalations",
+        "outbox", "providers", "payouts_by_state", as_of={"type": "string", "format": "date-time"},
+        window_minutes={"type": "integer"},
+        attempts_per_minute={"type": "array", "items": {"allOf": [
+            _PER_MINUTE, shape("minute", minute={"type": "string", "format": "date-time"})]}},
+        attempts_last_hour=_PER_MINUTE,
+        unknown_attempts={"type": "array", "items": shape(
+            "kind", "unknown", "oldest_since", "oldest_age_s",
+            kind={"enum": ["payment", "payout", "payout_recall", "payment_refund"]}, unknown=_COUNT,
+            oldest_since=_STRING_OR_NULL, oldest_age_s=_SECONDS_OR_NULL)},
+        escalations={"type": "array", "items": shape("reason", "open", "oldest_s", open=_COUNT)},
+        outbox=shape("pending", "oldest_pending_age_s", "dead_letters", "by_kind", pending=_COUNT,
+                     oldest_pending_age_s=_SECONDS_OR_NULL, dead_letters=_COUNT,
+                     by_kind={"type": "array", "items": shape("kind", "pending", "dead_letters")}),
+        providers={"type": "array", "items": shape(
+            "account", "calls", "errors", "error_rate", "p50_s", "p99_s", "lookup_tokens", "lookup_burst",
+            "paused_until", "pause_reason", calls=_COUNT, errors=_COUNT, error_rate=_SECONDS_OR_NULL,
+            p50_s=_SECONDS_OR_NULL, p99_s=_SECONDS_OR_NULL, lookup_tokens={"type": "number"},
+            paused_until=_STRING_OR_NULL, pause_reason=_STRING_OR_NULL)},
+        payouts_by_state={"type": "object", "propertyNames": {"enum": PAYOUT_STATES},
+                          "additionalProperties": _COUNT}),
 }

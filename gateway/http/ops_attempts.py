@@ -1,6 +1,7 @@
 """Operator endpoints for payment attempts (API.md "Operations"; "Precise details" → Shapes); role
-``operator``. ``GET /v1/ops/attempts?state=Unknown`` (default ``Unknown``; any attempt state;
-``after``, a previous page's last ``attempt_id``, starts beyond it) lists attempts by creation,
+``operator``. ``GET /v1/ops/attempts?state=Unknown`` (default ``Unknown``; any attempt state, or
+``all``, the console's first page; ``after``, a previous page's last ``attempt_id``, starts beyond
+it) lists attempts by creation,
 paged like every list (:mod:`gateway.http.paging`); ``GET /v1/ops/attempts/{attempt_id}`` answers
 ``{"attempt": {...}, "events": [...]}``, events oldest first, or 404 ``attempt.not_found``.
 Read-only: nothing here changes an attempt."""
@@ -8,7 +9,7 @@ Read-only: nothing here changes an attempt."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 from starlette.requests import Request
@@ -32,11 +33,12 @@ _PLAIN = ("order_id", "customer_id", "attempt_number", "provider_account", "endp
 
 
 class AttemptQuery(BaseModel):
-    """Attempts in one state; ``after``, the last ``attempt_id`` of a previous page, starts beyond it."""
+    """Attempts in one state, or in every state (``all``); ``after``, the last ``attempt_id`` of a
+    previous page, starts beyond it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    state: AttemptState = "Unknown"
+    state: Literal[AttemptState, "all"] = "Unknown"
     after: uuid.UUID | None = None
 
 
@@ -52,7 +54,8 @@ def event_body(row: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _list(services: Services, query: AttemptQuery, page: PageRequest) -> list[dict[str, Any]]:
-    return await operator.list_attempts(services.db, query.state, page, after=query.after)
+    return await operator.list_attempts(services.db, None if query.state == "all" else query.state, page,
+                                        after=query.after)
 
 
 async def get_attempt(request: Request) -> JSONResponse:

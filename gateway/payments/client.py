@@ -97,7 +97,7 @@ class PaymentClient:
                     async with self._clock.budget(budget_s):
                         # The default send reads the whole body, so truncation surfaces now, not later.
                         response = await answer(provider_call(PAYMENT_PROVIDER_CALLS, self._http.send(request),
-                                                              operation="create"))
+                                                              account=account, operation="create"))
                 except TimeoutError:
                     return _unknown(account, "provider.no-response.caller")
         except TimeoutError:
@@ -121,7 +121,7 @@ class PaymentClient:
                                               account.maximum_call_duration_s)):
                 response = await answer(provider_call(
                     PAYMENT_PROVIDER_CALLS, self._http.get(url, params=params, headers=self._credentials(account)),
-                    operation="lookup"))
+                    account=account.id, operation="lookup"))
         except TimeoutError:
             return Lookup("failed", reason="provider.no-response")
         if isinstance(response, Unanswered):
@@ -143,7 +143,7 @@ class PaymentClient:
                                               account.maximum_call_duration_s)):
                 response = await answer(provider_call(PAYMENT_PROVIDER_CALLS,
                                                       self._http.get(url, headers=self._credentials(account)),
-                                                      operation="payment_method"))
+                                                      account=account.id, operation="payment_method"))
         except TimeoutError:
             return None
         if isinstance(response, Unanswered):

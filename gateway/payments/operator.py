@@ -1,7 +1,8 @@
 """What an operator reads about payment attempts (API.md "Operations"; "Precise details" → Shapes).
 
-``list_attempts`` pages the attempts in one state by creation (``GET /v1/ops/attempts``: the
-Unknown ones are the backlog a person may have to chase). ``attempt_history`` is one attempt with
+``list_attempts`` pages the attempts in one state, or in all, by creation (``GET /v1/ops/attempts``:
+the Unknown ones are the backlog a person may have to chase; all of them, newest first, is what
+just happened). ``attempt_history`` is one attempt with
 its full event history, oldest first (``GET /v1/ops/attempts/{attempt_id}``), 404
 ``attempt.not_found`` for an id that names none. Neither returns the stored request body (it holds
 the payment-method token) nor the lease token; events carry only identifiers, statuses and
@@ -27,9 +28,10 @@ Row = dict[str, Any]
 KEYSET = Keyset("attempts", "created_at", "attempt_id", uuid.UUID)
 
 
-async def list_attempts(db: Database, state: AttemptState, page: PageRequest, *, after: uuid.UUID | None) -> list[Row]:
-    """A page of the attempts in ``state`` by :data:`KEYSET`, beyond the attempt ``after`` (the last
-    of a previous page) when given."""
+async def list_attempts(db: Database, state: AttemptState | None, page: PageRequest, *,
+                        after: uuid.UUID | None) -> list[Row]:
+    """A page of the attempts in ``state`` (every state with None) by :data:`KEYSET`, beyond the
+    attempt ``after`` (the last of a previous page) when given."""
     return await db.fetch_all(_ATTEMPTS[page.order], {"attempt_id": None, "state": state, "after": after,
                                                       **page_params(page)})
 

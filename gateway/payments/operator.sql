@@ -9,8 +9,8 @@
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY;
 
 -- name: attempts
--- One attempt by id, or a page of the attempts in one state (the other selector is NULL), by
--- creation. Keyset-paged by (created_at, attempt_id) in either order (docs/decisions/0036;
+-- One attempt by id, or a page of the attempts in one state or in every state (the selectors that
+-- do not apply are NULL), by creation; every state reads payment_attempts_by_created. Keyset-paged by (created_at, attempt_id) in either order (docs/decisions/0036;
 -- gateway/store/keyset.py binds {beyond} and {direction}): the id orders rows that share a creation
 -- time (one ManualClock instant, a batch), matching payment_attempts_by_state. `after`, the last
 -- attempt id of a previous page, starts the page beyond that attempt; one that names no attempt

@@ -68,7 +68,7 @@ class ProviderCalls:
             async with self.clock.budget(self.account.call_budget_s):
                 response = await answer(provider_call(
                     PAYOUT_PROVIDER_CALLS, self.http.post(self.url(path), content=body, headers=headers),
-                    kind=self.kind, operation="create"))
+                    account=self.account.id, kind=self.kind, operation="create"))
         except TimeoutError:
             return NoResponse("timeout")
         if isinstance(response, Unanswered):
@@ -85,7 +85,7 @@ class ProviderCalls:
             async with self.clock.budget(self.account.call_budget_s):
                 response = await answer(provider_call(
                     PAYOUT_PROVIDER_CALLS, self.http.get(self.url(path), params=params, headers=headers),
-                    kind=self.kind, operation="lookup"))
+                    account=self.account.id, kind=self.kind, operation="lookup"))
         except (TimeoutError, CredentialUnavailable):
             return None
         if isinstance(response, Unanswered):

@@ -78,7 +78,7 @@ async def test_the_ops_operations_carry_the_contracts_codes(document: dict[str, 
         "$ref": "#/components/schemas/AttemptHistory"}
     listing = document["paths"]["/v1/ops/attempts"]["get"]
     [state] = [p for p in listing["parameters"] if p["name"] == "state"]
-    assert state["schema"]["enum"] == ["NotStarted", "Started", "Unknown", "Succeeded", "Failed", "NotApplied"]
+    assert state["schema"]["enum"] == ["NotStarted", "Started", "Unknown", "Succeeded", "Failed", "NotApplied", "all"]
     order = document["paths"]["/v1/orders"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert order == {"$ref": "#/components/schemas/NewOrder"}
     assert set(document["components"]["schemas"]["NewOrder"]["required"]) == {

@@ -49,6 +49,27 @@ async def test_lists_attempts_in_one_state_oldest_first_with_keyset_paging(
     assert await ids(state="Unknown", after=str(uuid.uuid4())) == []
 
 
+async def test_all_lists_attempts_in_every_state_newest_first_with_keyset_paging(
+        webhooks: Webhooks, operator: dict[str, str]) -> None:
+    """Issue 25: the console's attempts view opens on "all recent" (``state=all``), so a payment
+    that just succeeded is there; the default stays ``Unknown`` (API.md)."""
+    unknown = await webhooks.set_unknown(await webhooks.attempt())
+    webhooks.clock.advance(5)
+    started = await webhooks.attempt()
+
+    async def ids(**params: str | int) -> list[str]:
+        response = await webhooks.http.get("/v1/ops/attempts", headers=operator, params=params)
+        assert response.status_code == 200, response.text
+        return [item["attempt_id"] for item in response.json()]
+
+    both = [str(unknown["attempt_id"]), str(started["attempt_id"])]
+    assert await ids(state="all") == both
+    assert await ids(state="all", order="desc") == both[::-1]
+    assert await ids(state="all", limit=1, order="desc") == both[1:]
+    assert await ids(state="all", after=both[0]) == both[1:]
+    assert await ids() == both[:1]
+
+
 @pytest.mark.parametrize("params", [{"state": "unknown"}, {"state": "Lost"}, {"after": "not-a-uuid"},
                                     {"limit": "0"}, {"limit": "1001"}, {"colour": "red"}])
 async def test_an_invalid_query_is_request_invalid(webhooks: Webhooks, operator: dict[str, str],

@@ -65,6 +65,9 @@ def test_a_provider_call_comes_to_one_outcome(status: int | None, error: BaseExc
 
 
 async def test_a_timed_call_is_observed_and_returns_or_raises_exactly_what_the_call_did() -> None:
+    """Each call is observed twice: in its own family by what it was for, and in
+    paygate_provider_call_seconds by the account it went to (the Overview's latency and error rate
+    per account); an account label that is not an account id is counted as ``other``."""
     instruments.take()
 
     async def answered() -> httpx.Response:
@@ -73,10 +76,15 @@ async def test_a_timed_call_is_observed_and_returns_or_raises_exactly_what_the_c
     async def cut() -> httpx.Response:
         raise httpx.ConnectError("refused")
 
-    assert (await instruments.provider_call(PAYOUT_PROVIDER_CALLS, answered(), kind="payment_refund",
-                                            operation="create")).status_code == 429
+    assert (await instruments.provider_call(PAYOUT_PROVIDER_CALLS, answered(), account="cardco:acct_store:live",
+                                            kind="payment_refund", operation="create")).status_code == 429
     with pytest.raises(httpx.ConnectError):
-        await instruments.provider_call(PAYOUT_PROVIDER_CALLS, cut(), kind="payment_refund", operation="lookup")
+        await instruments.provider_call(PAYOUT_PROVIDER_CALLS, cut(), account="ord_4411", kind="payment_refund",
+                                        operation="lookup")
+    taken = _taken()
     counts = {(dict(labels)["operation"], dict(labels)["outcome"]): value
-              for (name, labels), value in _taken().items() if name.endswith("_count")}
+              for (name, labels), value in taken.items() if name == "paygate_payout_provider_call_seconds_count"}
     assert counts == {("create", "rate_limited"): 1, ("lookup", "transport"): 1}
+    by_account = {(dict(labels)["account"], dict(labels)["outcome"]): value
+                  for (name, labels), value in taken.items() if name == "paygate_provider_call_seconds_count"}
+    assert by_account == {("cardco:acct_store:live", "rate_limited"): 1, ("other", "transport"): 1}
