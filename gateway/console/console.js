@@ -5,9 +5,11 @@
 import { TOKEN_KEY, api, el, problem, whenUnauthorized } from "./core.js";
 import { notifications, payout, payouts, recalls, refund, refunds } from "./views-money.js";
 import { attempt, attempts, escalations, health, outbox } from "./views-ops.js";
+import { overview } from "./views-overview.js";
 
 const LIVE_S = 5;
-const VIEWS = { escalations, attempts, attempt, payouts, payout, recalls, notifications, refunds, refund, outbox,
+const HOME = "overview";
+const VIEWS = { overview, escalations, attempts, attempt, payouts, payout, recalls, notifications, refunds, refund, outbox,
   health };
 const NAV_OF = { attempt: "attempts", payout: "payouts", refund: "refunds" };
 const $ = (id) => document.getElementById(id);
@@ -36,7 +38,7 @@ async function signIn(event) {
     return;
   }
   $("token").value = "";
-  location.hash = location.hash || "#escalations";
+  location.hash = location.hash || `#${HOME}`;
   route();
 }
 
@@ -55,9 +57,9 @@ function showLive() {
 }
 
 function current() {
-  const [path, search] = (location.hash.slice(1) || "escalations").split("?");
+  const [path, search] = (location.hash.slice(1) || HOME).split("?");
   const [name, id] = path.split("/");
-  return { name: VIEWS[name] ? name : "escalations", params: new URLSearchParams(search || ""),
+  return { name: VIEWS[name] ? name : HOME, params: new URLSearchParams(search || ""),
     id: id && decodeURIComponent(id) };
 }
 

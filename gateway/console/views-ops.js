@@ -28,8 +28,9 @@ export const escalations = listView({
 
 export const attempts = listView({
   title: "Payment attempts", path: "/v1/ops/attempts",
-  states: ["Unknown", "Started", "NotStarted", "Succeeded", "Failed", "NotApplied"], initial: "Unknown",
-  intro: "Unknown means nobody knows yet whether the payment took effect: recovery keeps looking.",
+  states: ["all", "Unknown", "Started", "NotStarted", "Succeeded", "Failed", "NotApplied"], initial: "all",
+  intro: "Every recent attempt, newest first; pick a state beside it. Unknown means nobody knows yet " +
+    "whether the payment took effect: recovery keeps looking.",
   columns: () => [
     ["Attempt", (r) => attemptLink(r.attempt_id)],
     ["Order", (r) => r.order_id, "mono"],

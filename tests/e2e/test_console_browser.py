@@ -163,6 +163,8 @@ async def test_an_operator_works_every_view_of_the_console_in_one_session(
         assert "Sign-in failed" in await page.wait_for("document.getElementById('sign-in-error').textContent")
         await page.evaluate(f"document.getElementById('token').value = {json.dumps(token)};"
                             "document.getElementById('sign-in-form').requestSubmit(); window.sameDocument = true")
+        await page.wait_for("document.getElementById('panel-attempts') !== null")  # the home: the Overview
+        await page.evaluate("location.hash = '#escalations'")
         await page.wait_for("document.querySelectorAll('#view tbody tr td.actions button').length > 0")
 
         # Escalations: hostile text stays text; acknowledging works.
