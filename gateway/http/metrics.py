@@ -2,7 +2,8 @@
 
 Three sources, one text: this process's HTTP counters; gauges read from the database at scrape time
 (attempts by state, Unknown attempts by age, the reconciler's backlog, outbox lag and dead letters,
-open escalations, process liveness, grants that expired unused or are due and unclaimed); and the
+open escalations, process liveness, grants that expired unused or are due and unclaimed, and, for
+the Overview's panels in Grafana, payouts by state and each account's lookup tokens and pause); and the
 fleet's event counters and histograms (``gateway.instruments``), which every process flushes into
 PostgreSQL: this process flushes its own first, so a scrape includes everything it counted.
 Every label value is a state, kind or reason code, never an id, account, token or free text.
@@ -23,6 +24,7 @@ from starlette.responses import Response
 from gateway import instruments
 from gateway.domain.attempt_kinds import KINDS, pipeline_kinds
 from gateway.http.app_services import services_of
+from gateway.store import overview
 from gateway.store.counters import fleet_counts, flush
 from gateway.store.gauges import DatabaseGauges, database_gauges
 
@@ -52,6 +54,9 @@ GAUGES = {
     "paygate_escalations_oldest_open_seconds": "Age of the oldest open escalation episode, by reason",
     "paygate_payout_escalations_open": "Open escalation episodes of the attempt pipeline, by kind and reason",
     "paygate_payout_escalations_oldest_open_seconds": "Age of the oldest open pipeline escalation, by kind and reason",
+    "paygate_payouts": "Payouts by state",
+    "paygate_provider_lookup_tokens": "Lookup tokens left in each configured provider account's bucket",
+    "paygate_provider_paused": "1 while a configured provider account's lookups are paused after a 429, else 0",
 }
 # Each kind's histogram of Unknown ages: the pipeline's kinds share one, labelled by kind (listed first).
 UNKNOWN_AGES = {kind.name: "paygate_payout_unknown_attempt_age_seconds" if kind.pipeline
@@ -168,9 +173,16 @@ def _exposition_order(item: tuple[tuple[str, tuple[tuple[str, str], ...]], float
 async def metrics(request: Request) -> Response:
     services = services_of(request)
     await flush(services.db)
-    found = await database_gauges(services.db, services.clock.now())
+    now = services.clock.now()
+    found = await database_gauges(services.db, now)
     out = _Families()
     _database(out, found)
+    levels, payouts = await overview.gauges(services.db, services.settings, now)
+    for account, level in levels.items():
+        out.gauge("paygate_provider_lookup_tokens", {"account": account}, level["tokens"])
+        out.gauge("paygate_provider_paused", {"account": account}, 0.0 if level["paused_until"] is None else 1.0)
+    for row in payouts:
+        out.gauge("paygate_payouts", {"state": row["state"]}, row["payouts"])
     _counted(out, await fleet_counts(services.db))
     scrape = CollectorRegistry(auto_describe=False)
     scrape.register(_Scrape(out.families.values()))

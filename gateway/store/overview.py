@@ -11,7 +11,7 @@ from typing import Any
 from gateway.domain import overview
 from gateway.domain.timestamps import rfc3339
 from gateway.settings import Settings
-from gateway.store.db import Database, fetch_all
+from gateway.store.db import Connection, Database, fetch_all
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.store", "overview.sql")
@@ -21,6 +21,27 @@ _SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 
 def _age(now: datetime, since: datetime | None) -> float | None:
     return None if since is None else max(0.0, (now - since).total_seconds())
+
+
+async def lookup_levels(conn: Connection, settings: Settings, now: datetime) -> dict[str, dict[str, Any]]:
+    """Each configured account's lookup tokens now and its pause (``paused_until``, ``pause_reason``;
+    None when not paused), by account id: what the Overview and /metrics show."""
+    accounts = settings.provider_accounts
+    limits = [settings.lookup_limit(account) for account in accounts]
+    rows = await fetch_all(conn, _SQL["lookup_levels"], {
+        "now": now, "scopes": [a.id for a in accounts], "rates": [rate for rate, _ in limits],
+        "bursts": [burst for _, burst in limits]})
+    return {row["scope"]: row for row in rows}
+
+
+Rows = list[dict[str, Any]]
+
+
+async def gauges(db: Database, settings: Settings, now: datetime) -> tuple[dict[str, dict[str, Any]], Rows]:
+    """What /metrics shows of the Overview beyond its own gauges, for the Grafana dashboard's same
+    panels: each account's lookup level and pause, and the payouts per state."""
+    async with db.connection() as conn:
+        return await lookup_levels(conn, settings, now), await fetch_all(conn, _SQL["payouts_by_state"], {})
 
 
 async def read(db: Database, settings: Settings, now: datetime) -> dict[str, Any]:
@@ -33,9 +54,7 @@ async def read(db: Database, settings: Settings, now: datetime) -> dict[str, Any
         per_minute = await fetch_all(conn, _SQL["attempts_per_minute"], {"since": since, "now": now})
         unknown = await fetch_all(conn, _SQL["unknown_attempts"], {})
         payouts = await fetch_all(conn, _SQL["payouts_by_state"], {})
-        levels = {row["scope"]: row for row in await fetch_all(conn, _SQL["lookup_levels"], {
-            "now": now, "scopes": [a.id for a in accounts], "rates": [rate for rate, _ in limits],
-            "bursts": [burst for _, burst in limits]})}
+        levels = await lookup_levels(conn, settings, now)
         calls = overview.account_calls(await fetch_all(conn, _SQL["account_calls"], {}))
         outbox = await fetch_all(conn, _GAUGES["outbox_kinds"], {"now": now})
         escalations = await fetch_all(conn, _GAUGES["open_escalations"], {"now": now})
