@@ -2,10 +2,10 @@
 renders with data made by the real pipeline (a success, a decline, an Unknown, an escalation, a
 dead letter), its numbers equal the API's, and it stays usable at a narrow window width").
 
-The data: CardCo in-process answers one payment, declines one and loses the answer of a third
-(seed 004: an unanswered call is Unknown, never failed); the merchant's sink refuses the paid
-order's confirmation until the outbox dead-letters it, which raises an escalation (seed 004,
-"Downstream Work"). The gateway is a real server on the test's clock. Skipped where Chromium is not
+The data (tests/integration/overview_support.py): CardCo in-process answers one payment, declines
+one and loses the answer of a third (seed 004: an unanswered call is Unknown, never failed); the
+merchant's sink refuses the paid order's confirmation until the outbox dead-letters it, which
+raises an escalation (seed 004, "Downstream Work"). The gateway is a real server on the test's clock. Skipped where Chromium is not
 installed. ``PAYGATE_CONSOLE_SCREENSHOTS=DIR`` keeps the pictures (docs/console/console-overview*.png).
 """
 
@@ -22,25 +22,12 @@ from tests.e2e.browser import CHROMIUM, Page, browser_page
 from tests.e2e.test_console_browser import VIEW, _picture, gateway_url
 from tests.integration.checkout.conftest import Shop, shop
 from tests.integration.outbox_support import World, receiver, settings, sink_lanes, world
+from tests.integration.overview_support import success_decline_unknown_dead_letter
 
 __all__ = ["gateway_url", "receiver", "settings", "shop", "sink_lanes", "world"]
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed "
                                                   "(apt-get install chromium to run the console in a browser)")]
 NARROW = 390  # a phone's CSS width
-
-
-async def _pipeline(shop: Shop, world: World) -> None:
-    await shop.order("ORD-OK")
-    assert (await shop.pay("ORD-OK")).json()["state"] == "Succeeded"
-    world.clock.advance(60)
-    await shop.order("ORD-NO", payment_method="pm_card_declined")
-    assert (await shop.pay("ORD-NO")).json()["state"] == "Failed"
-    await shop.faults({"operation": "create_payment", "action": "drop_response"})
-    await shop.order("ORD-LOST")
-    assert (await shop.pay("ORD-LOST")).json()["state"] == "Unknown"
-    [paid] = await shop.attempts("ORD-OK")
-    await world.fail_until_dead(f"attempt:{paid['attempt_id']}:order-confirmation")
-    world.clock.advance(30)
 
 
 async def _api(page: Page, path: str) -> Any:
@@ -57,7 +44,8 @@ async def _stat(page: Page, name: str) -> str:
 
 async def test_the_overview_shows_the_apis_numbers_as_charts_that_link_to_their_lists_at_any_width(
         gateway_url: str, services: Services, clock: ManualClock, shop: Shop, world: World) -> None:
-    await _pipeline(shop, world)
+    await success_decline_unknown_dead_letter(shop, world)
+    world.clock.advance(30)
     token = await services.tokens.create("operator", "op-1")
     async with browser_page(f"{gateway_url}/console/") as page:
         await page.wait_for("!document.getElementById('sign-in').hidden")

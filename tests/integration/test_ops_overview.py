@@ -5,7 +5,7 @@ accounts, payouts by state, and the age of the oldest Unknown attempt ... fed by
 endpoint"), over data the real pipeline made: CardCo in-process answers a payment, declines one
 and loses the answer of a third (seed 004: "a timeout is Unknown"); a confirmation the merchant's
 sink refuses is dead-lettered and escalated (seed 004, "Downstream Work"). Its numbers are the
-same as /metrics'. Each statement reads an index, not the history (EXPLAIN on a few thousand rows).
+same as /metrics' (tests/integration/overview_support.py). Each statement reads an index, not the history (EXPLAIN on a few thousand rows).
 
 On CardCo's account alone: the read model reads rows no adapter shapes."""
 
@@ -25,6 +25,7 @@ from tests.integration.conftest import cardco_only as provider  # noqa: F401  (C
 from tests.integration.metrics_support import scrape
 from tests.integration.notifications.conftest import operator
 from tests.integration.outbox_support import World, receiver, settings, sink_lanes, world
+from tests.integration.overview_support import success_decline_unknown_dead_letter
 
 __all__ = ["operator", "receiver", "settings", "shop", "sink_lanes", "world"]
 
@@ -40,17 +41,7 @@ async def test_the_overview_counts_what_the_pipeline_did_as_metrics_does(
         shop: Shop, world: World, operator: dict[str, str]) -> None:
     instruments.take()  # what earlier tests of this process counted and never flushed
     started = shop.services.clock.now()
-    await shop.order("ORD-OK")
-    assert (await shop.pay("ORD-OK")).json()["state"] == "Succeeded"
-    world.clock.advance(60)
-    await shop.order("ORD-NO", payment_method="pm_card_declined")
-    assert (await shop.pay("ORD-NO")).json()["state"] == "Failed"
-    await shop.faults({"operation": "create_payment", "action": "drop_response"})
-    await shop.order("ORD-LOST")
-    lost = await shop.pay("ORD-LOST")
-    assert (lost.status_code, lost.json()["state"]) == (202, "Unknown")
-    [paid] = await shop.attempts("ORD-OK")
-    await world.fail_until_dead(f"attempt:{paid['attempt_id']}:order-confirmation")
+    await success_decline_unknown_dead_letter(shop, world)
     world.clock.advance(90)
 
     seen = await _overview(shop, operator)
