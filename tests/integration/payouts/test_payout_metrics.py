@@ -177,7 +177,9 @@ async def test_decisions_are_counted_by_outcome_and_reason_in_their_own_transact
 async def test_every_label_value_is_a_kind_state_or_code_never_an_id(world: World) -> None:
     """Issue 15 item 3: "bounded label sets (never an id, account token or free text as a label
     value)": after a payout ran, no label value of the scrape names the payout, grant, attempt,
-    provider account or destination token."""
+    provider account or destination token. One exception, docs/decisions/0062: the configured
+    provider account is the value of the ``account`` label (configuration, a bounded set), and
+    only there."""
     await world.faults({"operation": "create_payout", "action": "drop_response"})
     job = await world.approved()
     await world.run(job)
@@ -187,8 +189,10 @@ async def test_every_label_value_is_a_kind_state_or_code_never_an_id(world: Worl
     secrets = {job.payout_id, job.grant_id, job.correlation_id, attempt["attempt_id"], attempt["client_reference"],
                world.settings.provider_accounts[0].id, "dst_tok_secret_77"}
     seen = await scrape(world.http)
-    values = {value for _, labels in seen.values for _, value in labels}
+    values = {value for _, labels in seen.values for name, value in labels if name != "account"}
     assert not {v for v in values if any(s in v for s in secrets)}
+    accounts = {value for _, labels in seen.values for name, value in labels if name == "account"}
+    assert accounts == {account.id for account in world.settings.provider_accounts}
 
 
 async def test_real_workers_add_what_each_delivery_counted_to_the_fleet_without_a_scrape(
