@@ -43,7 +43,7 @@ Allowed = tuple[str, ...] | Literal["code", "account"]
 class Family:
     """One metric family: its exposed name, type, help and the values each label may take
     (a tuple; ``"code"``: any reason code matching ``_CODE``; ``"account"``: a provider account id,
-    configuration and so a bounded set, docs/decisions/0062)."""
+    configuration and so a bounded set, docs/decisions/0063)."""
 
     name: str
     type: Literal["counter", "histogram"]
@@ -105,7 +105,7 @@ PAYMENT_PROVIDER_CALLS = Family(
     "paygate_payment_provider_call_seconds", "histogram", "Provider calls of checkout and its recovery, by outcome",
     {"operation": ("create", "lookup", "payment_method"), "outcome": CALL_OUTCOMES}, LATENCY_BUCKETS)
 # Every provider call of every kind again, by the account it went to (issue 25: the operator's
-# latency and error rate per account; docs/decisions/0062). The two families above say what the
+# latency and error rate per account; docs/decisions/0063). The two families above say what the
 # call was for; this one says where it went.
 ACCOUNT_PROVIDER_CALLS = Family(
     "paygate_provider_call_seconds", "histogram", "Provider calls of every kind, by provider account and outcome",

@@ -8,7 +8,7 @@ shapes. Nothing here is a payment rule; every number is a count, an age or a lat
   Prometheus' ``histogram_quantile`` does (linear within the bucket that holds the rank), so the
   Overview and a Grafana panel over the same buckets agree.
 - :func:`account_calls` gives each provider account's calls, error rate and p50/p99 from the
-  fleet's cumulative ``paygate_provider_call_seconds`` (docs/decisions/0062).
+  fleet's cumulative ``paygate_provider_call_seconds`` (docs/decisions/0063).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 console's home, the system at a glance. One read model (:mod:`gateway.store.overview`): checkout
 attempts started and settled per minute by outcome over the last hour, attempts Unknown now and
 the oldest one's age per kind, open escalations by reason, outbox backlog and dead letters,
-provider calls per account (p50, p99, error rate, from the fleet's counters: docs/decisions/0062)
+provider calls per account (p50, p99, error rate, from the fleet's counters: docs/decisions/0063)
 with its lookup tokens and any pause, payouts by state. Read-only."""
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ SELECT a.scope, LEAST(a.burst, COALESCE(b.tokens + a.rate * GREATEST(0, extract(
   LEFT JOIN provider_pauses p ON p.scope = a.scope AND p.paused_until > %(now)s;
 
 -- name: account_calls
--- The fleet's provider calls per account (docs/decisions/0041, 0062): the cumulative buckets and
+-- The fleet's provider calls per account (docs/decisions/0041, 0063): the cumulative buckets and
 -- counts of paygate_provider_call_seconds, a primary-key range of metric_counters.
 SELECT name, labels, value FROM metric_counters
  WHERE name IN ('paygate_provider_call_seconds_bucket', 'paygate_provider_call_seconds_count');

@@ -177,7 +177,7 @@ async def test_decisions_are_counted_by_outcome_and_reason_in_their_own_transact
 async def test_every_label_value_is_a_kind_state_or_code_never_an_id(world: World) -> None:
     """Issue 15 item 3: "bounded label sets (never an id, account token or free text as a label
     value)": after a payout ran, no label value of the scrape names the payout, grant, attempt,
-    provider account or destination token. One exception, docs/decisions/0062: the configured
+    provider account or destination token. One exception, docs/decisions/0063: the configured
     provider account is the value of the ``account`` label (configuration, a bounded set), and
     only there."""
     await world.faults({"operation": "create_payout", "action": "drop_response"})
