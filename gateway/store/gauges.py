@@ -30,6 +30,8 @@ def _per_kind(block: str, kinds: tuple[Kind, ...]) -> sql.Composed:
 
 PIPELINE_GAUGES = _per_kind("kind_pipeline_gauges", pipeline_kinds())
 UNKNOWN_AGES = sql.Composed([_per_kind("kind_unknown_ages", KINDS), sql.SQL(" ORDER BY series, bound")])
+# The Overview's Unknown attempts per kind with the oldest one's send time (gateway.store.overview).
+UNKNOWN_OLDEST = _per_kind("kind_unknown_oldest", KINDS)
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,13 @@ SELECT {kind}::text AS series, b.bound, b.le, count(u.age) FILTER (WHERE u.age <
                FROM {attempts} WHERE state = 'Unknown') u ON true
  GROUP BY b.bound, b.le
 
+-- name: kind_unknown_oldest
+-- The Overview (GET /v1/ops/overview): one kind's attempts Unknown now and since when the oldest
+-- one's send began ({sent_at}); composed for every registered kind. Unknown rows are few and
+-- indexed (payment_attempts_by_state; the pipeline's one-unresolved partial indexes).
+SELECT {kind}::text AS kind, count(*)::int AS unknown, min({sent_at}) AS oldest
+  FROM {attempts} WHERE state = 'Unknown'
+
 -- name: outbox_kinds
 -- Per message kind: undelivered rows and the age of the oldest (outbox lag; the pending partial
 -- index), and dead letters nobody has retried or discarded (outbox_messages_dead).

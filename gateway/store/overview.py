@@ -1,6 +1,6 @@
 """The operator's Overview read model (``GET /v1/ops/overview``; issue 25): one REPEATABLE READ
-snapshot, a few cheap statements (``overview.sql``, and ``gauges.sql``'s outbox and escalation
-blocks, the ones /metrics reads), shaped by :mod:`gateway.domain.overview`. The clock's now is a
+snapshot, a few cheap statements (``overview.sql``, and ``gauges.sql``'s per-kind Unknown, outbox
+and escalation blocks, the ones /metrics reads), shaped by :mod:`gateway.domain.overview`. The clock's now is a
 parameter like everywhere."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from gateway.domain import overview
 from gateway.domain.timestamps import rfc3339
 from gateway.settings import Settings
 from gateway.store.db import Connection, Database, fetch_all
+from gateway.store.gauges import UNKNOWN_OLDEST
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.store", "overview.sql")
@@ -52,7 +53,7 @@ async def read(db: Database, settings: Settings, now: datetime) -> dict[str, Any
     async with db.transaction() as conn:
         await conn.execute(_SNAPSHOT)
         per_minute = await fetch_all(conn, _SQL["attempts_per_minute"], {"since": since, "now": now})
-        unknown = await fetch_all(conn, _SQL["unknown_attempts"], {})
+        unknown = await fetch_all(conn, UNKNOWN_OLDEST, {})
         payouts = await fetch_all(conn, _SQL["payouts_by_state"], {})
         levels = await lookup_levels(conn, settings, now)
         calls = overview.account_calls(await fetch_all(conn, _SQL["account_calls"], {}))

@@ -1,7 +1,8 @@
 -- The operator's Overview (GET /v1/ops/overview; issue 25): the system at a glance, one read model
--- over the tables /metrics reads too (gauges.sql: outbox_kinds and open_escalations are read from
--- there). Every statement reads a partial index, a bounded index range or a small table, never the
--- payment history: measured with EXPLAIN in tests/integration/test_ops_overview.py.
+-- over the tables /metrics reads too (gauges.sql: kind_unknown_oldest, outbox_kinds and
+-- open_escalations are read from there). Every statement reads a partial index, a bounded index
+-- range or a small table, never the payment history: measured with EXPLAIN in
+-- tests/integration/test_ops_overview.py.
 
 -- name: attempts_per_minute
 -- Checkout attempts started (their first send intent) and settled (a transition into Succeeded,
@@ -18,19 +19,6 @@ SELECT date_trunc('minute', occurred_at) AS minute,
    AND occurred_at > %(since)s AND occurred_at <= %(now)s
  GROUP BY 1
  ORDER BY 1;
-
--- name: unknown_attempts
--- Attempts Unknown now, per kind, and since when the oldest one's send began (checkout:
--- first_sent_at; the attempt pipeline: started_at). Unknown rows are few and indexed
--- (payment_attempts_by_state; the pipeline's one-unresolved partial indexes).
-SELECT 'payment' AS kind, count(*)::int AS unknown, min(first_sent_at) AS oldest
-  FROM payment_attempts WHERE state = 'Unknown'
-UNION ALL
-SELECT 'payout', count(*), min(started_at) FROM payout_attempts WHERE state = 'Unknown'
-UNION ALL
-SELECT 'payout_recall', count(*), min(started_at) FROM payout_recall_attempts WHERE state = 'Unknown'
-UNION ALL
-SELECT 'payment_refund', count(*), min(started_at) FROM payment_refund_attempts WHERE state = 'Unknown';
 
 -- name: payouts_by_state
 -- Payouts per state: one index-only pass over payouts_by_state (state, created_at, payout_id).
