@@ -11,15 +11,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
+from gateway.http.app_services import services_of
 from gateway.http.auth import require
-from gateway.services import Services
 from gateway.store import overview
 from gateway.store.counters import flush
 
 
 async def get_overview(request: Request) -> JSONResponse:
     await require(request, "operator")
-    services: Services = request.app.state.services
+    services = services_of(request)
     await flush(services.db)  # this process's own provider calls too, as a /metrics scrape does
     return JSONResponse(await overview.read(services.db, services.settings, services.clock.now()))
 
