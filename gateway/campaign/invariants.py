@@ -73,6 +73,8 @@ class Snapshot:
     logged_dead_letters: frozenset[int] = frozenset()
     # the gateway's API, as the campaign's merchants saw it: orders whose cancellation it accepted
     cancelled_orders: frozenset[str] = frozenset()
+    # when the campaign received each of those acceptances (its own wall clock)
+    cancellations_answered: Mapping[str, datetime] = field(default_factory=dict)
     # what the run saw: what was still moving when the settle reached its deadline (empty when it
     # settled), processes not alive or not ready at the end, the scenarios asked for and those
     # that reached an outcome, steps of the run that failed (a fault-rule install, a disruption,
@@ -359,6 +361,19 @@ def cancellations_respected(s: Snapshot) -> list[str]:
     return found
 
 
+def no_send_after_cancellation(s: Snapshot) -> list[str]:
+    """Seed 004, "Cancellation goes through the same lock": once a cancellation is committed no
+    new send intent can be (the Started transition and every recovery intent re-check under the
+    order's lock that it is still Open). So no payment attempt of an order whose cancellation the
+    campaign saw accepted has its first send intent after that answer arrived (the answer comes
+    after the commit; both clocks are real time)."""
+    return [f"order {a['order_id']}: attempt {a['client_reference']}'s first send intent {a['intent_at']:%H:%M:%S.%f} "
+            f"came after its cancellation was answered ({s.cancellations_answered[a['order_id']]:%H:%M:%S.%f})"
+            for a in s.payment_attempts
+            if a["order_id"] in s.cancellations_answered and a.get("intent_at") is not None
+            and a["intent_at"] > s.cancellations_answered[a["order_id"]]]
+
+
 def _business(s: Snapshot) -> list[Row]:
     return [row for row in s.outbox if row["ordering_key"] is not None and row["kind"] != "payout-job"
             and not row["kind"].endswith("-job")]
@@ -545,6 +560,7 @@ CHECKS: dict[str, Callable[[Snapshot], list[str]]] = {
     "ledger-recalls-agree": ledger_recalls_agree,
     "orders-agree-with-ledger": orders_match_ledger,
     "cancellation-respected": cancellations_respected,
+    "no-send-after-cancellation": no_send_after_cancellation,
     "sink-once-per-dedup-key": sink_once_per_dedup_key,
     "sink-in-order-per-ordering-key": sink_in_order,
     "effects-delivered-or-escalated": effects_delivered_or_escalated,

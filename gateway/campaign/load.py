@@ -94,7 +94,8 @@ class Load:
         self._doc = document
         self.operations: Counter[str] = Counter()
         self.made: Counter[str] = Counter()  # scenarios that reached their end: "checkout", "payout"
-        self.cancelled: set[str] = set()  # orders whose cancellation the gateway accepted
+        # orders whose cancellation the gateway accepted, and when its answer arrived (wall clock)
+        self.cancelled: dict[str, datetime] = {}
 
     async def setup(self) -> bool:
         """Reference data through the admin API: a daily limit the run cannot exhaust, a newly
@@ -146,7 +147,7 @@ class Load:
         response = await self.gateway.call("POST", f"/v1/orders/{c.order_id}/cancel", "merchant")
         if response is not None and response.status_code == 200 and \
                 response.json()["state"] in ("Cancelled", "CancelRequested"):
-            self.cancelled.add(c.order_id)
+            self.cancelled.setdefault(c.order_id, datetime.now(UTC))
 
     async def _pay(self, c: Checkout) -> httpx.Response | None:
         self.operations["payment-post"] += 1

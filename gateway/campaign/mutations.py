@@ -49,8 +49,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("send-after-cancellation", "checkout", "gateway/payments/queries.sql",
              "    SELECT order_id FROM orders\n     WHERE order_id = %(order_id)s AND state = 'Open'\n"
              "       FOR NO KEY UPDATE\n), started AS (",
-             "    SELECT order_id FROM orders\n     WHERE order_id = %(order_id)s AND state IN ('Open', 'Cancelled')\n"
-             "       FOR NO KEY UPDATE\n), started AS (",
+             "    SELECT order_id FROM orders\n     WHERE order_id = %(order_id)s "
+             "AND state IN ('Open', 'CancelRequested')\n       FOR NO KEY UPDATE\n), started AS (",
              "seed 004 Cancellation: a committed cancellation prevents the send"),
     Mutation("new-key-per-payment-send", "checkout", "gateway/payments/client.py",
              '            headers={**self._credentials(account), "Idempotency-Key": stored.idempotency_key},',

@@ -144,7 +144,7 @@ async def _campaign(options: Options, fleet: Fleet, progress: Progress, logs: Pa
         failed_steps += disruptions.failures
         still_moving = await _settle(fleet, cardco, progress)
         observed = await snapshot.read(cardco, doc, fleet.database_url, logs,
-                                       frozenset(load.cancelled))
+                                       dict(load.cancelled))
         observed = dataclasses.replace(
             observed, still_moving=still_moving, unhealthy=await _unhealthy(fleet, http),
             asked={"checkouts": options.checkouts, "payouts": options.payouts},
