@@ -13,8 +13,6 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
 from gateway.domain.effect_errors import CertificateNotFound
-from gateway.domain.errors import OrderNotFound
-from gateway.domain.payout_errors import PayoutNotFound
 from gateway.effects.certify import Certifier
 from gateway.http.app_services import services_of
 from gateway.http.auth import authenticate, require
@@ -27,9 +25,8 @@ async def keys(request: Request) -> JSONResponse:
 
 async def order_certificate(request: Request) -> JSONResponse:
     principal = await authenticate(request)
-    owners, document = await services_of(request).orders.certificate(request.path_params["order_id"])
-    if owners.get(principal.role) != principal.subject:
-        raise OrderNotFound()
+    document = await services_of(request).orders.certificate(request.path_params["order_id"], principal.role,
+                                                             principal.subject)
     if document is None:
         raise CertificateNotFound()
     return JSONResponse(document)
@@ -38,9 +35,8 @@ async def order_certificate(request: Request) -> JSONResponse:
 async def payout_certificate(request: Request) -> JSONResponse:
     principal = await require(request, "clerk", "operator", "admin")
     async with services_of(request).db.transaction() as conn:
-        tenant_id, document = await records.certificate(conn, request.path_params["payout_id"])
-    if principal.role == "clerk" and principal.tenant_id != tenant_id:
-        raise PayoutNotFound()
+        document = await records.certificate(conn, request.path_params["payout_id"],
+                                             principal.tenant_id if principal.role == "clerk" else None)
     if document is None:
         raise CertificateNotFound()
     return JSONResponse(document)

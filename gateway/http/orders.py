@@ -71,10 +71,7 @@ async def get_order(request: Request) -> Response:
     ``refunds``, every decision, grant and attempt)."""
     principal = await _order_reader(request)
     services = services_of(request)
-    order = await services.orders.get(request.path_params["order_id"])
-    owner = order["merchant_id"] if principal.role == "merchant" else order["customer_id"]
-    if owner != principal.subject:
-        raise OrderNotFound()
+    order = await services.orders.get_owned(request.path_params["order_id"], principal.role, principal.subject)
     async with services.db.transaction() as conn:
         refunds = await refunds_of(conn, order["order_id"])
     return JSONResponse(order_body(order) | refunds)

@@ -12,6 +12,14 @@ RETURNING *;
 -- name: get
 SELECT * FROM orders WHERE order_id = %(order_id)s;
 
+-- name: get_owned
+-- The order if the caller owns it in its role: its merchant's subject for 'merchant', its
+-- customer's for 'customer', nobody for any other role. Another's order is no row, answered
+-- exactly like an unknown one (API.md, Orders and checkout: never reveal that it exists).
+SELECT * FROM orders
+ WHERE order_id = %(order_id)s
+   AND CASE %(role)s::text WHEN 'merchant' THEN merchant_id WHEN 'customer' THEN customer_id END = %(subject)s;
+
 -- name: lock
 -- FOR NO KEY UPDATE, not FOR UPDATE: it serializes writers of this order without blocking the
 -- FOR KEY SHARE locks that inserting attempts (foreign keys) take.
@@ -27,9 +35,10 @@ UPDATE orders SET state = %(state)s, updated_at = %(now)s, version = version + 1
 RETURNING *;
 
 -- name: certificate_attempt
--- The order's succeeded attempt (at most one: a paid order gets no other attempt), with the
--- order's owners so the endpoint can answer 404 to everyone else.
-SELECT o.merchant_id, o.customer_id, a.attempt_id
+-- The order's succeeded attempt (at most one: a paid order gets no other attempt), if the caller
+-- owns the order in its role (as get_owned); no row for everyone else.
+SELECT a.attempt_id
   FROM orders o LEFT JOIN payment_attempts a ON a.order_id = o.order_id AND a.state = 'Succeeded'
  WHERE o.order_id = %(order_id)s
+   AND CASE %(role)s::text WHEN 'merchant' THEN o.merchant_id WHEN 'customer' THEN o.customer_id END = %(subject)s
  ORDER BY a.attempt_number DESC NULLS LAST LIMIT 1;

@@ -48,15 +48,24 @@ class Orders:
             raise OrderNotFound()
         return row
 
-    async def certificate(self, order_id: str) -> tuple[dict[str, str], dict[str, Any] | None]:
-        """The order's owners by role (none for an unknown order) and the certificate of its
-        succeeded attempt's effect, None when there is none (seed 001; API.md "Shapes")."""
+    async def get_owned(self, order_id: str, role: str, subject: str) -> Order:
+        """The order as its merchant or its customer reads it; 404 ``order.not_found`` for an
+        unknown order and, alike, for anyone else's (the owner check is the query's WHERE)."""
+        row = await self._db.fetch_one(_SQL["get_owned"], {"order_id": order_id, "role": role, "subject": subject})
+        if row is None:
+            raise OrderNotFound()
+        return row
+
+    async def certificate(self, order_id: str, role: str, subject: str) -> dict[str, Any] | None:
+        """The certificate of the order's succeeded attempt's effect, None when there is none
+        (seed 001; API.md "Shapes"); 404 ``order.not_found`` unless the caller owns the order in
+        its role, as :meth:`get_owned`."""
         async with self._db.transaction() as conn:
-            row = await fetch_one(conn, _SQL["certificate_attempt"], {"order_id": order_id})
+            row = await fetch_one(conn, _SQL["certificate_attempt"],
+                                  {"order_id": order_id, "role": role, "subject": subject})
             if row is None:
-                return {}, None
-            owners = {"merchant": row["merchant_id"], "customer": row["customer_id"]}
-            return owners, None if row["attempt_id"] is None else await certificate_of(conn, row["attempt_id"])
+                raise OrderNotFound()
+            return None if row["attempt_id"] is None else await certificate_of(conn, row["attempt_id"])
 
     async def cancel(self, order_id: str, merchant_id: str) -> Order:
         async with self._db.transaction() as conn:

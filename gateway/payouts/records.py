@@ -62,13 +62,14 @@ async def create_payout(db: Database, now: datetime, *, tenant_id: str, requeste
     return existing, False
 
 
-async def certificate(conn: Connection, payout_id: str) -> tuple[str, dict[str, Any] | None]:
-    """The payout's tenant and the certificate of its latest succeeded attempt's effect (None when
-    there is none); 404 ``payout.not_found`` for an unknown payout (seed 001; API.md "Shapes")."""
+async def certificate(conn: Connection, payout_id: str, tenant_id: str | None) -> dict[str, Any] | None:
+    """The certificate of the payout's latest succeeded attempt's effect, None when there is none
+    (seed 001; API.md "Shapes"); 404 ``payout.not_found`` for an unknown payout and, as
+    :func:`get_payout`, for another tenant's (``tenant_id`` None: any tenant's, for operators)."""
     row = await fetch_one(conn, _SQL["certificate_attempt"], {"payout_id": payout_id})
-    if row is None:
+    if row is None or (tenant_id is not None and row["tenant_id"] != tenant_id):
         raise PayoutNotFound()
-    return row["tenant_id"], None if row["attempt_id"] is None else await certificate_of(conn, row["attempt_id"])
+    return None if row["attempt_id"] is None else await certificate_of(conn, row["attempt_id"])
 
 
 async def get_payout(conn: Connection, payout_id: str, tenant_id: str | None, *, lock: bool = False) -> dict[str, Any]:
