@@ -163,17 +163,19 @@ class Disruptions:
         how = {"restart-postgres": "fast shutdown, start", "crash-postgres": "-m immediate, crash recovery",
                "outage-postgres": f"fast shutdown, down {down_s:.0f} s", "restart-broker": "SIGKILL, data lost",
                "outage-broker": f"SIGKILL, data lost, down {down_s:.0f} s"}[d.action]
-        self.progress(f"{d.action}: {server} ({how})")
-        began = time.time()
-        try:
-            restarted = await asyncio.to_thread(self.fleet.restart, server, crash=crash, down_s=down_s)
-        finally:
-            self.windows.append((began, time.time()))
+        async with self._pausing:  # a pause of an earlier wave still running ends first (it reads PostgreSQL)
+            self.progress(f"{d.action}: {server} ({how})")
+            began = time.time()
+            try:
+                restarted = await asyncio.to_thread(self.fleet.restart, server, crash=crash, down_s=down_s)
+            finally:
+                self.windows.append((began, time.time()))
         self.progress(f"{server} is back" if restarted else f"{server} is not the campaign's: not restarted")
 
     async def _pause(self, d: schedule.Disruption) -> None:
-        """A pause runs on past its wave; a server disruption of a later wave that cuts its reading
-        of the leases ends it early (the worker is continued), which is noted, not a failure."""
+        """A pause runs on past its wave; a server disruption of a later wave waits for it to end.
+        A server that fails under it anyway ends it early (the worker is continued), which is
+        noted, not a failure."""
         fleet = self.fleet
         try:
             async with self._pausing:  # one at a time: a second stopped worker would leave nobody to take over
