@@ -109,10 +109,12 @@ def refund_payment(fake: CardCo, account: Account, key: str, params: RefundParam
     object of the payment's full amount, `succeeded` at once (or `processing` under a rule). A
     documented no-effect answers 200 `failed`: `already_refunded` when the payment is refunded or
     another refund of it is processing, `payment_not_refundable` when it did not succeed, or a
-    `decline` rule's code. The payment becomes `refunded` only when the refund succeeds."""
+    `decline` rule's code. The payment becomes `refunded` only when the refund succeeds. The
+    payment is read by id as a write reads it, consistently: the visibility delay lags lookups, not
+    writes (a recall finds its payout the same way)."""
     now = check_expiry(fake, params.expires_at)
     payment = fake.store.payments.get(params.payment_id)
-    if payment is None or payment.account != account.id or not fake.can_see(payment, None):
+    if payment is None or payment.account != account.id:
         raise NotFound()
     refund = Refund(id=new_id(Refund.id_prefix), account=account.id, client_reference=params.client_reference,
                     idempotency_key=key, amount_minor=payment.amount_minor, currency=payment.currency,

@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 import httpx
+import pytest
 
 from provider_fake import CardCo
 from tests.provider_fake.support import START, pay, set_faults
@@ -90,3 +91,17 @@ async def test_refund_fault_operations(client, control, fake: CardCo) -> None:
     assert len(fake.store.refunds) == 1  # the effect happened; the answer was lost
     listed = await client.get("/v1/refunds", params={"client_reference": "ORD-1-r1"})
     assert listed.status_code == 500
+
+
+@pytest.mark.parametrize("timings", [{"visibility_delay_s": 10}])
+async def test_a_refund_of_a_payment_still_hidden_from_lookups_takes_effect(client, control, fake: CardCo) -> None:
+    """The visibility delay is a lag of CardCo's lookups (API.md: "may lag behind writes"), not of
+    its writes: a refund names its payment by id and finds it at once, as a recall finds its payout.
+    A cancellation that races the payment's webhook makes the gateway refund a payment seconds old;
+    a 404 there ended the refund with no effect and left the money taken (seed 004 "Cancellation")."""
+    payment: dict[str, Any] = (await pay(client)).json()
+    assert (await client.get("/v1/payments", params={"client_reference": "ORD-1-a1"})).json() == {"data": []}
+    refund = await _refund(client, payment["id"])
+    assert (refund.status_code, refund.json()["status"]) == (200, "succeeded")
+    [entry] = (await control.get("/ledger")).json()["refunds"]
+    assert entry["payment"] == payment["id"]
