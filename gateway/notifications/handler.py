@@ -8,14 +8,15 @@ independently; record the notification (a keyed duplicate returns before any tra
 outbox row); then escalate an identity conflict, an unmatched or unreadable notification, or apply
 it through :meth:`Attempts.apply_evidence`, the conditional transition every writer shares
 (``payout.*`` through ``gateway.payouts.notifications.apply``, the payouts aggregate's own; a
-``payment.refunded`` naming a refund the gateway made through ``gateway.refunds.notifications``). The
-caller acknowledges only after this returns, i.e. after the commit.
+``payment.refunded`` naming a refund the gateway made through ``gateway.refunds.notifications``). Which
+matchers place a readable notification, and so how it is applied, is one table by notification
+kind (``_MATCHERS``). The caller acknowledges only after this returns, i.e. after the commit.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 from uuid import UUID
@@ -55,6 +56,25 @@ class _Context:
     account: ProviderAccount
     key: str | None
     webhook_id: str
+
+
+Apply = Callable[[Connection, int], Awaitable[None]]  # (transaction, notification_event_id)
+
+
+@dataclass(frozen=True)
+class _Found:
+    """Where a matcher placed a notification (seed 004, "The Notification Handler"): the attempt
+    its evidence applies to with that attempt's applier, or the two different attempts its
+    identifiers name (evidence applied to neither), or nothing. ``recorded`` when the matcher
+    recorded the notification in its own statement (docs/decisions/0049); otherwise the handler
+    records it, naming the aggregate's attempt in ``field``."""
+
+    attempt_id: UUID | None = None
+    apply: Apply | None = None
+    conflict: tuple[str, str] | None = None  # (by reference, by provider id) attempt ids
+    conflict_attempt: UUID | None = None  # the payment attempt a conflict's escalation is attached to
+    recorded: repository.Recorded | repository.Duplicate | None = None
+    field: str = "payout_attempt_id"
 
 
 class NotificationHandler:
@@ -122,71 +142,96 @@ class NotificationHandler:
     async def _readable(self, conn: Connection, context: _Context, parsed: Notification) -> Handled:
         account_id = context.account.id
         reference, object_id = parsed.client_reference, parsed.provider_object_id
-        by_reference = by_payment_id = None
-        payout = payout_notifications.Match(None)
         keys = {problem: escalation_key(account_id, problem, notification_key=context.key,
                                         provider_object_id=object_id, client_reference=reference)
                 for problem in ("identity-conflict", "unmatched")}
         detail = {**parsed.detail(), "webhook_id": context.webhook_id}
-        recorded: repository.Recorded | repository.Duplicate | None = None
-        locked = None
-        refund = await refund_notifications.match(conn, account_id, parsed)
-        if refund is not None:  # payment.refunded naming a refund the gateway made: that refund's evidence
-            payout = refund.found
-        elif parsed.kind == "payment":
-            # Both identifiers resolved independently and the notification recorded with what they
-            # found, in one statement; if they name different attempts the notification is
-            # contradictory evidence, applied to neither.
-            identified = await repository.identify_and_record(
-                conn, provider_account=account_id, client_reference=reference, provider_payment_id=object_id,
-                notification_key=context.key, detail={**detail, "payout_attempt_id": None},
-                conflict_key=keys["identity-conflict"], unmatched_key=keys["unmatched"],
-                evidence_payment_id=parsed.payment.id if parsed.payment else None, now=self._clock.now())
-            by_reference, by_payment_id, recorded = identified.by_reference, identified.by_payment_id, \
-                identified.recorded
-            locked = identified.locked
-        elif parsed.kind != "refund":  # payout.*: the payouts aggregate matches its own attempts, the same two ways
-            payout = await payout_notifications.match(conn, account_id, parsed)
-        conflict = (by_reference is not None and by_payment_id is not None and by_reference != by_payment_id) \
-            or payout.conflict is not None
-        attempt_id = None if conflict else by_reference or by_payment_id
-        matched = attempt_id is not None or payout.attempt is not None
-        esc_key = keys["identity-conflict" if conflict else "unmatched"]
+        found = _Found()
+        for matcher in _MATCHERS[parsed.kind]:  # the first matcher that places it wins
+            placed = await matcher(self, conn, context, parsed, keys, detail)
+            if placed is not None:
+                found = placed
+                break
+        esc_key = keys["identity-conflict" if found.conflict else "unmatched"]
+        recorded = found.recorded
         if recorded is None:  # a refund's or a payout's notification, matched by its own aggregate
-            recorded = await self._record(conn, context, attempt_id, {
-                **detail, "escalation_key": None if matched else esc_key,
-                f"{'refund' if refund else 'payout'}_attempt_id":
-                    str(payout.attempt["attempt_id"]) if payout.attempt else None})
+            recorded = await self._record(conn, context, None, {
+                **detail, "escalation_key": None if found.attempt_id else esc_key,
+                found.field: str(found.attempt_id) if found.attempt_id else None})
         if isinstance(recorded, repository.Duplicate):
             return Handled("duplicate")
-        if refund is not None and payout.attempt is not None:  # issue 11 item 3: the refund attempt's evidence
-            await refund_notifications.apply(conn, self._clock.now(), payout.attempt, refund.notification,
-                                             notification_event_id=recorded.event_id, notification_key=context.key,
-                                             settings=self._settings)
-            return Handled("applied", recorded.event_id, payout.attempt["attempt_id"])
-        if payout.attempt is not None:  # the one call site docs/decisions/0011 left for payouts
-            await payout_notifications.apply(conn, self._clock.now(), payout.attempt, parsed,
-                                             notification_event_id=recorded.event_id, notification_key=context.key,
-                                             settings=self._settings)
-            return Handled("applied", recorded.event_id, payout.attempt["attempt_id"])
-        if attempt_id is not None:
-            await self.apply(conn, account_id, attempt_id, parsed, recorded.event_id, context.key, actor=ACTOR,
-                             locked=locked)
-            return Handled("applied", recorded.event_id, attempt_id)
+        if found.apply is not None:
+            await found.apply(conn, recorded.event_id)
+            return Handled("applied", recorded.event_id, found.attempt_id)
         facts = {"provider_account": account_id, "client_reference": reference, "provider_payment_id": object_id,
                  "notification_event_id": recorded.event_id, "provider_event_id": parsed.event_id,
                  "notification_key": context.key, "type": parsed.event_type, "status": parsed.subject.status,
                  "amount_minor": parsed.subject.amount_minor, "currency": parsed.subject.currency}
-        if conflict:
-            # Attached to the reference-matched attempt for navigation; details name both.
-            named = payout.conflict or (str(by_reference), str(by_payment_id))
-            await self._raise(conn, esc_key, "identity-conflict", by_reference, {
-                **facts, "reference_attempt_id": named[0], "provider_payment_id_attempt_id": named[1]})
+        if found.conflict:
+            # Attached to the reference-matched payment attempt for navigation; details name both.
+            await self._raise(conn, esc_key, "identity-conflict", found.conflict_attempt, {
+                **facts, "reference_attempt_id": found.conflict[0],
+                "provider_payment_id_attempt_id": found.conflict[1]})
             return Handled("identity-conflict", recorded.event_id)
         # Never silently ignore what cannot be placed; the stored notification waits for
         # reconciliation (POST /v1/ops/notifications/{event_id}/apply).
         await self._raise(conn, esc_key, f"unmatched-{parsed.kind}", None, facts)
         return Handled("unmatched", recorded.event_id)
+
+    async def _payment(self, conn: Connection, context: _Context, parsed: Notification, keys: dict[str, str],
+                       detail: dict[str, Any]) -> _Found:
+        """Both identifiers resolved independently and the notification recorded with what they
+        found, in one statement; if they name different attempts the notification is
+        contradictory evidence, applied to neither."""
+        identified = await repository.identify_and_record(
+            conn, provider_account=context.account.id, client_reference=parsed.client_reference,
+            provider_payment_id=parsed.provider_object_id, notification_key=context.key,
+            detail={**detail, "payout_attempt_id": None}, conflict_key=keys["identity-conflict"],
+            unmatched_key=keys["unmatched"],
+            evidence_payment_id=parsed.payment.id if parsed.payment else None, now=self._clock.now())
+        by_reference, by_payment_id = identified.by_reference, identified.by_payment_id
+        if by_reference is not None and by_payment_id is not None and by_reference != by_payment_id:
+            return _Found(conflict=(str(by_reference), str(by_payment_id)), conflict_attempt=by_reference,
+                          recorded=identified.recorded)
+        attempt_id = by_reference or by_payment_id
+        if attempt_id is None:
+            return _Found(recorded=identified.recorded)
+
+        async def apply(conn: Connection, event_id: int) -> None:
+            await self.apply(conn, context.account.id, attempt_id, parsed, event_id, context.key, actor=ACTOR,
+                             locked=identified.locked)
+        return _Found(attempt_id=attempt_id, apply=apply, recorded=identified.recorded)
+
+    async def _refund(self, conn: Connection, context: _Context, parsed: Notification, keys: dict[str, str],
+                      detail: dict[str, Any]) -> _Found | None:
+        """A ``payment.refunded`` (or a provider's refund event) naming a refund the gateway made:
+        that refund attempt's evidence; None when it names none."""
+        refund = await refund_notifications.match(conn, context.account.id, parsed)
+        if refund is None:
+            return None
+        attempt, evidence = refund.found.attempt, refund.notification
+        if attempt is None:
+            return _Found(conflict=refund.found.conflict, field="refund_attempt_id")
+
+        async def apply(conn: Connection, event_id: int) -> None:
+            await refund_notifications.apply(conn, self._clock.now(), attempt, evidence,
+                                             notification_event_id=event_id, notification_key=context.key,
+                                             settings=self._settings)
+        return _Found(attempt["attempt_id"], apply, field="refund_attempt_id")
+
+    async def _payout(self, conn: Connection, context: _Context, parsed: Notification, keys: dict[str, str],
+                      detail: dict[str, Any]) -> _Found:
+        """``payout.*``: the payouts aggregate matches its own attempts, the same two ways."""
+        payout = await payout_notifications.match(conn, context.account.id, parsed)
+        attempt = payout.attempt
+        if attempt is None:
+            return _Found(conflict=payout.conflict)
+
+        async def apply(conn: Connection, event_id: int) -> None:  # the one call site docs/decisions/0011 left
+            await payout_notifications.apply(conn, self._clock.now(), attempt, parsed,
+                                             notification_event_id=event_id, notification_key=context.key,
+                                             settings=self._settings)
+        return _Found(attempt["attempt_id"], apply)
 
     async def apply(self, conn: Connection, account_id: str, attempt_id: UUID, parsed: Notification, event_id: int,
                     key: str | None, *, actor: str, locked: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -222,3 +267,16 @@ class NotificationHandler:
         await raise_escalation(conn, escalation_key=key, reason=reason, now=self._clock.now(),
                                reminder_interval_s=self._settings.reminder_interval_s,
                                attempt_id=attempt_id, details=details)
+
+
+Matcher = Callable[[NotificationHandler, Connection, _Context, Notification, dict[str, str], dict[str, Any]],
+                   Awaitable[_Found | None]]
+# Each notification kind's matchers, tried in turn until one places it (each match carries its
+# applier). A refunded payment naming a refund the gateway made is that refund's evidence before
+# it is the payment's; a refund no attempt of the gateway's made is unmatched.
+_MATCHERS: Mapping[str, tuple[Matcher, ...]] = {
+    "payment": (NotificationHandler._refund, NotificationHandler._payment),
+    "refund": (NotificationHandler._refund,),
+    "payout": (NotificationHandler._payout,),
+    "payout_recall": (NotificationHandler._payout,),
+}
