@@ -13,11 +13,10 @@
 -- handler decides from the same two ids the same way (NotificationHandler._readable). event_id is
 -- NULL for a duplicate, with the same waiting as record_notification.
 -- Then, only when this statement recorded the notification for one attempt (the handler applies it
--- there next), that attempt is locked for its evidence, exactly as gateway/payments/queries.sql
--- ``lock_for_evidence`` does (docs/decisions/0049; keep the two alike): the order row, then the
--- attempt row, with the order's state, the attempt's send intents and the other attempt, if any,
--- that already owns the evidence's provider payment ID (evidence_payment_id). Its columns follow
--- the three above, all NULL when nothing was locked (a duplicate, a conflict, no match).
+-- there next), that attempt is locked for its evidence by gateway/payments/queries.sql
+-- lock_for_evidence itself, bound in by gateway/payments/evidence_lock.py (docs/decisions/0049).
+-- Its columns follow the three above, all NULL when nothing was locked (a duplicate, a conflict,
+-- no match).
 WITH found AS (
     SELECT (SELECT attempt_id FROM payment_attempts
              WHERE provider_account = %(provider_account)s AND client_reference = %(client_reference)s)
@@ -40,21 +39,8 @@ WITH found AS (
       FROM placed
     ON CONFLICT (provider_account, notification_key) DO NOTHING
     RETURNING event_id, attempt_id
-), locked_order AS MATERIALIZED (
-    SELECT o.order_id, o.state AS order_state FROM orders o
-     WHERE o.order_id = (SELECT a.order_id FROM payment_attempts a JOIN recorded USING (attempt_id))
-       FOR NO KEY UPDATE
 ), locked AS (
-    SELECT a.*, locked_order.order_state,
-           (SELECT count(*) FROM payment_attempt_events e
-             WHERE e.attempt_id = a.attempt_id AND e.kind = 'send_intent') AS send_intents,
-           (SELECT other.attempt_id FROM payment_attempts other
-             WHERE other.provider_account = a.provider_account
-               AND other.provider_payment_id = %(evidence_payment_id)s
-               AND other.attempt_id <> a.attempt_id) AS provider_payment_owner
-      FROM payment_attempts a JOIN locked_order USING (order_id)
-     WHERE a.attempt_id = (SELECT attempt_id FROM recorded)
-       FOR NO KEY UPDATE OF a
+{lock_for_evidence}
 )
 SELECT found.by_reference, found.by_payment_id, (SELECT event_id FROM recorded) AS event_id, locked.*
   FROM found LEFT JOIN locked ON true;

@@ -9,14 +9,20 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from gateway.domain.paging import Keyset, PageRequest
+from gateway.payments.evidence_lock import lock_for_evidence
 from gateway.store.db import Connection, Database, fetch_all, fetch_one
 from gateway.store.keyset import directed, page_params
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.notifications")
+# One round trip (docs/decisions/0049): the recording statement locks the attempt with the payments' own lock.
+_LOCK_RECORDED = lock_for_evidence("(SELECT attempt_id FROM recorded)", commented=False)
+_IDENTIFY_AND_RECORD = sql.SQL(_SQL["identify_and_record"]).format(  # type: ignore[arg-type]
+    lock_for_evidence=sql.SQL(_LOCK_RECORDED)).as_string(None)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -49,7 +55,7 @@ async def identify_and_record(conn: Connection, *, provider_account: str, client
     """Both lookups, :func:`record` and, for a notification recorded for one attempt, that
     attempt's evidence locks, in one round trip (queries.sql ``identify_and_record``): ``detail``
     gains ``escalation_key`` as the handler would set it."""
-    row = await fetch_one(conn, _SQL["identify_and_record"], {
+    row = await fetch_one(conn, _IDENTIFY_AND_RECORD, {
         "provider_account": provider_account, "client_reference": client_reference,
         "provider_payment_id": provider_payment_id, "notification_key": notification_key, "detail": Jsonb(detail),
         "conflict_key": conflict_key, "unmatched_key": unmatched_key, "evidence_payment_id": evidence_payment_id,

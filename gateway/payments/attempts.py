@@ -25,6 +25,7 @@ from gateway.effects.ledger import advance, advance_record, lock_record
 from gateway.escalations.store import raise_escalation
 from gateway.outbox.store import attempt_ordering_key, effect_rows
 from gateway.payments.client import StoredRequest, payments_endpoint
+from gateway.payments.evidence_lock import LOCK_FOR_EVIDENCE
 from gateway.payments.leases import Lease, finish
 from gateway.payments.sends import persist_payment
 from gateway.providers import provider_for
@@ -223,8 +224,8 @@ class Attempts:
     async def _apply(self, conn: Connection, attempt_id: uuid.UUID, evidence: Evidence, actor: str,
                      kind: str | None, lease: Lease | None, locked: Attempt | None) -> Attempt:
         now = self._clock.now()
-        attempt = locked or await fetch_one(conn, _SQL["lock_for_evidence"], {
-            "attempt_id": attempt_id, "provider_payment_id": evidence.provider_payment_id})
+        attempt = locked or await fetch_one(conn, LOCK_FOR_EVIDENCE, {
+            "attempt_id": attempt_id, "evidence_payment_id": evidence.provider_payment_id})
         if attempt is None:
             raise LookupError(f"attempt {attempt_id} does not exist")
         decision = decide(facts(attempt), evidence, only_send=attempt["send_intents"] == 1)

@@ -26,11 +26,12 @@ SELECT o.*,
 -- has (a no-effect rejection closes it only after its only send), which other attempt, if any,
 -- already owns the evidence's provider payment ID (recording it again would make it name two),
 -- and the order's state under its lock (a success on a cancelled order is settled differently).
--- A payment notification takes these locks in the statement that records it (gateway/notifications/
--- queries.sql ``identify_and_record``, docs/decisions/0049): keep the two alike.
+-- A template: gateway/payments/evidence_lock.py binds the attempt's id, the attempt_id parameter
+-- for Attempts.apply_evidence, or, inside gateway/notifications/queries.sql identify_and_record
+-- (docs/decisions/0049), the attempt that statement just recorded a payment notification for.
 WITH locked_order AS MATERIALIZED (
     SELECT o.order_id, o.state AS order_state FROM orders o
-     WHERE o.order_id = (SELECT order_id FROM payment_attempts WHERE attempt_id = %(attempt_id)s)
+     WHERE o.order_id = (SELECT order_id FROM payment_attempts WHERE attempt_id = {attempt_id})
        FOR NO KEY UPDATE
 )
 SELECT a.*, locked_order.order_state,
@@ -38,11 +39,11 @@ SELECT a.*, locked_order.order_state,
          WHERE e.attempt_id = a.attempt_id AND e.kind = 'send_intent') AS send_intents,
        (SELECT other.attempt_id FROM payment_attempts other
          WHERE other.provider_account = a.provider_account
-           AND other.provider_payment_id = %(provider_payment_id)s
+           AND other.provider_payment_id = %(evidence_payment_id)s
            AND other.attempt_id <> a.attempt_id) AS provider_payment_owner
   FROM payment_attempts a JOIN locked_order USING (order_id)
- WHERE a.attempt_id = %(attempt_id)s
-   FOR NO KEY UPDATE OF a;
+ WHERE a.attempt_id = {attempt_id}
+   FOR NO KEY UPDATE OF a
 
 -- name: get
 SELECT * FROM payment_attempts WHERE attempt_id = %(attempt_id)s;

@@ -14,7 +14,8 @@ import pytest
 
 from gateway.domain.attempts import Evidence, decide
 from gateway.notifications.repository import _SQL as _NOTIFICATION_SQL
-from gateway.payments.attempts import _SQL, VersionConflict, facts
+from gateway.payments.attempts import VersionConflict, facts
+from gateway.payments.evidence_lock import LOCK_FOR_EVIDENCE
 from gateway.services import Services
 from gateway.store.db import fetch_one
 from tests.conftest import TEST_ACCOUNT
@@ -37,8 +38,8 @@ async def test_a_write_whose_conditional_update_misses_writes_nothing_and_raises
     evidence = Evidence(finding="succeeded", provider_account=TEST_ACCOUNT, provider_payment_id="pay_stale",
                         provider_status="succeeded", amount_minor=4250, currency="EUR")
     async with services.db.transaction() as conn:
-        locked = await fetch_one(conn, _SQL["lock_for_evidence"], {
-            "attempt_id": attempt["attempt_id"], "provider_payment_id": "pay_stale"})
+        locked = await fetch_one(conn, LOCK_FOR_EVIDENCE, {
+            "attempt_id": attempt["attempt_id"], "evidence_payment_id": "pay_stale"})
         assert locked is not None
         stale = {**locked, "version": locked["version"] - 1}
         decision = decide(facts(stale), evidence, only_send=True)
