@@ -65,15 +65,8 @@ class Page:
 @asynccontextmanager
 async def browser_page(url: str) -> AsyncIterator[Page]:
     """A fresh headless Chromium (its own profile) showing ``url``."""
-    if CHROMIUM is None:
-        raise RuntimeError("chromium is not installed")
-    profile = Path(tempfile.mkdtemp(prefix="paygate-chromium-"))
-    process = await asyncio.create_subprocess_exec(
-        CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-        f"--user-data-dir={profile}", "--remote-debugging-port=0", "--window-size=1400,900", "about:blank",
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    profile, process, endpoint = await _launch()
     try:
-        endpoint = await _devtools_endpoint(profile / "DevToolsActivePort", process)
         async with websockets.connect(endpoint, max_size=None) as socket:
             target = await _call(socket, "Target.createTarget", url="about:blank")
             attached = await _call(socket, "Target.attachToTarget", targetId=target["targetId"], flatten=True)
@@ -83,22 +76,55 @@ async def browser_page(url: str) -> AsyncIterator[Page]:
             await page.wait_for("document.readyState === 'complete'")
             yield page
     finally:
+        await _stop(process, profile)
+
+
+async def _launch() -> tuple[Path, asyncio.subprocess.Process, str]:
+    """Chromium on a fresh profile and its DevTools endpoint. A launch that shows no endpoint in
+    time is stopped and tried once more (a first start on a new machine can stall); the error
+    after the second says what chromium printed (its output goes to ``chromium.log`` in the profile)."""
+    if CHROMIUM is None:
+        raise RuntimeError("chromium is not installed")
+    for tries_left in (1, 0):
+        profile = Path(tempfile.mkdtemp(prefix="paygate-chromium-"))
+        with (profile / "chromium.log").open("wb") as output:
+            process = await asyncio.create_subprocess_exec(
+                CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                "--disable-extensions", "--disable-dev-shm-usage", f"--user-data-dir={profile}",
+                "--remote-debugging-port=0", "--window-size=1400,900", "about:blank",
+                stdout=output, stderr=subprocess.STDOUT)
+        endpoint = await _devtools_endpoint(profile / "DevToolsActivePort", process)
+        if endpoint is not None:
+            return profile, process, endpoint
+        printed = (profile / "chromium.log").read_text(errors="replace")[-2000:]
+        await _stop(process, profile)
+        if not tries_left:
+            raise RuntimeError(f"chromium did not open its DevTools port (exit {process.returncode}); "
+                               f"it printed:\n{printed}")
+    raise AssertionError("unreachable")
+
+
+async def _stop(process: asyncio.subprocess.Process, profile: Path) -> None:
+    if process.returncode is None:
         process.terminate()
-        await asyncio.wait_for(process.wait(), timeout=10)
-        shutil.rmtree(profile, ignore_errors=True)
+        try:
+            await asyncio.wait_for(process.wait(), timeout=10)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+    shutil.rmtree(profile, ignore_errors=True)
 
 
-async def _devtools_endpoint(port_file: Path, process: asyncio.subprocess.Process) -> str:
+async def _devtools_endpoint(port_file: Path, process: asyncio.subprocess.Process) -> str | None:
+    """The endpoint chromium writes to ``port_file``; None if it exits or writes none in time."""
     deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.returncode is not None:
-            raise RuntimeError(f"chromium exited with {process.returncode}")
+    while time.monotonic() < deadline and process.returncode is None:
         if port_file.exists():
             lines = port_file.read_text().split()
             if len(lines) == 2:
                 return f"ws://127.0.0.1:{lines[0]}{lines[1]}"
         await asyncio.sleep(0.05)
-    raise RuntimeError("chromium did not open its DevTools port")
+    return None
 
 
 async def _call(socket: websockets.ClientConnection, method: str, **params: Any) -> dict[str, Any]:
