@@ -594,6 +594,11 @@ CREATE INDEX IF NOT EXISTS payout_attempts_checks_due
     ON payout_attempts (next_check_at, claimed_at)
     WHERE state IN ('Started', 'Unknown') AND next_check_at IS NOT NULL;
 
+-- The reconciler's deadline escalation reads only the unresolved attempts (migration 0014).
+CREATE INDEX IF NOT EXISTS payout_attempts_overdue
+    ON payout_attempts (escalation_deadline)
+    WHERE state IN ('Started', 'Unknown');
+
 -- Payout recall (docs/decisions/0015; seed 000 section 17): its own decisions, grants and
 -- attempts, linked to the payout by id and to the paid attempt by its provider payout id. The
 -- payout's own decisions, grants, attempts and reservation are never touched by a recall.
@@ -720,6 +725,11 @@ CREATE INDEX IF NOT EXISTS payout_recall_attempts_leases
 CREATE INDEX IF NOT EXISTS payout_recall_attempts_checks_due
     ON payout_recall_attempts (next_check_at, claimed_at)
     WHERE state IN ('Started', 'Unknown') AND next_check_at IS NOT NULL;
+
+-- The reconciler's deadline escalation reads only the unresolved attempts (migration 0014).
+CREATE INDEX IF NOT EXISTS payout_recall_attempts_overdue
+    ON payout_recall_attempts (escalation_deadline)
+    WHERE state IN ('Started', 'Unknown');
 
 -- Append-only evidence: decisions, transitions, deliveries, provider observations,
 -- reconciliations and returns. Identifiers, amounts, currency and reason codes only.
@@ -900,6 +910,11 @@ CREATE INDEX IF NOT EXISTS payment_refund_attempts_leases
 CREATE INDEX IF NOT EXISTS payment_refund_attempts_checks_due
     ON payment_refund_attempts (next_check_at, claimed_at)
     WHERE state IN ('Started', 'Unknown') AND next_check_at IS NOT NULL;
+
+-- The reconciler's deadline escalation reads only the unresolved attempts (migration 0014).
+CREATE INDEX IF NOT EXISTS payment_refund_attempts_overdue
+    ON payment_refund_attempts (escalation_deadline)
+    WHERE state IN ('Started', 'Unknown');
 
 -- Append-only refund evidence: decisions, grants, transitions, deliveries, provider observations,
 -- reconciliations, notifications. Identifiers, amounts, currency and reason codes only.
