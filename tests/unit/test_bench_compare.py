@@ -1,0 +1,67 @@
+"""bench/compare.py's command line and arithmetic: the figures it takes from each benchmark's
+--json, their means over rounds and the B/A ratios it prints (bench/README.md, "Comparing two
+revisions"). The runs themselves are real benchmarks, tried by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.compare import figures, mean, parse_args, ratios, render
+
+NOTIFICATIONS = {"runs": [
+    {"senders": 16, "mix": "unique", "rate": 500.0, "p99_ms": 60.0, "ratio_pgbench": 0.25, "gateway_cpu_us": 1500.0,
+     "bare_rate": 20000.0},
+    {"senders": 16, "mix": "duplicates", "rate": 600.0, "p99_ms": 50.0, "ratio_pgbench": 0.3,
+     "gateway_cpu_us": 1200.0},
+]}
+
+
+def test_two_revisions_default_to_the_notification_bench_and_pass_on_what_follows_the_double_dash() -> None:
+    args = parse_args(["main", "perf", "--", "--duration", "5", "--connections", "16"])
+    assert (args.rev_a, args.rev_b, args.bench, args.rounds, args.json) == ("main", "perf", "notifications", 1, None)
+    assert args.bench_args == ("--duration", "5", "--connections", "16")
+
+
+def test_the_bench_is_one_of_the_two_and_rounds_are_positive() -> None:
+    assert parse_args(["a", "b", "--bench", "checkout", "--rounds", "3"]).bench == "checkout"
+    with pytest.raises(SystemExit):
+        parse_args(["a", "b", "--bench", "outbox"])
+    with pytest.raises(SystemExit):
+        parse_args(["a", "b", "--rounds", "0"])
+    with pytest.raises(SystemExit):
+        parse_args(["a"])
+
+
+def test_the_benchmarks_json_stays_compare_s_own() -> None:
+    with pytest.raises(SystemExit):
+        parse_args(["a", "b", "--", "--json", "x.json"])
+
+
+def test_notification_figures_are_named_by_senders_and_mix_with_the_duplicate_ratio() -> None:
+    got = figures("notifications", NOTIFICATIONS)
+    assert got["16s unique rate"] == 500.0
+    assert got["16s duplicates p99_ms"] == 50.0
+    assert got["16s duplicates/unique"] == pytest.approx(1.2)
+    assert "16s unique bare_rate" not in got
+
+
+def test_checkout_figures_keep_the_compared_keys_it_has() -> None:
+    got = figures("checkout", {"rate": 120, "p50_ms": 80.0, "clients": 16, "ratio_pgbench": 0.12})
+    assert got == {"rate": 120.0, "p50_ms": 80.0, "ratio_pgbench": 0.12}
+
+
+def test_rounds_are_averaged_and_the_ratio_is_b_over_a() -> None:
+    a = mean([{"rate": 100.0, "p99_ms": 10.0}, {"rate": 300.0, "p99_ms": 30.0}])
+    b = mean([{"rate": 600.0, "p99_ms": 10.0}])
+    assert a == {"rate": 200.0, "p99_ms": 20.0}
+    assert ratios(a, b) == {"rate": 3.0, "p99_ms": 0.5}
+    assert ratios({"non_2xx": 0.0}, {"non_2xx": 4.0}) == {"non_2xx": None}
+
+
+def test_the_table_prints_both_figures_and_their_ratio() -> None:
+    table = render("A", "B", {"rate": 200.0, "only_a": 1.0, "zero": 0.0}, {"rate": 650.0, "zero": 2.0})
+    lines = table.splitlines()
+    assert lines[0].split() == ["figure", "A", "B", "B/A"]
+    assert lines[1].split() == ["rate", "200.00", "650.00", "3.25"]
+    assert lines[2].split() == ["zero", "0.00", "2.00", "-"]
+    assert len(lines) == 3
