@@ -143,6 +143,6 @@ def lost_payout_under_lag(reference: str, lag_s: float) -> tuple[list[Rule], lis
 def listing_lag_edge_s(settings: dict[str, Any]) -> float:
     """The longest listing lag a correct gateway must tolerate, less a second: a payout sent at
     once may stay invisible until its NotApplied cutoff (send deadline, provider skew and
-    visibility delay after the claim, gateway/domain/payout_timing.py), and no longer."""
+    visibility delay after the claim, gateway/domain/attempt_timing.py), and no longer."""
     visibility = max(float(settings.get("processing_allowance_s", 0)), float(settings.get("visibility_delay_s", 0)))
     return float(settings["payout_send_deadline_s"]) + float(settings["provider_skew_s"]) + visibility - 1.0

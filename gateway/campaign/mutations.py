@@ -43,8 +43,8 @@ class Mutation:
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation("unknown-rounded-to-failed", "checkout", "gateway/domain/attempts.py",
-             '    return Decision(new_state="Unknown", outcome_reason=evidence.reason, record_provider_payment_id=',
-             '    return Decision(new_state="Failed", outcome_reason=evidence.reason, record_provider_payment_id=',
+             '    return Decision(new_state=S.UNKNOWN, outcome_reason=evidence.reason, record_provider_id=',
+             '    return Decision(new_state=S.FAILED, outcome_reason=evidence.reason, record_provider_id=',
              "seed 004: an ambiguous send is Unknown, never rounded to a failure"),
     Mutation("send-after-cancellation", "checkout", "gateway/payments/queries.sql",
              "    SELECT order_id FROM orders\n     WHERE order_id = %(order_id)s AND state = 'Open'\n"
@@ -71,11 +71,11 @@ MUTATIONS: tuple[Mutation, ...] = (
              'observation = await calls.create(request.path, request.body, attempt["idempotency_key"], key)',
              'observation = await calls.create(request.path, request.body, __import__("uuid").uuid4().hex, key)',
              "seed 000: a resend of a payout, recall or refund uses the attempt's fixed key"),
-    Mutation("malformed-answer-read-as-failed", "payouts", "gateway/domain/payout_outcomes.py",
+    Mutation("malformed-answer-read-as-failed", "payouts", "gateway/domain/outcomes.py",
              'MALFORMED = Row(AttemptState.UNKNOWN, "provider.malformed-response"',
              'MALFORMED = Row(AttemptState.FAILED, "provider.malformed-response"',
              "seed 000: an answer nobody can read proves nothing (Unknown, reconcile)"),
-    Mutation("not-found-before-the-cutoff", "payouts", "gateway/domain/payout_timing.py",
+    Mutation("not-found-before-the-cutoff", "payouts", "gateway/domain/attempt_timing.py",
              "    return lookup_started_at >= cutoff", "    return True",
              "seed 000: NotApplied on not found only after expiry plus skew plus the visibility delay"),
     Mutation("grant-used-twice", "payouts", "gateway/pipeline/rows.sql",

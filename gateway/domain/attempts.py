@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-AttemptState = Literal["NotStarted", "Started", "Unknown", "Succeeded", "Failed", "NotApplied"]
-FINAL_STATES: tuple[AttemptState, ...] = ("Succeeded", "Failed", "NotApplied")
+from gateway.domain.outcomes import SETTLED, AttemptState
+
+S = AttemptState
 
 # What a piece of evidence says happened, in the provider's terms, normalized.
 Finding = Literal["succeeded", "failed", "rejected", "processing", "requires_action", "refunded", "unknown",
@@ -41,7 +42,7 @@ class Evidence:
     finding: Finding
     provider_account: str
     reason: str | None = None
-    provider_payment_id: str | None = None
+    provider_id: str | None = None
     provider_status: str | None = None
     next_action: dict[str, Any] | None = None
     next_action_expires_at: datetime | None = None
@@ -60,7 +61,7 @@ class AttemptFacts:
     provider_account: str
     amount_minor: int
     currency: str
-    provider_payment_id: str | None
+    provider_id: str | None
     has_action: bool = False  # a customer action is stored (the page may be showing it)
 
 
@@ -81,7 +82,7 @@ class Decision:
 
     new_state: AttemptState | None = None
     outcome_reason: str | None = None
-    record_provider_payment_id: bool = False
+    record_provider_id: bool = False
     provider_status: str | None = None
     store_action: bool = False
     clear_action: bool = False
@@ -91,7 +92,7 @@ class Decision:
 
     @property
     def resolves(self) -> bool:
-        return self.new_state in FINAL_STATES
+        return self.new_state in SETTLED
 
     @property
     def sets_status(self) -> bool:
@@ -126,26 +127,26 @@ def decide(attempt: AttemptFacts, evidence: Evidence, *, only_send: bool) -> Dec
     """
     if _mismatch(attempt, evidence):
         return _escalate(attempt, "mismatch", evidence)
-    recorded = attempt.provider_payment_id
-    if evidence.provider_payment_id and recorded and evidence.provider_payment_id != recorded:
+    recorded = attempt.provider_id
+    if evidence.provider_id and recorded and evidence.provider_id != recorded:
         return _escalate(attempt, "contradiction", evidence)
-    new_id = bool(evidence.provider_payment_id) and recorded is None
-    if attempt.state == "NotStarted":
+    new_id = bool(evidence.provider_id) and recorded is None
+    if attempt.state is S.NOT_STARTED:
         # No cooperating sender transmitted it; evidence about it means something is badly wrong.
         return _escalate(attempt, "contradiction", evidence)
-    if attempt.state in FINAL_STATES:
+    if attempt.state in SETTLED:
         return _against_final(attempt, evidence, new_id)
     return _against_live(attempt, evidence, new_id, only_send)
 
 
 def _against_final(attempt: AttemptFacts, evidence: Evidence, new_id: bool) -> Decision:
-    same = {"Succeeded": ("succeeded",), "Failed": ("failed",), "NotApplied": ("rejected",)}[attempt.state]
+    same = {S.SUCCEEDED: ("succeeded",), S.FAILED: ("failed",), S.NOT_APPLIED: ("rejected",)}[attempt.state]
     if evidence.finding in same or evidence.finding in ("unknown", "key_in_use"):
         # A repeat of what is known, or an Unknown that must never overwrite it.
-        return Decision(record_provider_payment_id=new_id)
-    if attempt.state == "Succeeded" and evidence.finding == "refunded":
-        return Decision(record_provider_payment_id=new_id, provider_status="refunded", effects=(REFUND_NOTICE,))
-    if attempt.state == "Succeeded" and evidence.finding in ("processing", "requires_action"):
+        return Decision(record_provider_id=new_id)
+    if attempt.state is S.SUCCEEDED and evidence.finding == "refunded":
+        return Decision(record_provider_id=new_id, provider_status="refunded", effects=(REFUND_NOTICE,))
+    if attempt.state is S.SUCCEEDED and evidence.finding in ("processing", "requires_action"):
         return IGNORE  # an older lifecycle step arriving late
     return _escalate(attempt, "contradiction", evidence)
 
@@ -154,30 +155,30 @@ def _against_live(attempt: AttemptFacts, evidence: Evidence, new_id: bool, only_
     finding = evidence.finding
     if finding in ("succeeded", "refunded"):
         effects = (ORDER_CONFIRMATION, REFUND_NOTICE) if finding == "refunded" else (ORDER_CONFIRMATION,)
-        return Decision(new_state="Succeeded", outcome_reason=evidence.reason, record_provider_payment_id=new_id,
+        return Decision(new_state=S.SUCCEEDED, outcome_reason=evidence.reason, record_provider_id=new_id,
                         provider_status=evidence.provider_status or finding, clear_action=True, effects=effects)
     if finding == "failed":
-        return Decision(new_state="Failed", outcome_reason=evidence.reason or "failed",
-                        record_provider_payment_id=new_id, provider_status=evidence.provider_status or "failed",
+        return Decision(new_state=S.FAILED, outcome_reason=evidence.reason or "failed",
+                        record_provider_id=new_id, provider_status=evidence.provider_status or "failed",
                         clear_action=True)
     if finding == "rejected" and only_send:
-        return Decision(new_state="NotApplied", outcome_reason=evidence.reason or "rejected", clear_action=True)
+        return Decision(new_state=S.NOT_APPLIED, outcome_reason=evidence.reason or "rejected", clear_action=True)
     if finding in ("processing", "requires_action"):
         action = finding == "requires_action"
-        return Decision(new_state="Started", record_provider_payment_id=new_id,
+        return Decision(new_state=S.STARTED, record_provider_id=new_id,
                         provider_status=evidence.provider_status or finding,
                         store_action=action, clear_action=not action)
     if finding == "key_in_use":
         # This send did nothing, yet an earlier one under the key may have: still not known. Our
         # key reused with other parameters means something is badly wrong (docs/decisions/0009).
-        return Decision(new_state="Unknown", outcome_reason=evidence.reason, clear_action=True,
+        return Decision(new_state=S.UNKNOWN, outcome_reason=evidence.reason, clear_action=True,
                         look_up_now=attempt.has_action,
                         escalation=Escalation(f"attempt:{attempt.attempt_id}:{KEY_IN_USE}", KEY_IN_USE))
     # unknown, or a no-effect rejection of one send among several: not yet known. The stored
     # action is cleared (an Unknown attempt never surfaces a challenge), but the provider may
     # still be waiting for the customer: look it up at once, so recovery brings the challenge
     # back within one clock tick rather than after a backoff step (docs/decisions/0026).
-    return Decision(new_state="Unknown", outcome_reason=evidence.reason, record_provider_payment_id=new_id,
+    return Decision(new_state=S.UNKNOWN, outcome_reason=evidence.reason, record_provider_id=new_id,
                     clear_action=True, look_up_now=attempt.has_action)
 
 
@@ -185,4 +186,4 @@ def action_is_current(state: str, next_action: object, expires_at: datetime | No
     """A stored customer action is shown only on a Started attempt and only before its expiry
     (seed 004: "an expired or superseded action is never shown, so an Unknown attempt cannot
     surface a stale challenge")."""
-    return state == "Started" and next_action is not None and (expires_at is None or expires_at > now)
+    return state == S.STARTED and next_action is not None and (expires_at is None or expires_at > now)

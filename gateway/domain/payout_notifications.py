@@ -4,7 +4,7 @@ seed 000, "Reconcile Before Any New Attempt": "If the provider's late response o
 reaches the platform first, it may resolve ATT-1 through the same narrow evidence write").
 
 A pure function of the attempt's recorded state and the notification's classification (the same
-versioned table the executor and reconciler use, ``payout_outcomes``). It never overwrites a final
+versioned table the executor and reconciler use, ``outcomes``). It never overwrites a final
 state: evidence that agrees is ignored, stale evidence (``processing`` after an outcome) is
 ignored, and evidence that disagrees is escalated as a contradiction (seed 004, "Escalations":
 ``attempt:<id>:contradiction:<notification key>``). A record that is not this attempt's
@@ -17,11 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from gateway.domain.payout_outcomes import MISMATCH, AttemptState, Classification, replaces_recorded_id
+from gateway.domain.outcomes import IN_FLIGHT, MISMATCH, NEVER_SENT, AttemptState, Classification, replaces_recorded_id
 
 S = AttemptState
-IN_FLIGHT = (S.STARTED, S.UNKNOWN)  # the from-states of the reconciler's own resolution
-NEVER_SENT = frozenset({S.CLAIMED, S.NOT_STARTED})  # a provider record for these contradicts the Started rule
 
 
 @dataclass(frozen=True)
@@ -52,7 +50,7 @@ Action = Resolve | RecordReturn | Ignore | Escalate
 
 def decide(state: AttemptState, recorded_provider_id: str | None, seen: Classification) -> Action:
     """The action for one notification about an attempt in ``state``."""
-    if seen.row is MISMATCH or replaces_recorded_id(recorded_provider_id, seen.provider_payout_id):
+    if seen.row is MISMATCH or replaces_recorded_id(recorded_provider_id, seen.provider_id):
         return Escalate("mismatch")
     if state in NEVER_SENT:
         return Escalate("contradiction")

@@ -115,7 +115,7 @@ def object_evidence(account: str, payment: PaymentObject, **details: Any) -> Evi
         finding=finding,
         provider_account=account,
         reason=payment.failure_code if finding == "failed" else None,
-        provider_payment_id=payment.id,
+        provider_id=payment.id,
         provider_status=payment.native_status or payment.status,
         next_action=action.model_dump(mode="json") if action else None,
         next_action_expires_at=action.expires_at if action else None,

@@ -22,7 +22,7 @@ from typing import Literal
 from gateway.domain.attempt_kinds import PAYMENT_REFUND
 from gateway.domain.attempts import ORDER_CONFIRMATION
 from gateway.domain.errors import OrderNotRefundable, RefundUnresolved
-from gateway.domain.payout_outcomes import AttemptState
+from gateway.domain.outcomes import AttemptState
 
 OPERATION = "payment.refund"
 # The refund policy is code, not a release an admin must publish first: an automatic refund of a
@@ -42,7 +42,6 @@ ORDER_REFUNDED = "order-refunded"
 ORDER_REFUND_FAILED = "order-refund-failed"
 
 REFUNDABLE = frozenset({"Paid", "PaidAfterCancel"})
-FINAL = frozenset({AttemptState.SUCCEEDED, AttemptState.FAILED, AttemptState.NOT_STARTED, AttemptState.NOT_APPLIED})
 
 
 def client_reference(order_id: str, number: int) -> str:

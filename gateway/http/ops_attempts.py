@@ -22,7 +22,7 @@ from gateway.domain.timestamps import rfc3339
 from gateway.http.auth import require
 from gateway.http.paging import listing
 from gateway.payments import operator
-from gateway.payments.operator import KEYSET, AttemptState
+from gateway.payments.operator import KEYSET, StateFilter
 from gateway.services import Services
 
 _TIMES = ("created_at", "first_sent_at", "escalation_deadline", "next_action_expires_at", "lease_acquired_at",
@@ -38,7 +38,7 @@ class AttemptQuery(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    state: Literal[AttemptState, "all"] = "Unknown"
+    state: Literal[StateFilter, "all"] = "Unknown"
     after: uuid.UUID | None = None
 
 

@@ -30,7 +30,7 @@ from gateway.domain.payout_approval import Pending, who_may_act
 from gateway.http.auth import require
 from gateway.http.paging import listing
 from gateway.payouts import operator
-from gateway.payouts.operator import AWAITING, PAYOUTS, RECALLS, AttemptState, PayoutState
+from gateway.payouts.operator import AWAITING, PAYOUTS, RECALLS, PayoutState, StateFilter
 from gateway.pipeline.views import shown
 from gateway.services import Services
 
@@ -60,7 +60,7 @@ class AwaitingQuery(_Filters):
 
 
 class RecallQuery(_Filters):
-    state: AttemptState = "Unknown"
+    state: StateFilter = "Unknown"
 
 
 def payout_body(row: dict[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from gateway.http.app_services import services_of
 from gateway.http.auth import require
 from gateway.http.bodies import Body, Identifier, parse_body
 from gateway.payouts import decisions, recalls, records, views
-from gateway.payouts.config import payout_timings
+from gateway.payouts.config import attempt_timings
 
 Purpose = Annotated[str, Field(min_length=1, max_length=500)]
 # JSON carries times as RFC 3339 strings: parsed, not coerced from anything else.
@@ -98,7 +98,7 @@ async def _decide(request: Request, clerk: Principal, **asked: Any) -> JSONRespo
     """One decision on the payout in the path, by this clerk (``asked``: the endpoint's stage,
     acknowledgment, terms or approval; decisions.DecisionRequest)."""
     services = services_of(request)
-    result = await decisions.decide(services.db, services.clock, payout_timings(services.settings),
+    result = await decisions.decide(services.db, services.clock, attempt_timings(services.settings),
                                     decisions.DecisionRequest(
                                         payout_id=request.path_params["payout_id"], tenant_id=str(clerk.tenant_id),
                                         actor_id=clerk.subject, correlation_id=_correlation_id(request),
@@ -138,7 +138,7 @@ async def recall(request: Request) -> JSONResponse:
     clerk = await _clerk(request)
     await parse_body(request, Empty)
     services = services_of(request)
-    result = await recalls.decide_recall(services.db, services.clock, payout_timings(services.settings),
+    result = await recalls.decide_recall(services.db, services.clock, attempt_timings(services.settings),
                                          recalls.RecallRequest(
                                              payout_id=request.path_params["payout_id"],
                                              tenant_id=str(clerk.tenant_id), actor_id=clerk.subject,

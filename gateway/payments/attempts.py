@@ -19,6 +19,7 @@ from psycopg.types.json import Jsonb
 from gateway.clock import Clock
 from gateway.domain.attempts import ORDER_CONFIRMATION, AttemptFacts, Decision, Escalation, Evidence, decide
 from gateway.domain.errors import OrderCancelled, OrderNotFound, OrderPaid, OrderRefunded, ProviderAccountUnavailable
+from gateway.domain.outcomes import AttemptState
 from gateway.domain.refunds import after_payment
 from gateway.effects.certify import Certifier, Subject
 from gateway.effects.ledger import advance, advance_record, lock_record
@@ -63,9 +64,9 @@ def request_body(account: ProviderAccount, order: dict[str, Any], client_referen
 
 
 def facts(attempt: Attempt) -> AttemptFacts:
-    return AttemptFacts(attempt_id=str(attempt["attempt_id"]), state=attempt["state"],
+    return AttemptFacts(attempt_id=str(attempt["attempt_id"]), state=AttemptState(attempt["state"]),
                         provider_account=attempt["provider_account"], amount_minor=attempt["amount_minor"],
-                        currency=attempt["currency"], provider_payment_id=attempt["provider_payment_id"],
+                        currency=attempt["currency"], provider_id=attempt["provider_payment_id"],
                         has_action=attempt["next_action"] is not None)
 
 
@@ -225,11 +226,11 @@ class Attempts:
                      kind: str | None, lease: Lease | None, locked: Attempt | None) -> Attempt:
         now = self._clock.now()
         attempt = locked or await fetch_one(conn, LOCK_FOR_EVIDENCE, {
-            "attempt_id": attempt_id, "evidence_payment_id": evidence.provider_payment_id})
+            "attempt_id": attempt_id, "evidence_payment_id": evidence.provider_id})
         if attempt is None:
             raise LookupError(f"attempt {attempt_id} does not exist")
         decision = decide(facts(attempt), evidence, only_send=attempt["send_intents"] == 1)
-        if decision.record_provider_payment_id and attempt["provider_payment_owner"] is not None:
+        if decision.record_provider_id and attempt["provider_payment_owner"] is not None:
             # Recording it would make the ID name two attempts: keep both as they are and
             # investigate (seed 004: "proof of nothing about either payment").
             decision = Decision(escalation=Escalation(
@@ -257,12 +258,11 @@ class Attempts:
         update since one statement may not update a row twice. The effect record's lock, the
         last one taken, travels in the same pipeline."""
         attempt_id = attempt["attempt_id"]
-        state = decision.new_state or attempt["state"]
-        payment_id = attempt["provider_payment_id"] or (
-            evidence.provider_payment_id if decision.record_provider_payment_id else None)
+        state = AttemptState(decision.new_state or attempt["state"])
+        payment_id = attempt["provider_payment_id"] or (evidence.provider_id if decision.record_provider_id else None)
         # Issue 11 item 3: a success on a cancelled order settles it as PaidAfterCancel, tells the
         # merchant so instead of confirming it, and owes a refund (gateway.domain.refunds).
-        newly_paid = state == "Succeeded" and attempt["state"] != "Succeeded"
+        newly_paid = state is AttemptState.SUCCEEDED and attempt["state"] != state
         settlement = after_payment(attempt["order_state"]) if newly_paid else None
         effects = [settlement.confirmation if settlement and effect == ORDER_CONFIRMATION else effect
                    for effect in decision.effects]
@@ -272,10 +272,10 @@ class Attempts:
         # Seed 001 (issue 8): the protocol follows the attempt (an Unknown kept after a reconciling
         # resend is a step too); its record's lock travels with the writes (docs/decisions/0031),
         # unless a refund decision takes its locks first.
-        follows = state != attempt["state"] or state == "Unknown"
+        follows = state != attempt["state"] or state is AttemptState.UNKNOWN
         async with pipelined(conn):
             applied = await conn.execute(_SQL["write_evidence"], {
-                "attempt_id": attempt_id, "version": attempt["version"], "state": state,
+                "attempt_id": attempt_id, "version": attempt["version"], "state": state.value,
                 "outcome_reason": decision.outcome_reason if decision.new_state else attempt["outcome_reason"],
                 "provider_payment_id": payment_id, "provider_status": decision.provider_status,
                 "set_provider_status": decision.sets_status,
@@ -286,12 +286,12 @@ class Attempts:
                     now if decision.look_up_now else self._next_check(attempt, state, evidence, now)),
                 "now": now, "actor": actor, "evidence_kind": kind,
                 "evidence_detail": Jsonb(_evidence_detail(evidence, decision)) if kind is not None else None,
-                "transition": Jsonb({"from": attempt["state"], "to": state, "reason": decision.outcome_reason})
+                "transition": Jsonb({"from": attempt["state"], "to": state.value, "reason": decision.outcome_reason})
                 if state != attempt["state"] else None,
                 "order_state": settlement.order_state if settlement is not None else None,
-                "cancel_order": state in ("Failed", "NotApplied"),
+                "cancel_order": state in (AttemptState.FAILED, AttemptState.NOT_APPLIED),
                 "ordering_key": attempt_ordering_key(attempt_id), "outbox": outbox,
-                "resolves": decision.resolves, "note": f"attempt {state}",
+                "resolves": decision.resolves, "note": f"attempt {state.value}",
                 **_lease_params(lease, decision, now)})
             record = await lock_record(conn, attempt_id) if follows and not owes_refund else None
         updated = await applied.fetchone()
@@ -302,16 +302,16 @@ class Attempts:
         if decision.escalation is not None:
             await self._escalate(conn, updated, decision.escalation, evidence, now)
         if follows:  # a confirmed effect is certified here
-            await advance(conn, attempt_id, state, actor=actor, now=now, certifier=self._certifier,
+            await advance(conn, attempt_id, state.value, actor=actor, now=now, certifier=self._certifier,
                           subject=Subject("order_id", updated["order_id"], updated["provider_payment_id"],
                                           updated["provider_status"], _SQL["effect_evidence"]), locked=record)
         return updated
 
-    def _next_check(self, attempt: Attempt, state: str, evidence: Evidence, now: datetime) -> datetime:
+    def _next_check(self, attempt: Attempt, state: AttemptState, evidence: Evidence, now: datetime) -> datetime:
         """When recovery next looks at an attempt this outcome leaves unresolved."""
         account = self._settings.account(attempt["provider_account"])
         first_backoff = account.lookup_backoff_s[0] if account else 60.0
-        if state == "Started" and evidence.finding == "processing" and account:
+        if state is AttemptState.STARTED and evidence.finding == "processing" and account:
             return now + timedelta(seconds=account.processing_allowance_s)
         later = now + timedelta(seconds=first_backoff)
         expiry = evidence.next_action_expires_at
@@ -324,7 +324,7 @@ class Attempts:
                                attempt_id=attempt["attempt_id"], details={
                                    "client_reference": attempt["client_reference"],
                                    "provider_payment_id": attempt["provider_payment_id"],
-                                   "evidence_provider_payment_id": evidence.provider_payment_id,
+                                   "evidence_provider_payment_id": evidence.provider_id,
                                    "evidence_account": evidence.provider_account,
                                    "evidence_amount_minor": evidence.amount_minor,
                                    "evidence_currency": evidence.currency,
@@ -340,7 +340,7 @@ def _evidence_detail(evidence: Evidence, decision: Decision) -> dict[str, Any]:
     """What the history keeps of evidence: identifiers, amounts, statuses, reasons; no payloads."""
     return {key: value for key, value in {
         "finding": evidence.finding, "reason": evidence.reason, "provider_account": evidence.provider_account,
-        "provider_payment_id": evidence.provider_payment_id, "provider_status": evidence.provider_status,
+        "provider_payment_id": evidence.provider_id, "provider_status": evidence.provider_status,
         "amount_minor": evidence.amount_minor, "currency": evidence.currency,
         "decision": decision.new_state or ("escalate" if decision.escalation else "keep"),
         **{k: v for k, v in evidence.details.items() if isinstance(v, (str, int, float, bool))},

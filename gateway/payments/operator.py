@@ -23,12 +23,14 @@ from gateway.store.queries import load_queries
 _SQL = load_queries("gateway.payments", "operator.sql")
 _ATTEMPTS = directed(_SQL["attempts"])
 
-AttemptState = Literal["NotStarted", "Started", "Unknown", "Succeeded", "Failed", "NotApplied"]
+# The API's spelling of the gateway.domain.outcomes.AttemptState values a checkout attempt takes
+# (never Claimed): the state filter of GET /v1/ops/attempts (API.md, "Operations").
+StateFilter = Literal["NotStarted", "Started", "Unknown", "Succeeded", "Failed", "NotApplied"]
 Row = dict[str, Any]
 KEYSET = Keyset("attempts", "created_at", "attempt_id", uuid.UUID)
 
 
-async def list_attempts(db: Database, state: AttemptState | None, page: PageRequest, *,
+async def list_attempts(db: Database, state: StateFilter | None, page: PageRequest, *,
                         after: uuid.UUID | None) -> list[Row]:
     """A page of the attempts in ``state`` (every state with None) by :data:`KEYSET`, beyond the
     attempt ``after`` (the last of a previous page) when given."""

@@ -19,15 +19,14 @@ from typing import Any
 
 from gateway.domain import attempt_kinds
 from gateway.domain.effect_manifest import Transport, payout_manifest
-from gateway.domain.payout_outcomes import PAYOUT_STATE_AFTER, AttemptState
+from gateway.domain.outcomes import FINAL_AFTER_CLAIM, PAYOUT_STATE_AFTER, AttemptState
 from gateway.domain.payout_policy import ContextVersions
 from gateway.payouts import history, records
-from gateway.payouts.config import AUDIENCE, OPERATION, payout_account, payout_timings
+from gateway.payouts.config import AUDIENCE, OPERATION, attempt_timings, payout_account
 from gateway.payouts.governance import persist_payout
 from gateway.payouts.validation import PayoutJob, Valid, Validation, validate
 from gateway.pipeline.kind import AttemptKind, Claimed, Presenter, Refused
 from gateway.pipeline.rows import Rows
-from gateway.pipeline.transitions import FINAL
 from gateway.providers.base import destination_digest
 from gateway.settings import Settings
 from gateway.store.db import Connection, Database, fetch_all, fetch_one, fetch_required
@@ -61,7 +60,7 @@ async def _admit(db: Database, now: datetime, job: PayoutJob, presenter: Present
 async def claim(db: Database, now: datetime, settings: Settings, valid: Valid, worker_id: str) -> Claimed | Refused:
     """The atomic claim. Raises whatever the commit raises: the caller treats that as unconfirmed."""
     grant, payout, versions = valid.grant, valid.payout, valid.versions
-    timings, account = payout_timings(settings), payout_account(settings)
+    timings, account = attempt_timings(settings), payout_account(settings)
     pepper = settings.token_pepper.get_secret_value()
     attempt_id = uuid.uuid4()
     payout_id, number = payout["payout_id"], grant["attempt_number"]
@@ -115,7 +114,7 @@ async def _follow(conn: Connection, now: datetime, attempt: dict[str, Any], stat
     """The payout and its reservation follow the attempt in the resolving transaction. Started
     after Unknown (a processing notification) moves the payout back to Executing; after Started
     the payout is already there and nothing changes."""
-    if state in FINAL:
+    if state in FINAL_AFTER_CLAIM:
         await records.release_reservation(conn, attempt["payout_id"], paid=state is AttemptState.SUCCEEDED)
     payout = await records.follow_attempt(conn, now, attempt["payout_id"], attempt["attempt_id"],
                                           PAYOUT_STATE_AFTER[state])
@@ -140,7 +139,7 @@ def _manifest(transport: Transport, body: dict[str, Any], attempt: dict[str, Any
 
 PAYOUT = AttemptKind(
     name=attempt_kinds.PAYOUT.name, operation=OPERATION, parent="payout_id", rows=ROWS, history=history.append,
-    admit=_admit, claim=claim, manifest=_manifest, timings=payout_timings, follow=_follow, record_return=record_return,
+    admit=_admit, claim=claim, manifest=_manifest, timings=attempt_timings, follow=_follow, record_return=record_return,
     # One record, for this attempt's destination (by digest: the token is never held).
     identity=lambda attempt, record: record.get("destination_digest") == attempt["destination_digest"],
     secret_matches=lambda pepper, attempt, token: token is not None

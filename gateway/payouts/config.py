@@ -9,7 +9,7 @@ attempt uses the stored account (gateway.pipeline.accounts), never this choice a
 from __future__ import annotations
 
 from gateway.domain.attempt_kinds import PAYOUT
-from gateway.domain.payout_timing import PayoutTimings
+from gateway.domain.attempt_timing import AttemptTimings
 from gateway.providers import provider_for
 from gateway.settings import ProviderAccount, Settings
 
@@ -28,10 +28,10 @@ def payout_account(settings: Settings) -> ProviderAccount:
     return settings.provider_accounts[0]
 
 
-def payout_timings(settings: Settings, account: ProviderAccount | None = None) -> PayoutTimings:
+def attempt_timings(settings: Settings, account: ProviderAccount | None = None) -> AttemptTimings:
     """The timings of an attempt on ``account`` (its stored one); None: the account new attempts use."""
     account = account or payout_account(settings)
-    return PayoutTimings(
+    return AttemptTimings(
         grant_lead_s=settings.payout_grant_lead_s, grant_window_s=settings.payout_grant_window_s,
         send_deadline_s=settings.payout_send_deadline_s, provider_skew_s=settings.provider_skew_s,
         call_budget_s=account.call_budget_s, record_budget_s=account.record_budget_s,

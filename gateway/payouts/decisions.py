@@ -20,6 +20,7 @@ from typing import Any
 import structlog
 
 from gateway.clock import Clock
+from gateway.domain.attempt_timing import AttemptTimings
 from gateway.domain.errors import Forbidden
 from gateway.domain.payout_approval import approval_refusal
 from gateway.domain.payout_errors import (
@@ -37,7 +38,6 @@ from gateway.domain.payout_policy import (
     evaluate,
 )
 from gateway.domain.payout_terms import unbound_terms
-from gateway.domain.payout_timing import PayoutTimings
 from gateway.escalations.store import resolve_by_key_prefix_of_payout
 from gateway.outbox.store import enqueue
 from gateway.payouts import history, records
@@ -90,7 +90,7 @@ def job_payload(grant: dict[str, Any], correlation_id: str) -> dict[str, Any]:
             "deliver_at": grant["not_before"].isoformat()}
 
 
-async def decide(db: Database, clock: Clock, timings: PayoutTimings, request: DecisionRequest) -> DecisionResult:
+async def decide(db: Database, clock: Clock, timings: AttemptTimings, request: DecisionRequest) -> DecisionResult:
     now = clock.now()
     async with db.transaction() as conn:
         record = await records.get_payout(conn, request.payout_id, request.tenant_id, lock=True)
@@ -146,7 +146,7 @@ async def _write_decision(conn: Connection, now: datetime, request: DecisionRequ
     return {**decision, "observed_at": now}
 
 
-async def _issue(conn: Connection, now: datetime, timings: PayoutTimings, record: dict[str, Any],
+async def _issue(conn: Connection, now: datetime, timings: AttemptTimings, record: dict[str, Any],
                  decision: dict[str, Any], request: DecisionRequest, settlement_date: date | None) -> dict[str, Any]:
     approved = await fetch_one(conn, _SQL["approve_payout"], {
         "payout_id": record["payout_id"], "version": record["version"], "now": now,

@@ -35,7 +35,8 @@ AWAITING = Keyset("payout-approvals", "created_at", "payout_id", _payout_id)
 RECALLS = Keyset("recalls", "claimed_at", "attempt_id", uuid.UUID)
 
 PayoutState = Literal["Draft", "Approved", "Executing", "Unknown", "Paid", "Failed", "Cancelled"]
-AttemptState = Literal["Claimed", "Started", "Unknown", "Succeeded", "Failed", "NotStarted", "NotApplied"]
+# The API's spelling of every gateway.domain.outcomes.AttemptState value: a recall filter's states.
+StateFilter = Literal["Claimed", "Started", "Unknown", "Succeeded", "Failed", "NotStarted", "NotApplied"]
 Row = dict[str, Any]
 
 
@@ -47,7 +48,7 @@ async def payouts_in_state(db: Database, state: PayoutState, page: PageRequest, 
     return await db.fetch_all(_LIST[page.order], {"state": state, "awaiting": awaiting, **page_params(page)})
 
 
-async def recalls_in_state(db: Database, state: AttemptState, page: PageRequest) -> list[Row]:
+async def recalls_in_state(db: Database, state: StateFilter, page: PageRequest) -> list[Row]:
     """A page of the recall attempts in ``state`` by :data:`RECALLS`."""
     return await db.fetch_all(_RECALLS[page.order], {"state": state, **page_params(page)})
 

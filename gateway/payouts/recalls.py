@@ -26,14 +26,14 @@ import structlog
 
 from gateway.clock import Clock
 from gateway.domain.attempt_kinds import PAYOUT_RECALL
+from gateway.domain.attempt_timing import AttemptTimings
 from gateway.domain.effect_manifest import Transport, recall_manifest
 from gateway.domain.payout_errors import AttemptUnresolved, NotRecallable
-from gateway.domain.payout_timing import PayoutTimings
 from gateway.domain.recall_policy import recall_outcome, recall_reason
 from gateway.escalations.store import resolve_by_key_prefix_of_payout
 from gateway.outbox.store import enqueue
 from gateway.payouts import history, records
-from gateway.payouts.config import payout_timings
+from gateway.payouts.config import attempt_timings
 from gateway.payouts.governance import persist_recall
 from gateway.payouts.validation import PayoutJob
 from gateway.pipeline.accounts import NOT_CONFIGURED, operation
@@ -105,7 +105,7 @@ class RecallDecision:
     grant: dict[str, Any] | None
 
 
-async def decide_recall(db: Database, clock: Clock, timings: PayoutTimings, request: RecallRequest) -> RecallDecision:
+async def decide_recall(db: Database, clock: Clock, timings: AttemptTimings, request: RecallRequest) -> RecallDecision:
     """404 for another tenant's payout, 409 ``payout.not_recallable`` unless Paid and 409
     ``payout.attempt_unresolved`` while a recall grant or attempt is open (no decision either
     way); otherwise a decision, and for an Allowed one its grant and outbox row, in one transaction."""
@@ -145,7 +145,7 @@ async def decide_recall(db: Database, clock: Clock, timings: PayoutTimings, requ
     return RecallDecision(decision, grant)
 
 
-async def _issue(conn: Connection, now: datetime, timings: PayoutTimings, payout: dict[str, Any],
+async def _issue(conn: Connection, now: datetime, timings: AttemptTimings, payout: dict[str, Any],
                  decision: dict[str, Any], request: RecallRequest) -> dict[str, Any]:
     """The single-use grant (the payout timing's grant window, counted from the decision) and the
     outbox row that publishes the job. No daily-limit reservation: a recall spends none."""
@@ -199,7 +199,7 @@ async def claim(db: Database, now: datetime, settings: Settings, admitted: Admit
     account = settings.account(admitted.paid_account)
     if account is None:
         return Refused(NOT_CONFIGURED, grant)
-    timings = payout_timings(settings, account)
+    timings = attempt_timings(settings, account)
     payout_id, number = payout["payout_id"], grant["recall_number"]
     try:
         operation(RECALL, account.id)
@@ -234,7 +234,7 @@ def _manifest(transport: Transport, body: dict[str, Any], attempt: dict[str, Any
 # so the default ``follow`` (nothing) applies, and a recall has no return.
 RECALL = AttemptKind(
     name=PAYOUT_RECALL.name, operation=OPERATION, parent="payout_id", rows=ROWS,
-    history=_history, admit=_admit, claim=claim, manifest=_manifest, timings=payout_timings,
+    history=_history, admit=_admit, claim=claim, manifest=_manifest, timings=attempt_timings,
     identity=lambda attempt, record: record.get("payout") == attempt["provider_payout_id"],
     escalation_facts=lambda attempt: {"provider_payout_id": attempt["provider_payout_id"]},
     attempt_fields=("attempt_id", "recall_number", "state", "grant_id", "decision_id", "client_reference",

@@ -21,8 +21,8 @@ import httpx
 import structlog
 
 from gateway.clock import Clock
-from gateway.domain.payout_outcomes import MISMATCH, AttemptState, Classification, ProviderIdClaimed, classify
-from gateway.domain.payout_timing import resend_fits, resend_wait_s
+from gateway.domain.attempt_timing import resend_fits, resend_wait_s
+from gateway.domain.outcomes import MISMATCH, AttemptState, Classification, ProviderIdClaimed, classify
 from gateway.effects.certify import Certifier
 from gateway.effects.gate import SendGate
 from gateway.pipeline import signals, transitions
@@ -169,7 +169,7 @@ class Executor:
                                     detail={"send": send, "reason": classification.reason,
                                             "classification_table": classification.table,
                                             "attempt_state": classification.state.value,
-                                            self.kind.rows.provider_id: classification.provider_payout_id,
+                                            self.kind.rows.provider_id: classification.provider_id,
                                             "provider_status": classification.provider_status})
 
     async def _resolve(self, attempt: Row, epoch: int, state: AttemptState, reason: str, from_state: AttemptState,
@@ -179,7 +179,7 @@ class Executor:
         if state in (AttemptState.STARTED, AttemptState.UNKNOWN):  # the reconciler's first look
             next_check_at = self.kind.timings(self.settings, stored_account(self.settings, attempt)).next_check(now, 0)
         # A record that is not this attempt's (MISMATCH) lends it no provider id (seed 004).
-        provider_id = classification.provider_payout_id if classification and classification.row is not MISMATCH \
+        provider_id = classification.provider_id if classification and classification.row is not MISMATCH \
             else None
         try:
             async with self.db.transaction() as conn:

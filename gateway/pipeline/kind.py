@@ -30,10 +30,10 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from gateway.domain import attempt_kinds
+from gateway.domain.attempt_timing import AttemptTimings
 from gateway.domain.effect_manifest import AttemptKind as EffectKind
 from gateway.domain.effect_manifest import Transport
-from gateway.domain.payout_outcomes import AttemptState, Expected
-from gateway.domain.payout_timing import PayoutTimings
+from gateway.domain.outcomes import AttemptState, Expected
 from gateway.pipeline.rows import Rows
 from gateway.settings import ProviderAccount, Settings
 from gateway.store.db import Connection, Database, Statement
@@ -110,7 +110,7 @@ class AttemptKind:
     admit: Admit
     claim: Claim
     manifest: Callable[[Transport, dict[str, Any], Row], dict[str, Any]]  # from the send's business fields
-    timings: Callable[[Settings, ProviderAccount | None], PayoutTimings]  # None: the kind's configured account
+    timings: Callable[[Settings, ProviderAccount | None], AttemptTimings]  # None: the kind's configured account
     attempt_fields: tuple[str, ...]  # what GET shows of an attempt, besides its ``effect``
     evidence: Statement  # the area's query of an attempt's evidence event ids, cited by its certificate
     identity: Callable[[Row, Row], bool] = field(default=lambda attempt, record: True)

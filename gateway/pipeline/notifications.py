@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from gateway.domain.outcomes import AttemptState, Classification, ProviderIdClaimed, classify_record
 from gateway.domain.payout_notifications import Action, Escalate, Ignore, RecordReturn, Resolve, decide
-from gateway.domain.payout_outcomes import AttemptState, Classification, ProviderIdClaimed, classify_record
 from gateway.domain.provider_evidence import Notification
 from gateway.effects.certify import Certifier
 from gateway.pipeline import transitions
@@ -70,7 +70,7 @@ async def _take(kind: AttemptKind, conn: Connection, now: datetime, attempt: Row
         try:
             written = await transitions.resolve(
                 kind, conn, now, attempt, action.state, seen.reason, actor=ACTOR, from_states=action.from_states,
-                provider_id=seen.provider_payout_id, provider_status=seen.provider_status,
+                provider_id=seen.provider_id, provider_status=seen.provider_status,
                 next_check_at=now if action.state is AttemptState.STARTED else None,
                 certifier=certifier)  # seed 001 (issue 8): a confirmed effect is certified here too
         except ProviderIdClaimed:

@@ -35,8 +35,10 @@ import httpx
 
 from gateway import instruments
 from gateway.clock import Clock
+from gateway.domain.attempt_timing import AttemptTimings, not_applied_allowed
 from gateway.domain.lookup_shares import shares
-from gateway.domain.payout_outcomes import (
+from gateway.domain.outcomes import (
+    IN_FLIGHT,
     MISMATCH,
     AttemptState,
     Classification,
@@ -44,7 +46,6 @@ from gateway.domain.payout_outcomes import (
     classify_record,
     replaces_recorded_id,
 )
-from gateway.domain.payout_timing import PayoutTimings, not_applied_allowed
 from gateway.effects.certify import Certifier
 from gateway.effects.ledger import escalation_key
 from gateway.pipeline import transitions
@@ -63,7 +64,6 @@ RATE_LIMITED = "rate_limited"  # a failed lookup answered 429: the account pause
 RESOLVED = {AttemptState.SUCCEEDED: "succeeded", AttemptState.FAILED: "failed",
             AttemptState.NOT_APPLIED: "not_applied"}
 METHOD = "lookup:client_reference"
-IN_FLIGHT = (AttemptState.STARTED, AttemptState.UNKNOWN)
 
 
 class Reconciler:
@@ -157,7 +157,7 @@ class Reconciler:
         return RATE_LIMITED if rate_limited else outcome
 
     async def _apply(self, conn: Connection, now: datetime, current: Row, found: list[Row] | None,
-                     lookup_started_at: datetime, timings: PayoutTimings, contract: Operation,
+                     lookup_started_at: datetime, timings: AttemptTimings, contract: Operation,
                      expiry_enforced: bool) -> str:
         """Write what the lookup established about the attempt as locked; the outcome (one of
         ``RESOLVED`` when it resolved it)."""
@@ -173,7 +173,7 @@ class Reconciler:
             return await self._resolve(conn, now, current, AttemptState.NOT_APPLIED, "reconciled.not-found", None)
         seen = self._verify(current, found, contract)
         if seen.row is MISMATCH:
-            return await self._mismatch(conn, now, current, seen.provider_payout_id)
+            return await self._mismatch(conn, now, current, seen.provider_id)
         if seen.state not in (AttemptState.SUCCEEDED, AttemptState.FAILED):
             return "processing"  # still processing, or a status no row documents: look again later
         try:
@@ -192,10 +192,10 @@ class Reconciler:
         if len(found) != 1 or not self.kind.identity(attempt, found[0]):
             record_id = found[0].get("id") if len(found) == 1 else None
             return Classification(MISMATCH, contract.table.version,
-                                  provider_payout_id=record_id if isinstance(record_id, str) else None)
+                                  provider_id=record_id if isinstance(record_id, str) else None)
         seen = classify_record(found[0], self.kind.expected(attempt), contract.table)
-        if replaces_recorded_id(attempt[self.kind.rows.provider_id], seen.provider_payout_id):
-            return Classification(MISMATCH, contract.table.version, provider_payout_id=seen.provider_payout_id)
+        if replaces_recorded_id(attempt[self.kind.rows.provider_id], seen.provider_id):
+            return Classification(MISMATCH, contract.table.version, provider_id=seen.provider_id)
         return seen
 
     async def _resolve(self, conn: Connection, now: datetime, current: Row, state: AttemptState, reason: str,
@@ -203,7 +203,7 @@ class Reconciler:
         written = await transitions.resolve(
             self.kind, conn, now, current, state, reason, actor=self.actor,
             from_states=[AttemptState(current["state"])],  # exactly the state decided from, under the lock
-            provider_id=seen.provider_payout_id if seen else None,
+            provider_id=seen.provider_id if seen else None,
             provider_status=seen.provider_status if seen else None,
             certifier=Certifier.of(self.settings))  # seed 001 (issue 8)
         return RESOLVED[state] if written is not None else ALREADY_RESOLVED

@@ -5,7 +5,7 @@
 without grants (authority that is not a seed 000 grant) passes ``grants=None`` and never runs the
 grant statements. ``provider_id_index`` names the kind's unique index on (provider account,
 provider id): its violation is translated here, by that name, into
-:class:`~gateway.domain.payout_outcomes.ProviderIdClaimed` (STYLE, example 3).
+:class:`~gateway.domain.outcomes.ProviderIdClaimed` (STYLE, example 3).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from gateway.domain.payout_outcomes import ProviderIdClaimed
+from gateway.domain.outcomes import ProviderIdClaimed
 from gateway.store.db import Connection, Database, constraint_of, fetch_all, fetch_one, savepoint
 from gateway.store.queries import load_queries
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from gateway.clock import Clock
-from gateway.domain.payout_outcomes import AttemptState
+from gateway.domain.outcomes import AttemptState
 from gateway.pipeline import signals, transitions
 from gateway.pipeline.kind import AttemptKind, Row
 from gateway.store.db import Database

@@ -20,7 +20,7 @@ from typing import Any
 
 import structlog
 
-from gateway.domain.payout_outcomes import AttemptState
+from gateway.domain.outcomes import FINAL_AFTER_CLAIM, AttemptState
 from gateway.effects.certify import Certifier, Subject
 from gateway.effects.ledger import advance, escalation_key
 from gateway.escalations.store import raise_escalation, resolve_by_key_prefix
@@ -29,7 +29,6 @@ from gateway.store.db import Connection, Database, fetch_one
 
 log = structlog.get_logger("gateway.pipeline")
 
-FINAL = frozenset({AttemptState.SUCCEEDED, AttemptState.FAILED, AttemptState.NOT_STARTED, AttemptState.NOT_APPLIED})
 
 
 async def mark_started(kind: AttemptKind, db: Database, now: datetime, attempt: Row, epoch: int) -> bool:
@@ -77,7 +76,7 @@ async def resolve(kind: AttemptKind, conn: Connection, now: datetime, attempt: R
         "provider_status": provider_status, "next_check_at": next_check_at})
     if row is None:
         return None
-    if state in FINAL:
+    if state in FINAL_AFTER_CLAIM:
         # Seed 004, "Escalations": every writer that resolves an attempt resolves that attempt's
         # open escalations in the same transaction, so no reminder follows a settled attempt.
         await resolve_by_key_prefix(conn, escalation_key(kind.name, attempt["attempt_id"], ""), now,

@@ -35,7 +35,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.domain.attempts import Evidence
-from gateway.domain.payout_outcomes import StatusTable
+from gateway.domain.outcomes import StatusTable
 from gateway.domain.provider_evidence import Lookup, Notification, Unreadable
 from gateway.domain.webhook_verdicts import Rejected, Verified
 from gateway.settings import ProviderAccount

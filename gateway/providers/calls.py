@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from gateway.clock import Clock
-from gateway.domain.payout_outcomes import NoResponse, Observation, ProviderResponse
+from gateway.domain.outcomes import NoResponse, Observation, ProviderResponse
 from gateway.domain.provider_evidence import retry_after_s
 from gateway.instruments import PAYOUT_PROVIDER_CALLS, provider_call
 from gateway.providers.answers import Unanswered, answer

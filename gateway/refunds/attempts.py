@@ -35,7 +35,7 @@ from gateway.domain.effect_manifest import (
 )
 from gateway.domain.effect_protocol import ProtocolState
 from gateway.effects import ledger
-from gateway.payouts.config import payout_timings
+from gateway.payouts.config import attempt_timings
 from gateway.pipeline.accounts import NOT_CONFIGURED
 from gateway.pipeline.effects import intent
 from gateway.pipeline.grants import presented_grant
@@ -106,7 +106,7 @@ async def claim(db: Database, now: datetime, settings: Settings, admitted: Admit
     account = settings.account(order["provider_account"])
     if account is None:
         return Refused(NOT_CONFIGURED, grant)
-    timings = payout_timings(settings, account)
+    timings = attempt_timings(settings, account)
     order_id, number = order["order_id"], grant["refund_number"]
     async with db.transaction() as conn:
         if await fetch_one(conn, SQL["lock_refundable_order"], {
@@ -156,7 +156,7 @@ def _manifest(transport: Transport, body: dict[str, Any], attempt: dict[str, Any
 
 REFUND = AttemptKind(
     name=attempt_kinds.PAYMENT_REFUND.name, operation=refunds.OPERATION, parent="order_id", rows=ROWS,
-    history=_history, admit=_admit, claim=claim, manifest=_manifest, timings=payout_timings,
+    history=_history, admit=_admit, claim=claim, manifest=_manifest, timings=attempt_timings,
     identity=lambda attempt, record: record.get("payment") == attempt["provider_payment_id"],
     follow=follow,
     escalation_facts=lambda attempt: {"provider_payment_id": attempt["provider_payment_id"]},

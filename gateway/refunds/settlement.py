@@ -18,7 +18,7 @@ from typing import Any
 
 from gateway.clock import Clock
 from gateway.domain import refunds
-from gateway.domain.payout_outcomes import AttemptState
+from gateway.domain.outcomes import AttemptState
 from gateway.escalations.store import raise_escalation, resolve_by_key
 from gateway.outbox.store import attempt_ordering_key, enqueue
 from gateway.refunds.decisions import SQL

@@ -7,13 +7,14 @@ from __future__ import annotations
 import pytest
 
 from gateway.domain.attempts import AttemptFacts, Evidence, decide
+from gateway.domain.outcomes import AttemptState
 
 ACCOUNT = "cardco:acct_store:test"
 
 
-def attempt(state: str, provider_payment_id: str | None = None) -> AttemptFacts:
-    return AttemptFacts(attempt_id="A1", state=state, provider_account=ACCOUNT, amount_minor=4250,  # type: ignore[arg-type]
-                        currency="EUR", provider_payment_id=provider_payment_id)
+def attempt(state: str, provider_id: str | None = None) -> AttemptFacts:
+    return AttemptFacts(attempt_id="A1", state=AttemptState(state), provider_account=ACCOUNT, amount_minor=4250,
+                        currency="EUR", provider_id=provider_id)
 
 
 def evidence(finding: str, **extra: object) -> Evidence:
@@ -44,7 +45,7 @@ def test_unknown_never_overwrites_a_known_outcome(state: str) -> None:
 
 
 def test_a_refund_after_success_is_a_lifecycle_event_not_a_contradiction() -> None:
-    decision = decide(attempt("Succeeded", "pay_1"), evidence("refunded", provider_payment_id="pay_1"), only_send=True)
+    decision = decide(attempt("Succeeded", "pay_1"), evidence("refunded", provider_id="pay_1"), only_send=True)
     assert decision.new_state is None and decision.escalation is None
     assert decision.effects == ("refund-notice",)
 
@@ -57,15 +58,15 @@ def test_an_incompatible_outcome_escalates_instead_of_overwriting(state: str, fi
 
 
 def test_a_different_provider_payment_id_is_a_contradiction_and_replaces_nothing() -> None:
-    decision = decide(attempt("Unknown", "pay_1"), evidence("succeeded", provider_payment_id="pay_2"), only_send=True)
-    assert decision.new_state is None and not decision.record_provider_payment_id
+    decision = decide(attempt("Unknown", "pay_1"), evidence("succeeded", provider_id="pay_2"), only_send=True)
+    assert decision.new_state is None and not decision.record_provider_id
     assert decision.escalation is not None and decision.escalation.key == "attempt:A1:contradiction"
 
 
 def test_the_provider_payment_id_is_recorded_only_when_empty() -> None:
-    assert decide(attempt("Started"), evidence("succeeded", provider_payment_id="pay_1"), only_send=True).record_provider_payment_id
-    assert not decide(attempt("Started", "pay_1"), evidence("succeeded", provider_payment_id="pay_1"),
-                      only_send=True).record_provider_payment_id
+    assert decide(attempt("Started"), evidence("succeeded", provider_id="pay_1"), only_send=True).record_provider_id
+    assert not decide(attempt("Started", "pay_1"), evidence("succeeded", provider_id="pay_1"),
+                      only_send=True).record_provider_id
 
 
 @pytest.mark.parametrize("mismatch", [{"amount_minor": 4251}, {"currency": "USD"}, {"account": "cardco:acct_store:live"}])
@@ -95,8 +96,8 @@ def test_evidence_about_a_never_sent_attempt_escalates() -> None:
 def test_an_unknown_that_clears_a_stored_action_asks_for_a_lookup_at_once() -> None:
     """Issue 11 item 4: the endpoint's timeout clears a challenge the provider may still wait for,
     so the attempt is due for a lookup now; without a stored action it waits for its backoff."""
-    challenged = AttemptFacts(attempt_id="A1", state="Started", provider_account=ACCOUNT, amount_minor=4250,
-                              currency="EUR", provider_payment_id="pay_1", has_action=True)
+    challenged = AttemptFacts(attempt_id="A1", state=AttemptState.STARTED, provider_account=ACCOUNT, amount_minor=4250,
+                              currency="EUR", provider_id="pay_1", has_action=True)
     cleared = decide(challenged, evidence("unknown", reason="provider.no-response.caller"), only_send=True)
     assert (cleared.new_state, cleared.clear_action, cleared.look_up_now) == ("Unknown", True, True)
     assert not decide(attempt("Started"), evidence("unknown"), only_send=True).look_up_now

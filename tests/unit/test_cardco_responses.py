@@ -61,4 +61,4 @@ def test_requires_action_carries_the_action_and_its_expiry() -> None:
 
 def test_success_carries_identity_and_money_for_matching() -> None:
     evidence = payment_evidence(ACCOUNT, 200, body(PAYMENT))
-    assert (evidence.provider_payment_id, evidence.amount_minor, evidence.currency) == ("pay_1", 4250, "EUR")
+    assert (evidence.provider_id, evidence.amount_minor, evidence.currency) == ("pay_1", 4250, "EUR")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from gateway.domain.outcomes import AttemptState, Expected, classify_record
 from gateway.domain.payout_notifications import Escalate, Ignore, RecordReturn, Resolve, decide
-from gateway.domain.payout_outcomes import AttemptState, Expected, classify_record
 from gateway.providers.cardco.tables import PAYOUT_TABLE
 
 S = AttemptState

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.domain.payout_outcomes import Expected, NoResponse, Observation, ProviderResponse, classify
+from gateway.domain.outcomes import Expected, NoResponse, Observation, ProviderResponse, classify
 from gateway.providers.cardco.tables import PAYOUT_TABLE, PAYOUT_TABLE_VERSION, RECALL_TABLE, RECALL_TABLE_VERSION
 
 EXPECTED = Expected("PAY-3107-a1", 425_000, "EUR")

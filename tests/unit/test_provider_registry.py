@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from gateway.payouts.attempts import PAYOUT
-from gateway.payouts.config import payout_timings
+from gateway.payouts.config import attempt_timings
 from gateway.payouts.recalls import RECALL
 from gateway.pipeline.kind import AttemptKind
 from gateway.providers import provider_for
@@ -57,11 +57,11 @@ def test_the_not_applied_cutoff_waits_out_the_providers_visibility_delay(monkeyp
     enforces no request expiry, so its search lag never postpones the escalation deadline."""
     settings = configured({"id": "cardco:acct_store:test"}, {"id": "stripe:acct_store:test"})
     cardco, stripe = settings.provider_accounts
-    assert payout_timings(settings, cardco).visibility_delay_s == 10
-    assert payout_timings(settings, stripe).visibility_delay_s == 10
+    assert attempt_timings(settings, cardco).visibility_delay_s == 10
+    assert attempt_timings(settings, stripe).visibility_delay_s == 10
     lagging = dataclasses.replace(CARDCO.timings, visibility_delay_s=45)
     monkeypatch.setattr(CARDCO, "timings", lagging)
-    assert payout_timings(settings, cardco).visibility_delay_s == 45
+    assert attempt_timings(settings, cardco).visibility_delay_s == 45
 
 
 @pytest.mark.parametrize("kind", [PAYOUT, RECALL, REFUND], ids=lambda kind: kind.name)

@@ -10,7 +10,7 @@ import pytest
 
 from gateway.domain import refunds
 from gateway.domain.errors import OrderNotRefundable, RefundUnresolved
-from gateway.domain.payout_outcomes import AttemptState, Expected, classify_record
+from gateway.domain.outcomes import AttemptState, Expected, classify_record
 from gateway.domain.refunds import RefundContext, after_payment, after_refund, decide
 from gateway.providers.cardco.notifications import Notification, parse, refund_evidence
 from gateway.providers.cardco.tables import REFUND_TABLE

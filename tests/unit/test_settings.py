@@ -10,7 +10,7 @@ import pytest
 
 from gateway.local import demo
 from gateway.local.demo import REHEARSAL_ACCOUNT, REHEARSAL_GLOBAL
-from gateway.payouts.config import payout_timings
+from gateway.payouts.config import attempt_timings
 from gateway.settings import MAX_DURATION_S, ConfigError, build_settings, load_settings
 from provider_fake.config import CardCoConfig
 
@@ -172,4 +172,4 @@ def test_paygate_up_gives_cardco_and_the_gateways_cardco_accounts_one_listing_la
     assert {a.id: a.visibility_delay_s for a in settings.provider_accounts} == {
         "cardco:acct_store:test": lag, "cardco:acct_store:live": lag, "stripe:acct_store:test": None}
     for cardco_account in settings.provider_accounts[:2]:
-        assert payout_timings(settings, cardco_account).visibility_delay_s == lag
+        assert attempt_timings(settings, cardco_account).visibility_delay_s == lag

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gateway.domain.payout_outcomes import AttemptState, Expected, ProviderResponse, classify, classify_record
+from gateway.domain.outcomes import AttemptState, Expected, ProviderResponse, classify, classify_record
 from gateway.domain.provider_evidence import object_evidence
 from gateway.providers.stripe import answers as rules
 from gateway.providers.stripe.tables import PAYOUT_TABLE, REFUND_TABLE
@@ -63,7 +63,7 @@ def test_payment_intent_answers(status: int, document: object, finding: str, rea
 
 def test_a_succeeded_intent_carries_its_id_reference_amount_and_upper_case_currency() -> None:
     evidence = rules.payment_evidence(ACCOUNT, 200, body(payment_intent()))
-    assert (evidence.provider_payment_id, evidence.amount_minor, evidence.currency) == ("pi_3Q0abc", 4250, "EUR")
+    assert (evidence.provider_id, evidence.amount_minor, evidence.currency) == ("pi_3Q0abc", 4250, "EUR")
 
 
 def test_requires_action_stores_stripes_next_action_as_the_customer_action() -> None:

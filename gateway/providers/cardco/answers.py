@@ -58,7 +58,7 @@ def payment_evidence(account: str, status_code: int, body: bytes) -> Evidence:
     if status_code == 402 and code == "card_declined":
         declined = _declined_payment(error)
         return Evidence(finding="failed", provider_account=account, reason="card_declined",
-                        provider_payment_id=declined.id if declined else None, provider_status="failed",
+                        provider_id=declined.id if declined else None, provider_status="failed",
                         amount_minor=declined.amount_minor if declined else None,
                         currency=declined.currency if declined else None, details=details)
     if status_code == 409 and code == "idempotency_key_in_use":

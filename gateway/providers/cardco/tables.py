@@ -3,12 +3,12 @@ Outcome by What the Provider Can Prove"; "Production Adaptation": an explicit, v
 classification table per provider, with recorded test vectors for each row, in
 tests/unit/test_payout_outcomes.py and tests/unit/test_refund_rules.py). Every row names CardCo's
 documented meaning (API.md, "provider_fake: CardCo"); the rows every provider shares (no response,
-malformed, undocumented, mismatch) and the classification are gateway.domain.payout_outcomes. Pure.
+malformed, undocumented, mismatch) and the classification are gateway.domain.outcomes. Pure.
 """
 
 from __future__ import annotations
 
-from gateway.domain.payout_outcomes import AttemptState, Row, StatusTable
+from gateway.domain.outcomes import AttemptState, Row, StatusTable
 
 PAYOUT_TABLE_VERSION = "cardco-payouts/2026-11-01.1"
 RECALL_TABLE_VERSION = "cardco-payout-recalls/2026-11-29.1"

@@ -159,7 +159,7 @@ def payment_evidence(account: str, status_code: int, body: bytes) -> Evidence:
             declined = None
         reason = error.get("decline_code") or code or "card_declined"
         return Evidence(finding="failed", provider_account=account, reason=str(reason),
-                        provider_payment_id=declined.id if declined else None,
+                        provider_id=declined.id if declined else None,
                         provider_status="requires_payment_method",
                         amount_minor=declined.amount_minor if declined else None,
                         currency=declined.currency if declined else None, details=details)

@@ -3,12 +3,12 @@
 versioned classification table per provider, with recorded test vectors in
 tests/unit/test_stripe_responses.py; docs/decisions/0047). A payout recall has none: Stripe has no
 operation paygate can use for it. The rows every provider shares and the classification are
-gateway.domain.payout_outcomes. Pure.
+gateway.domain.outcomes. Pure.
 """
 
 from __future__ import annotations
 
-from gateway.domain.payout_outcomes import AttemptState, Row, StatusTable
+from gateway.domain.outcomes import AttemptState, Row, StatusTable
 from gateway.providers.stripe.answers import record
 
 # Errors of a payout or refund create, by (HTTP status, Stripe error code, else its type).

@@ -167,7 +167,7 @@ async def test_a_late_unknown_does_not_overwrite_a_notifications_success(shop: S
     attempts = shop.services.attempts
     attempt = await attempts.mark_started(await attempts.get_or_create_live("ORD-5521", "cus_1"))
     assert attempt is not None
-    success = Evidence(finding="succeeded", provider_account=TEST_ACCOUNT, provider_payment_id="pay_1",
+    success = Evidence(finding="succeeded", provider_account=TEST_ACCOUNT, provider_id="pay_1",
                        amount_minor=4250, currency="EUR")
     await attempts.apply_evidence(attempt["attempt_id"], success, actor="notification-handler", kind=None)
     late = await attempts.record_response(attempt["attempt_id"], Evidence(
@@ -183,7 +183,7 @@ async def test_success_racing_a_new_checkout_leaves_one_attempt_that_took_effect
     await shop.faults({"operation": "create_payment", "action": "drop_response"})
     unknown = (await shop.pay()).json()
     success = Evidence(finding="succeeded", provider_account=TEST_ACCOUNT, amount_minor=4250, currency="EUR",
-                       provider_payment_id=shop.ledger()[0]["id"])
+                       provider_id=shop.ledger()[0]["id"])
     results = await asyncio.gather(
         shop.services.attempts.apply_evidence(unknown["attempt_id"], success, actor="recovery-1", kind="lookup"),
         shop.pay(), shop.pay(), return_exceptions=True)

@@ -35,7 +35,7 @@ async def test_a_write_whose_conditional_update_misses_writes_nothing_and_raises
         "INSERT INTO payment_escalations (escalation_key, attempt_id, reason, details, raised_at, next_reminder_at)"
         " VALUES (%(k)s, %(a)s, 'test', '{}', %(now)s, %(now)s) RETURNING escalation_id",
         {"k": f"attempt:{attempt['attempt_id']}:test", "a": attempt["attempt_id"], "now": now})
-    evidence = Evidence(finding="succeeded", provider_account=TEST_ACCOUNT, provider_payment_id="pay_stale",
+    evidence = Evidence(finding="succeeded", provider_account=TEST_ACCOUNT, provider_id="pay_stale",
                         provider_status="succeeded", amount_minor=4250, currency="EUR")
     async with services.db.transaction() as conn:
         locked = await fetch_one(conn, LOCK_FOR_EVIDENCE, {

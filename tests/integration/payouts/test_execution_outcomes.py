@@ -16,7 +16,7 @@ import pytest
 import respx
 from pydantic import SecretStr
 
-from gateway.domain.payout_outcomes import AttemptState
+from gateway.domain.outcomes import AttemptState
 from gateway.payouts.attempts import PAYOUT
 from gateway.payouts.config import payout_account
 from gateway.pipeline import transitions

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from gateway.domain.payout_outcomes import AttemptState
+from gateway.domain.outcomes import AttemptState
 from gateway.payouts.recalls import RECALL, RECALL_EXECUTOR
 from gateway.pipeline import transitions
 from gateway.pipeline.executor import Executor

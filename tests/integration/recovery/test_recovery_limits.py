@@ -96,7 +96,7 @@ async def test_an_outcome_that_loses_to_unknown_is_reapplied_and_one_that_loses_
     assert attempt is not None
     unknown = Evidence(finding="unknown", provider_account=shop.account, reason="provider.no-response.caller")
     await attempts.apply_evidence(attempt["attempt_id"], unknown, actor="recovery-1", kind="lookup")
-    success = Evidence(finding="succeeded", provider_account=shop.account, provider_payment_id="pay_1",
+    success = Evidence(finding="succeeded", provider_account=shop.account, provider_id="pay_1",
                        amount_minor=4250, currency="EUR")
     won = await attempts.record_response(attempt["attempt_id"], success, actor="endpoint")
     assert (won["state"], won["version"]) == ("Succeeded", attempt["version"] + 2)

@@ -275,7 +275,7 @@ async def test_a_stale_workers_finish_cannot_clear_the_new_owners_lease(
     old_lease = Lease(stale.owner, old["lease_token"], old["lease_expires_at"], 60, 900)
     assert await stale._leases.finish(attempt["attempt_id"], old_lease, 60) is False  # noqa: SLF001
     success = Evidence(finding="succeeded", provider_account=old["provider_account"], amount_minor=4250,
-                       currency="EUR", provider_payment_id=shop.ledger()[0]["id"])
+                       currency="EUR", provider_id=shop.ledger()[0]["id"])
     await shop.services.attempts.apply_evidence(attempt["attempt_id"], success, actor=stale.owner, kind="lookup",
                                                 lease=old_lease)
     current = await row(shop, attempt["attempt_id"])

@@ -77,7 +77,7 @@ async def found_succeeded(shop: Shop, attempt: dict[str, Any],  # noqa: F811
     """A recovery lookup finds the attempt's payment succeeded (seed 004: "the attempt resolves
     through reconciliation")."""
     await shop.services.attempts.apply_evidence(attempt["attempt_id"], Evidence(
-        finding="succeeded", provider_account=TEST_ACCOUNT, provider_payment_id=provider_payment_id,
+        finding="succeeded", provider_account=TEST_ACCOUNT, provider_id=provider_payment_id,
         amount_minor=4250, currency="EUR"), actor="recovery-1", kind="lookup")
 
 

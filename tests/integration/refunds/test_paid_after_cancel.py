@@ -166,7 +166,7 @@ async def test_a_cancellation_and_the_started_transition_racing_on_the_order_loc
         return
     assert started is not None and await shop.events(attempt["attempt_id"]) == ["send_intent"]
     await attempts.apply_evidence(started["attempt_id"], Evidence(
-        finding="succeeded", provider_account=TEST_ACCOUNT, provider_payment_id="pay_1", amount_minor=4250,
+        finding="succeeded", provider_account=TEST_ACCOUNT, provider_id="pay_1", amount_minor=4250,
         currency="EUR"), actor="endpoint", kind="send_result")
     assert (await order(shop))["state"] == "PaidAfterCancel"
     assert [d["cause"] for d in await refund_rows(shop, "payment_refund_decisions")] == ["paid-after-cancel"]

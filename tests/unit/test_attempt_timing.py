@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from gateway.domain.payout_timing import PayoutTimings, not_applied_allowed, resend_fits, resend_wait_s
+from gateway.domain.attempt_timing import AttemptTimings, not_applied_allowed, resend_fits, resend_wait_s
 
-T = PayoutTimings(grant_lead_s=300, grant_window_s=1800, send_deadline_s=300, provider_skew_s=30, call_budget_s=15,
+T = AttemptTimings(grant_lead_s=300, grant_window_s=1800, send_deadline_s=300, provider_skew_s=30, call_budget_s=15,
                   record_budget_s=5, visibility_delay_s=10, key_window_s=86_400, escalation_safety_margin_s=3600,
                   lookup_backoff_s=[60, 120, 300, 900])
 RELEASE = datetime(2026, 11, 29, 16, 0, tzinfo=UTC)
@@ -32,7 +32,7 @@ def test_not_applied_needs_a_lookup_after_expiry_skew_and_visibility() -> None:
 
 def test_escalation_is_the_seeds_hour_or_the_shorter_rehearsal_key_window() -> None:
     assert T.escalation_deadline(RELEASE) == RELEASE + timedelta(hours=1)
-    rehearsal = PayoutTimings(5, 60, 20, 30, 3, 2, 2, 120, 30, [1, 2, 4, 8])
+    rehearsal = AttemptTimings(5, 60, 20, 30, 3, 2, 2, 120, 30, [1, 2, 4, 8])
     assert rehearsal.escalation_deadline(RELEASE) == RELEASE + timedelta(seconds=90)
 
 

@@ -1,5 +1,6 @@
-"""Every payout deadline, as arithmetic on times the caller observed (API.md, "Payout timing";
-seed 000, "Issue Short-Lived Payout Execution Authority" and "Reconcile Before Any New Attempt").
+"""Every deadline of a claimed attempt (a payout, a recall, a refund), as arithmetic on times the
+caller observed (API.md, "Payout timing"; seed 000, "Issue Short-Lived Payout Execution Authority"
+and "Reconcile Before Any New Attempt").
 
 - grant window: ``not_before = release_at - lead``, ``expires_at = not_before + window``;
 - the reservation counts against the release date in the tenant's settlement time zone;
@@ -27,7 +28,7 @@ RESEND_BACKOFF_S = 1.0
 
 
 @dataclass(frozen=True)
-class PayoutTimings:
+class AttemptTimings:
     grant_lead_s: float
     grant_window_s: float
     send_deadline_s: float

@@ -1,6 +1,8 @@
-"""Pipeline attempt outcomes, classified by what the provider can prove (seed 000, "Classify the
-Outcome by What the Provider Can Prove"; "Production Adaptation": an explicit, versioned
-classification table per provider, with recorded test vectors for each row).
+"""The outcome vocabulary of every attempt kind, checkout payments and the pipeline's payouts,
+recalls and refunds alike: one :class:`AttemptState`, the sets of states each rule speaks of, and
+the classification of a provider's answer by what it can prove (seed 000, "Classify the Outcome by
+What the Provider Can Prove"; "Production Adaptation": an explicit, versioned classification table
+per provider, with recorded test vectors for each row; seed 004, "The Attempt Row").
 
 This module holds the shape of a table (:class:`StatusTable`, :class:`Row`), the rows every
 provider shares and the classification itself; each provider's tables are in its package
@@ -30,6 +32,17 @@ class AttemptState(StrEnum):
     FAILED = "Failed"
     NOT_STARTED = "NotStarted"
     NOT_APPLIED = "NotApplied"
+
+
+# What the provider's evidence (or a decisive "not found") settles an attempt as: never overwritten.
+SETTLED = frozenset({AttemptState.SUCCEEDED, AttemptState.FAILED, AttemptState.NOT_APPLIED})
+# Sent, or possibly sent, and not yet settled: what a lookup or a notification may resolve.
+IN_FLIGHT = (AttemptState.STARTED, AttemptState.UNKNOWN)
+# No cooperating sender transmitted it: provider evidence about it means something is badly wrong.
+NEVER_SENT = frozenset({AttemptState.CLAIMED, AttemptState.NOT_STARTED})
+# A claimed kind's final states: a claim that lapsed before Started leaves NotStarted for good (a
+# checkout attempt, never claimed, is inserted NotStarted and is sent or closed from there).
+FINAL_AFTER_CLAIM = SETTLED | {AttemptState.NOT_STARTED}
 
 
 # The payout state each attempt resolution leaves behind (seed 000, the classification table).
@@ -128,7 +141,7 @@ Observation = ProviderResponse | NoResponse
 class Classification:
     row: Row
     table: str  # the classification table version it came from (seed 000: versioned)
-    provider_payout_id: str | None = None
+    provider_id: str | None = None
     provider_status: str | None = None
     failure_code: str | None = None
     retry_after_s: float | None = None  # a resend row's Retry-After; None: the answer gave none
@@ -152,13 +165,13 @@ def classify_record(record: dict[str, Any], expected: Expected, table: StatusTab
     if (record.get("client_reference") != expected.client_reference
             or record.get("amount_minor") != expected.amount_minor
             or record.get("currency") != expected.currency):
-        return Classification(MISMATCH, table.version, provider_payout_id=_str(record.get("id")))
+        return Classification(MISMATCH, table.version, provider_id=_str(record.get("id")))
     status = record.get("status")
     row = table.rows.get(status) if isinstance(status, str) else None
     if row is None:
-        return Classification(UNDOCUMENTED, table.version, provider_payout_id=_str(record.get("id")))
+        return Classification(UNDOCUMENTED, table.version, provider_id=_str(record.get("id")))
     failure = _str(record.get("failure_code")) if row.state is AttemptState.FAILED else None
-    return Classification(row, table.version, provider_payout_id=_str(record.get("id")), provider_status=str(status),
+    return Classification(row, table.version, provider_id=_str(record.get("id")), provider_status=str(status),
                           failure_code=failure)
 
 
