@@ -13,10 +13,8 @@ Time: ``clock`` is a :class:`ManualClock`; tests move it, they never sleep for d
 from __future__ import annotations
 
 import os
-import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import httpx
 import psycopg
@@ -36,6 +34,7 @@ from provider_fake import CardCo, CardCoConfig
 from provider_fake import Clock as CardCoClock
 from provider_fake.config import Account
 from provider_fake.inprocess import mount
+from tests.server_dirs import server_dir
 
 _EMBEDDED_VALKEY_PORT: int | None = None
 if not os.environ.get("REDIS_URL"):
@@ -57,11 +56,12 @@ def postgres_admin_url() -> Iterator[str]:
     if os.environ.get("DATABASE_URL"):
         yield os.environ["DATABASE_URL"]
         return
-    server = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="paygate-test-pg-")) / "pg", ephemeral=True)
-    try:
-        yield server.url()
-    finally:
-        server.stop()
+    with server_dir("paygate-test-pg-") as folder:
+        server = EmbeddedPostgres(folder / "pg", ephemeral=True)
+        try:
+            yield server.url()
+        finally:
+            server.stop()
 
 
 def _url_for(admin_url: str, dbname: str) -> str:

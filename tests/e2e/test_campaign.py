@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +30,10 @@ KEYS = {"seed", "operations", "faults", "kills", "restarts", "violations", "wall
 
 
 @pytest.fixture
-def data_dir() -> Iterator[Path]:
-    """The campaign's directory, outside pytest's ``pytest-of-<user>``: PostgreSQL runs as its own
-    user and must reach its data directory, and every pytest session that starts (other runs on a
-    shared machine) makes ``pytest-of-<user>`` private again, which fails the campaign's
-    PostgreSQL restart (issue 22: a disruption that fails now fails the run)."""
-    folder = Path(tempfile.mkdtemp(prefix="paygate-campaign-test-"))
-    folder.chmod(0o755)
-    yield folder / "campaign"
-    shutil.rmtree(folder, ignore_errors=True)
+def data_dir(work_dir: Path) -> Path:
+    """The campaign's directory, outside pytest's ``pytest-of-<user>`` (tests/e2e/conftest.py): its
+    PostgreSQL restarts mid-run (issue 22: a disruption that fails now fails the run)."""
+    return work_dir / "campaign"
 
 
 def _campaign(tmp_path: Path, data_dir: Path, *flags: str, timeout_s: float) -> dict[str, object]:

@@ -46,20 +46,20 @@ def _wait_for(path: Path, process: subprocess.Popen[bytes]) -> dict[str, object]
     raise AssertionError("paygate-demo.json did not appear")
 
 
-def _start_up(tmp_path: Path, log: IO[bytes]) -> tuple[subprocess.Popen[bytes], int, int]:
-    """``paygate up --rehearsal`` in ``tmp_path/data``; the process and its web and provider ports."""
+def _start_up(work_dir: Path, log: IO[bytes]) -> tuple[subprocess.Popen[bytes], int, int]:
+    """``paygate up --rehearsal`` in ``work_dir/data``; the process and its web and provider ports."""
     web_port, provider_port = free_port(), free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "gateway.cli", "up", "--data-dir", str(tmp_path / "data"), "--web-port", str(web_port),
+        [sys.executable, "-m", "gateway.cli", "up", "--data-dir", str(work_dir / "data"), "--web-port", str(web_port),
          "--provider-port", str(provider_port), "--rehearsal"],
-        stdout=log, stderr=subprocess.STDOUT, env=_environment(), cwd=tmp_path)
+        stdout=log, stderr=subprocess.STDOUT, env=_environment(), cwd=work_dir)
     return process, web_port, provider_port
 
 
-def test_paygate_up_runs_the_system_and_stops_it_cleanly(tmp_path: Path) -> None:
-    data_dir = tmp_path / "data"
-    log = (tmp_path / "up.log").open("wb")
-    process, web_port, provider_port = _start_up(tmp_path, log)
+def test_paygate_up_runs_the_system_and_stops_it_cleanly(work_dir: Path) -> None:
+    data_dir = work_dir / "data"
+    log = (work_dir / "up.log").open("wb")
+    process, web_port, provider_port = _start_up(work_dir, log)
     try:
         demo: dict[str, Any] = _wait_for(data_dir / "paygate-demo.json", process)
         children = psutil.Process(process.pid).children(recursive=True)
@@ -152,14 +152,14 @@ def _dramatiq_parent(up: psutil.Process) -> psutil.Process | None:
     return None
 
 
-def test_paygate_up_restarts_a_worker_killed_with_sigkill_and_keeps_the_rest_running(tmp_path: Path) -> None:
+def test_paygate_up_restarts_a_worker_killed_with_sigkill_and_keeps_the_rest_running(work_dir: Path) -> None:
     """Issue 12: "Make paygate up restart a process that dies (a log line says so)", where honcho
     stopped the whole Procfile when one process exited."""
-    log_path = tmp_path / "up.log"
+    log_path = work_dir / "up.log"
     log = log_path.open("wb")
-    process, _, _ = _start_up(tmp_path, log)
+    process, _, _ = _start_up(work_dir, log)
     try:
-        demo = _wait_for(tmp_path / "data" / "paygate-demo.json", process)
+        demo = _wait_for(work_dir / "data" / "paygate-demo.json", process)
         up = psutil.Process(process.pid)
         worker = _dramatiq_parent(up)
         assert worker is not None

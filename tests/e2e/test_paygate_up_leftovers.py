@@ -17,16 +17,13 @@ import fcntl
 import os
 import pty
 import select
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import termios
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -40,16 +37,6 @@ pytestmark = pytest.mark.e2e
 
 START_TIMEOUT_S = 90
 GONE_TIMEOUT_S = 40
-
-
-@pytest.fixture
-def work_dir() -> Iterator[Path]:
-    """A directory outside pytest's ``/tmp/pytest-of-<user>``: pytest makes that 0700 again when a
-    concurrent session starts, and the embedded PostgreSQL, run as its own user when paygate up
-    runs as root, could no longer reach its data directory."""
-    path = Path(tempfile.mkdtemp(prefix="paygate-up-"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _environment() -> dict[str, str]:

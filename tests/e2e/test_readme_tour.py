@@ -49,22 +49,22 @@ def _environment() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key not in ("DATABASE_URL", "REDIS_URL")}
 
 
-def test_the_readme_tour_runs_as_written_against_paygate_up(tmp_path: Path) -> None:
+def test_the_readme_tour_runs_as_written_against_paygate_up(work_dir: Path) -> None:
     blocks = tour_blocks(README.read_text())
     assert len(blocks) == len(SEEN), "a tour step was added or removed: say here what it shows"
-    (tmp_path / ".venv").symlink_to(Path(sys.prefix))  # the first command's virtualenv
-    log = (tmp_path / "up.log").open("wb")
+    (work_dir / ".venv").symlink_to(Path(sys.prefix))  # the first command's virtualenv
+    log = (work_dir / "up.log").open("wb")
     up = subprocess.Popen(
         [sys.executable, "-m", "gateway.cli", "up", "--web-port", str(free_port()), "--provider-port", str(free_port())],
-        stdout=log, stderr=subprocess.STDOUT, env=_environment(), cwd=tmp_path)
+        stdout=log, stderr=subprocess.STDOUT, env=_environment(), cwd=work_dir)
     try:
-        demo_file = tmp_path / ".paygate" / "paygate-demo.json"
+        demo_file = work_dir / ".paygate" / "paygate-demo.json"
         deadline = time.monotonic() + START_TIMEOUT_S
         while not demo_file.exists():
-            assert up.poll() is None and time.monotonic() < deadline, (tmp_path / "up.log").read_text()[-3000:]
+            assert up.poll() is None and time.monotonic() < deadline, (work_dir / "up.log").read_text()[-3000:]
             time.sleep(0.3)
         script = f"\necho '{STEP}'\n".join(blocks)
-        ran = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True,
+        ran = subprocess.run(["bash", "-c", script], cwd=work_dir, capture_output=True, text=True,
                              timeout=TOUR_TIMEOUT_S, env=_environment())
         steps = ran.stdout.split(STEP + "\n")
         assert ran.returncode == 0 and len(steps) == len(SEEN), (ran.returncode, ran.stdout, ran.stderr)

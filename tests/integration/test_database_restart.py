@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import tempfile
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import httpx
 import pytest
@@ -27,6 +25,7 @@ from gateway.services import Services
 from gateway.settings import build_settings
 from gateway.store.migrate import migrate
 from tests.conftest import LIVE_ACCOUNT, TEST_ACCOUNT, TEST_PEPPER, account_config
+from tests.server_dirs import server_dir
 
 POOL_SIZE = 4
 CONCURRENCY = 8
@@ -56,24 +55,25 @@ class Gateway:
 
 @pytest.fixture
 async def gateway(redis_url: str, clock: ManualClock) -> AsyncIterator[Gateway]:
-    server = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="paygate-restart-pg-")) / "pg", ephemeral=True)
-    try:
-        migrate(server.url(), clock)
-        settings = build_settings({
-            "database_url": server.url(), "redis_url": redis_url, "token_pepper": TEST_PEPPER,
-            "log_format": "console", "db_pool_size": POOL_SIZE,
-            "provider_accounts": [account_config(TEST_ACCOUNT), account_config(LIVE_ACCOUNT)]})
-        services = await Services.open(settings, clock)
+    with server_dir("paygate-restart-pg-") as folder:
+        server = EmbeddedPostgres(folder / "pg", ephemeral=True)
         try:
-            app = create_app(settings, services=services)
-            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app, raise_app_exceptions=False),
-                                         base_url="http://gateway.test") as http:
-                token = await services.tokens.create("merchant", "merchant_1")
-                yield Gateway(server, services, http, {"Authorization": f"Bearer {token}"})
+            migrate(server.url(), clock)
+            settings = build_settings({
+                "database_url": server.url(), "redis_url": redis_url, "token_pepper": TEST_PEPPER,
+                "log_format": "console", "db_pool_size": POOL_SIZE,
+                "provider_accounts": [account_config(TEST_ACCOUNT), account_config(LIVE_ACCOUNT)]})
+            services = await Services.open(settings, clock)
+            try:
+                app = create_app(settings, services=services)
+                async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app, raise_app_exceptions=False),
+                                             base_url="http://gateway.test") as http:
+                    token = await services.tokens.create("merchant", "merchant_1")
+                    yield Gateway(server, services, http, {"Authorization": f"Bearer {token}"})
+            finally:
+                await services.close()
         finally:
-            await services.close()
-    finally:
-        server.stop()
+            server.stop()
 
 
 async def _restart(gateway: Gateway) -> list[int]:
