@@ -11,6 +11,7 @@ worktrees are unregistered too). Both are set up first, then the benchmark runs 
 each with the same arguments (``--json`` always; anything after ``--`` is passed on, e.g.
 ``-- --duration 5 --connections 16``). With ``--rounds N`` it runs N times, alternating the order
 (A B, B A, ...) so neither revision always runs on the warmer machine; the figures are the means.
+``--same-bench`` runs B's bench/ scripts on A's code too, for a figure only B's scripts measure.
 
 Printed: each figure for A and B and B/A (a rate's ratio above 1 means B is faster; a latency's or
 a CPU figure's below 1 means B is cheaper). ``--json`` writes both revisions' commits and figures
@@ -46,6 +47,7 @@ class Args:
     rounds: int
     json: Path | None
     bench_args: tuple[str, ...]
+    same_bench: bool = False
 
 
 def parse_args(argv: Sequence[str]) -> Args:
@@ -62,17 +64,20 @@ def parse_args(argv: Sequence[str]) -> Args:
     parser.add_argument("--bench", choices=BENCHES, default="notifications")
     parser.add_argument("--rounds", type=int, default=1, help="runs per revision, alternating the order")
     parser.add_argument("--json", type=Path, help="write both revisions' figures and the ratios here")
+    parser.add_argument("--same-bench", action="store_true",
+                        help="run B's bench/ scripts on both revisions (when B measures what A's scripts do not)")
     parsed = parser.parse_args(argv)
     if parsed.rounds < 1:
         parser.error("--rounds must be at least 1")
     if "--json" in passed:
         parser.error("the benchmark's --json is compare.py's own; use compare.py --json")
-    return Args(parsed.rev_a, parsed.rev_b, parsed.bench, parsed.rounds, parsed.json, tuple(passed))
+    return Args(parsed.rev_a, parsed.rev_b, parsed.bench, parsed.rounds, parsed.json, tuple(passed),
+                parsed.same_bench)
 
 
 def figures(bench: str, result: dict[str, Any]) -> dict[str, float]:
     """The compared figures of one benchmark's --json, by name. Notifications: each run's figures
-    as ``<senders>s <mix> <key>`` and, per sender count, ``<senders>s duplicates/unique``."""
+    as ``<senders>s <mix> <key>`` and, per sender count and mix, ``<senders>s <mix>/unique``."""
     if bench == "checkout":
         return {key: float(result[key]) for key in CHECKOUT_KEYS if key in result}
     out: dict[str, float] = {}
@@ -84,8 +89,8 @@ def figures(bench: str, result: dict[str, Any]) -> dict[str, float]:
         if run["mix"] == "unique":
             unique[run["senders"]] = float(run["rate"])
     for run in result["runs"]:
-        if run["mix"] == "duplicates" and unique.get(run["senders"]):
-            out[f"{run['senders']}s duplicates/unique"] = float(run["rate"]) / unique[run["senders"]]
+        if run["mix"] != "unique" and unique.get(run["senders"]):
+            out[f"{run['senders']}s {run['mix']}/unique"] = float(run["rate"]) / unique[run["senders"]]
     return out
 
 
@@ -146,6 +151,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     revs = {"A": args.rev_a, "B": args.rev_b}
     try:
         pythons = {side: _checkout(revs[side], commits[revs[side]], trees[side]) for side in ("A", "B")}
+        if args.same_bench:
+            for script in (trees["B"] / "bench").iterdir():
+                if script.is_file():
+                    shutil.copy2(script, trees["A"] / "bench" / script.name)
         results: dict[str, list[dict[str, float]]] = {"A": [], "B": []}
         for index in range(args.rounds):
             for side in ("A", "B") if index % 2 == 0 else ("B", "A"):
@@ -161,7 +170,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     a, b = mean(results["A"]), mean(results["B"])
     print(f"\n{args.bench}: A = {args.rev_a} ({commits[args.rev_a][:10]}), B = {args.rev_b} "
           f"({commits[args.rev_b][:10]}), {args.rounds} round(s), back to back"
-          + (f", bench args: {' '.join(args.bench_args)}" if args.bench_args else "") + "\n")
+          + (f", bench args: {' '.join(args.bench_args)}" if args.bench_args else "")
+          + (", B's bench scripts on both" if args.same_bench else "") + "\n")
     print(render("A", "B", a, b))
     if args.json:
         args.json.write_text(json.dumps({

@@ -8,7 +8,11 @@ the gateway runs as the Procfile's ``web`` process (``python -m gateway.web``: u
 httptools, no access log) with ``--web-workers`` worker processes (``web_workers``) on loopback; wrk
 replays pre-signed Standard Webhooks requests (bench/replay.lua), so every request is a real,
 verified CardCo ``payment.succeeded`` notification that resolves an attempt, queues its
-confirmation and commits. Each load runs ``--duration`` seconds (at most 20). Ceilings measured
+confirmation and commits. Three mixes per sender count: ``unique``; ``duplicates``, every event
+twice, the copy eight requests later; ``redeliveries``, 2,000 notifications recorded first, then
+replayed over and over (every request a duplicate of a committed notification: what a web process
+answers from the keys it saw committed, docs/decisions/0064; ``wrapped`` is large by design). Each
+load runs ``--duration`` seconds (at most 20). Ceilings measured
 in the same run, on the same database, with the same connection counts:
 - pgbench running the notification transaction's statements (bench/notification_txn.sql);
 - a bare Starlette POST (bench/bare_app.py) under uvicorn with as many workers and the same wrk script.
@@ -56,6 +60,8 @@ SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 PGBENCH_ATTEMPTS = 10_000
 MAX_DURATION_S = 20
 WIRE_COUNT = 500  # notifications sent one at a time through the wire counter
+REDELIVERED = 2_000  # notifications recorded before the redeliveries run, then replayed over and over
+MIXES = ("unique", "duplicates", "redeliveries")
 
 _ATTEMPTS = """
 INSERT INTO payment_attempts (attempt_id, order_id, customer_id, attempt_number, provider_account, endpoint,
@@ -117,6 +123,16 @@ def wrk(base: str, requests_file: Path, connections: int, duration: int, threads
             "wrapped": float(re.search(r"WRAPPED (\d+)", output).group(1))}  # type: ignore[union-attr]
 
 
+def prime(base: str, lines: list[str]) -> None:
+    """Deliver each pre-signed request once, one at a time: recorded before the redeliveries run."""
+    with httpx.Client(base_url=base) as client:
+        for line in lines:
+            path, msg_id, timestamp, signature, body = line.split("\t")
+            client.post(path, content=body, headers={
+                "content-type": "application/json", "webhook-id": msg_id, "webhook-timestamp": timestamp,
+                "webhook-signature": signature}).raise_for_status()
+
+
 def gateway_env(url: str) -> dict[str, str]:
     account = {"id": ACCOUNT, "base_url": "http://cardco.test", "api_key": "ck_bench", "webhook_endpoint_id": ENDPOINT,
                "webhook_secrets": [SECRET]}
@@ -172,11 +188,16 @@ def main() -> None:
             for connections in args.connections:
                 ceiling_db = pgbench(url, BENCH / "notification_txn.sql", connections, duration,
                                      {"attempts": PGBENCH_ATTEMPTS, "account": ACCOUNT})
-                for mix in ("unique", "duplicates"):
+                for mix in MIXES:
                     prefix = f"B{connections}{mix[0]}-"
                     requests_file = work / f"{prefix}requests.tsv"
-                    prepare_attempts(url, prefix, args.events)
-                    requests_file.write_text("\n".join(signed_lines(prefix, args.events, mix == "duplicates")) + "\n")
+                    events = REDELIVERED if mix == "redeliveries" else args.events
+                    prepare_attempts(url, prefix, events)
+                    lines = signed_lines(prefix, events, mix == "duplicates")
+                    requests_file.write_text("\n".join(lines) + "\n")
+                    if mix == "redeliveries":
+                        progress(f"recording the {events} notifications redelivered next")
+                        prime(gateway_base, lines)
                     progress(f"{connections} senders, {mix}")
                     ceiling_http = wrk(bare_base, requests_file, connections, duration)
                     profile = args.profile / f"notifications-{prefix.rstrip('-')}.txt" if args.profile else None
@@ -185,13 +206,14 @@ def main() -> None:
                     with profiled(pid, profile):
                         result = wrk(gateway_base, requests_file, connections, duration)
                     cpu_us = (tree_cpu_seconds(pid) - cpu_before) * 1e6 / max(result["rps"] * duration, 1)
+                    wired = "unique" if mix == "unique" else "duplicates"  # the wire count's second pass redelivers
                     runs.append({"senders": connections, "mix": mix, "rate": result["rps"], "p99_ms": result["p99_ms"],
                                  "pgbench_tps": ceiling_db, "ratio_pgbench": result["rps"] / ceiling_db,
                                  "bare_rate": ceiling_http["rps"], "ratio_bare": result["rps"] / ceiling_http["rps"],
                                  "non_2xx": result["non_2xx"], "wrapped": result["wrapped"],
-                                 "round_trips": trips[f"{mix}_trips"], "statements": trips[f"{mix}_statements"],
+                                 "round_trips": trips[f"{wired}_trips"], "statements": trips[f"{wired}_statements"],
                                  "gateway_cpu_us": cpu_us,
-                                 "gateway_cpu_us_one_client": trips[f"{mix}_cpu_us"],
+                                 "gateway_cpu_us_one_client": trips[f"{wired}_cpu_us"],
                                  "web_workers": args.web_workers})
     report(runs, duration, args.web_workers)
     if args.json:
@@ -201,19 +223,20 @@ def main() -> None:
 def report(runs: list[dict[str, Any]], duration: int, workers: int) -> None:
     print(f"\nverified notifications/s, {duration} s per run, loopback, wrk -t2, gateway web_workers={workers}"
           " (bench/README.md)\n")
-    print(f"{'senders':>7} {'mix':<10} {'gateway/s':>10} {'p99 ms':>7} {'non-2xx':>7} {'wrapped':>7} "
+    print(f"{'senders':>7} {'mix':<12} {'gateway/s':>10} {'p99 ms':>7} {'non-2xx':>7} {'wrapped':>7} "
           f"{'pgbench tps':>11} {'ratio':>6} {'bare /s':>9} {'ratio':>6} {'trips':>5} {'stmts':>5}"
           f" {'cpu us':>6} {'1 client':>8}")
     for run in runs:
-        print(f"{run['senders']:>7} {run['mix']:<10} {run['rate']:>10.0f} {run['p99_ms']:>7.1f} "
+        print(f"{run['senders']:>7} {run['mix']:<12} {run['rate']:>10.0f} {run['p99_ms']:>7.1f} "
               f"{run['non_2xx']:>7.0f} {run['wrapped']:>7.0f} {run['pgbench_tps']:>11.0f} {run['ratio_pgbench']:>6.2f} "
               f"{run['bare_rate']:>9.0f} {run['ratio_bare']:>6.3f} {run['round_trips']:>5.1f}"
               f" {run['statements']:>5.1f} {run['gateway_cpu_us']:>6.0f} {run['gateway_cpu_us_one_client']:>8.0f}")
     unique = {run["senders"]: run["rate"] for run in runs if run["mix"] == "unique"}
     for run in runs:
-        if run["mix"] == "duplicates":
+        if run["mix"] != "unique":
             times = run["rate"] / unique[run["senders"]]
-            print(f"{run['senders']} senders: 50% duplicates at {times:.2f}x the unique rate")
+            what = "50% duplicates" if run["mix"] == "duplicates" else "redeliveries only"
+            print(f"{run['senders']} senders: {what} at {times:.2f}x the unique rate")
 
 
 if __name__ == "__main__":

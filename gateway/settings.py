@@ -195,6 +195,9 @@ class Settings(_Model):
     # revoked or expired token keeps working for at most this long. 0 looks every token up.
     token_cache_s: float = Field(default=5.0, ge=0, le=300)
     db_pool_size: int = Field(default=8, gt=0, le=200)
+    # Notification keys each web process remembers once their recording committed; a redelivery
+    # of one is answered 204 without the database (docs/decisions/0064). 0 asks the database always.
+    notification_keys_remembered: int = Field(default=100_000, ge=0, le=10_000_000)
     # Worker processes of one web process (docs/decisions/0049): each has its own pool of
     # db_pool_size connections. Up to the cores the gateway gets; 1 serves in the process itself.
     web_workers: int = Field(default=1, gt=0, le=64)

@@ -2,15 +2,17 @@
 "Notification Deduplication"; "Escalations").
 
 :meth:`NotificationHandler.verify` decides who signed a delivery (nothing is written for a
-rejection). :meth:`NotificationHandler.handle` then does everything in ONE transaction: find the
-attempt by verified account + client reference and by account + provider payment id
-independently; record the notification (a keyed duplicate returns before any transition, alert or
-outbox row); then escalate an identity conflict, an unmatched or unreadable notification, or apply
-it through :meth:`Attempts.apply_evidence`, the conditional transition every writer shares
-(``payout.*`` through ``gateway.payouts.notifications.apply``, the payouts aggregate's own; a
-``payment.refunded`` naming a refund the gateway made through ``gateway.refunds.notifications``). Which
-matchers place a readable notification, and so how it is applied, is one table by notification
-kind (``_MATCHERS``). The caller acknowledges only after this returns, i.e. after the commit.
+rejection). A delivery whose key this process saw committed is a duplicate answered without the
+database (:class:`CommittedKeys`, docs/decisions/0064). Otherwise :meth:`NotificationHandler.handle`
+does everything in ONE transaction: find the attempt by verified account + client reference and by
+account + provider payment id independently; record the notification (a keyed duplicate returns
+before any transition, alert or outbox row); then escalate an identity conflict, an unmatched or
+unreadable notification, or apply it through :meth:`Attempts.apply_evidence`, the conditional
+transition every writer shares (``payout.*`` through ``gateway.payouts.notifications.apply``, the
+payouts aggregate's own; a ``payment.refunded`` naming a refund the gateway made through
+``gateway.refunds.notifications``). Which matchers place a readable notification, and so how it is
+applied, is one table by notification kind (``_MATCHERS``). The caller acknowledges only after this
+returns, i.e. after the commit.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from gateway.domain.provider_evidence import Notification, Unreadable, object_ev
 from gateway.domain.webhook_verdicts import Rejected, Verified
 from gateway.escalations.store import raise_escalation
 from gateway.notifications import repository
+from gateway.notifications.committed_keys import CommittedKeys
 from gateway.payments.attempts import Attempts, retry_transaction
 from gateway.payouts import notifications as payout_notifications
 from gateway.providers import Provider, provider_for
@@ -83,6 +86,7 @@ class NotificationHandler:
         self._clock = clock
         self._settings = settings
         self._attempts = attempts
+        self._committed = CommittedKeys(settings.notification_keys_remembered)
         # Per endpoint, per provider: the verification material of each account (decoded once).
         self._endpoints: dict[str, dict[str, tuple[Provider, list[Any]]]] = {}
         for account in settings.provider_accounts:
@@ -115,16 +119,26 @@ class NotificationHandler:
             event_id=parsed.event_id, webhook_id=verified.webhook_id,
             fields=parsed.canonical_fields() if isinstance(parsed, Notification) else None,
             synthesize=account.synthesized_notification_keys, webhook_id_stable=account.webhook_id_stable)
+        if self._committed.holds(account.id, key):  # recorded and committed: the database would say so too
+            log.info("notification_handled", outcome="duplicate", provider_account=account.id, notification_key=key,
+                     webhook_id=verified.webhook_id, remembered=True)
+            return Handled("duplicate")
         context = _Context(account, key, verified.webhook_id)
         async with self._db.transaction() as conn:
             if isinstance(parsed, Unreadable):
                 handled = await self._unreadable(conn, context, parsed)
             else:
                 handled = await self._readable(conn, context, parsed)
+        self._committed.committed(account.id, key)  # after COMMIT only: recorded here or by another
         log.info("notification_handled", outcome=handled.outcome, provider_account=account.id,
                  notification_event_id=handled.notification_event_id, notification_key=key,
                  attempt_id=str(handled.attempt_id) if handled.attempt_id else None, webhook_id=verified.webhook_id)
         return handled
+
+    def remembers(self, provider_account: str, key: str) -> bool:
+        """Whether this process answers ``key`` of ``provider_account`` as a duplicate without the
+        database (it saw its recording committed)."""
+        return (provider_account, key) in self._committed
 
     async def _unreadable(self, conn: Connection, context: _Context, parsed: Unreadable) -> Handled:
         esc_key = escalation_key(context.account.id, "unreadable", notification_key=context.key,

@@ -13,6 +13,7 @@ NOTIFICATIONS = {"runs": [
      "bare_rate": 20000.0},
     {"senders": 16, "mix": "duplicates", "rate": 600.0, "p99_ms": 50.0, "ratio_pgbench": 0.3,
      "gateway_cpu_us": 1200.0},
+    {"senders": 16, "mix": "redeliveries", "rate": 2000.0, "p99_ms": 9.0},
 ]}
 
 
@@ -24,6 +25,7 @@ def test_two_revisions_default_to_the_notification_bench_and_pass_on_what_follow
 
 def test_the_bench_is_one_of_the_two_and_rounds_are_positive() -> None:
     assert parse_args(["a", "b", "--bench", "checkout", "--rounds", "3"]).bench == "checkout"
+    assert parse_args(["a", "b", "--same-bench"]).same_bench and not parse_args(["a", "b"]).same_bench
     with pytest.raises(SystemExit):
         parse_args(["a", "b", "--bench", "outbox"])
     with pytest.raises(SystemExit):
@@ -42,6 +44,7 @@ def test_notification_figures_are_named_by_senders_and_mix_with_the_duplicate_ra
     assert got["16s unique rate"] == 500.0
     assert got["16s duplicates p99_ms"] == 50.0
     assert got["16s duplicates/unique"] == pytest.approx(1.2)
+    assert got["16s redeliveries/unique"] == pytest.approx(4.0)
     assert "16s unique bare_rate" not in got
 
 
