@@ -55,8 +55,8 @@ from bench.support import (  # noqa: E402
 )
 from gateway.auth.tokens import Tokens  # noqa: E402
 from gateway.clock import SystemClock  # noqa: E402
-from gateway.local.servers import free_port  # noqa: E402
 from gateway.store.db import Database  # noqa: E402
+from paygate_local.servers import free_port  # noqa: E402
 
 API_KEY = "ck_bench"
 PEPPER = "bench"

@@ -3,7 +3,7 @@
     python bench/notifications.py [--duration 10] [--connections 16 64] [--events 30000]
                                   [--web-workers 2] [--json PATH] [--profile DIR]
 
-An embedded PostgreSQL (gateway/local/servers.py) holds the schema and prepared Started attempts;
+An embedded PostgreSQL (paygate_local/servers.py) holds the schema and prepared Started attempts;
 the gateway runs as the Procfile's ``web`` process (``python -m gateway.web``: uvicorn, uvloop,
 httptools, no access log) with ``--web-workers`` worker processes (``web_workers``) on loopback; wrk
 replays pre-signed Standard Webhooks requests (bench/replay.lua), so every request is a real,
@@ -52,7 +52,7 @@ from bench.support import (  # noqa: E402
     uvicorn,
     web,
 )
-from gateway.local.servers import free_port  # noqa: E402
+from paygate_local.servers import free_port  # noqa: E402
 from provider_fake.signing import sign_v1  # noqa: E402
 
 ENDPOINT = "cardco-test"

@@ -41,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.notifications import gateway_env, prepare_attempts, signed_lines, wrk  # noqa: E402
 from bench.support import ROOT, progress, web  # noqa: E402
 from gateway.clock import SystemClock  # noqa: E402
-from gateway.local.servers import free_port  # noqa: E402
 from gateway.store.migrate import migrate  # noqa: E402
+from paygate_local.servers import free_port  # noqa: E402
 
 PGBIN = Path("/usr/lib/postgresql/15/bin")
 VENV = Path("/tmp/djstripe-venv")

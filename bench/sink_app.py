@@ -1,6 +1,6 @@
 """The outbox benchmark's sink (bench/README.md): takes every delivery and remembers its dedup key
 in arrival order, nothing else, so the dispatcher, not the sink, is what is measured.
-``GET /<name>`` lists what ``POST /<name>`` took, as the demo sinks do (gateway/local/sinks.py).
+``GET /<name>`` lists what ``POST /<name>`` took, as the demo sinks do (paygate_local/sinks.py).
 A raw ASGI app under uvicorn: bench/outbox.py prints its own ceiling, measured with wrk."""
 
 from __future__ import annotations

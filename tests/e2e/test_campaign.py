@@ -21,7 +21,7 @@ from typing import Any
 import psutil
 import pytest
 
-from gateway.campaign.invariants import CHECKS
+from paygate_local.campaign.invariants import CHECKS
 
 pytestmark = pytest.mark.e2e
 SEED = int(os.environ.get("PAYGATE_CAMPAIGN_SEED", "1"))

@@ -28,9 +28,9 @@ from gateway.app import create_app
 from gateway.clock import ManualClock
 from gateway.domain.attempts import Evidence
 from gateway.escalations.store import raise_escalation
-from gateway.local.servers import free_port
 from gateway.services import Services
 from gateway.settings import Settings
+from paygate_local.servers import free_port
 from tests.conftest import TEST_ACCOUNT
 from tests.e2e.browser import CHROMIUM, Page, browser_page
 from tests.integration.checkout.conftest import Shop, shop

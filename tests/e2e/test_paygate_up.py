@@ -19,7 +19,7 @@ import psutil
 import pytest
 import redis
 
-from gateway.local.servers import free_port
+from paygate_local.servers import free_port
 
 pytestmark = pytest.mark.e2e
 

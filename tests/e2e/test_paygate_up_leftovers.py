@@ -31,7 +31,7 @@ import httpx
 import psutil
 import pytest
 
-from gateway.local.servers import free_port
+from paygate_local.servers import free_port
 
 pytestmark = pytest.mark.e2e
 
@@ -128,7 +128,7 @@ def _assert_nothing_left(processes: list[psutil.Process], ports: set[int]) -> No
 def _guardian(up: psutil.Process) -> psutil.Process | None:
     for child in up.children():
         with contextlib.suppress(psutil.Error):
-            if "gateway.local.guardian" in child.cmdline():
+            if "paygate_local.guardian" in child.cmdline():
                 return child
     return None
 

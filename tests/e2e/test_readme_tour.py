@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.local.servers import free_port
+from paygate_local.servers import free_port
 
 pytestmark = pytest.mark.e2e
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from gateway.local.servers import free_port
 from gateway.store.migrate import shipped
+from paygate_local.servers import free_port
 from tests.conftest import CERTIFICATE_KEY_ID, CERTIFICATE_PRIVATE_KEY, TEST_ACCOUNT, TEST_PEPPER, account_config
 
 pytestmark = pytest.mark.e2e

@@ -17,7 +17,7 @@ import httpx
 import psutil
 import pytest
 
-from gateway.local.servers import free_port
+from paygate_local.servers import free_port
 from tests.conftest import TEST_ACCOUNT, TEST_PEPPER, account_config
 
 pytestmark = pytest.mark.e2e

@@ -1,6 +1,6 @@
 """A PostgreSQL restart fails only the requests in flight (issue 11 item 6; docs/decisions/0003).
 
-The test runs its own embedded PostgreSQL (gateway/local/servers.py), so it can shut it down
+The test runs its own embedded PostgreSQL (paygate_local/servers.py), so it can shut it down
 fast (every session terminated, as in a restart or failover) and start it again, under the real
 gateway app (Starlette in-process, the real pool, the real broker), with requests before, during
 and after. Without a checkout check every pooled connection the restart killed would fail one
@@ -20,10 +20,10 @@ import pytest
 
 from gateway.app import create_app
 from gateway.clock import ManualClock
-from gateway.local.servers import EmbeddedPostgres
 from gateway.services import Services
 from gateway.settings import build_settings
 from gateway.store.migrate import migrate
+from paygate_local.servers import EmbeddedPostgres
 from tests.conftest import LIVE_ACCOUNT, TEST_ACCOUNT, TEST_PEPPER, account_config
 from tests.server_dirs import server_dir
 

@@ -7,9 +7,9 @@ import httpx
 
 from gateway.app import create_app
 from gateway.clock import ManualClock
-from gateway.local.servers import free_port
 from gateway.services import Services
 from gateway.settings import Settings
+from paygate_local.servers import free_port
 
 
 async def test_healthz_answers_without_a_token(client: httpx.AsyncClient) -> None:

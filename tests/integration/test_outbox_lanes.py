@@ -12,10 +12,10 @@ import httpx
 import pytest
 import uvicorn
 
-from gateway.local.servers import free_port
 from gateway.outbox.dispatcher import dispatch_due
 from gateway.outbox.lanes import Lanes
 from gateway.settings import Settings
+from paygate_local.servers import free_port
 from tests.integration.outbox_support import Seeder, settings
 
 __all__ = ["settings"]

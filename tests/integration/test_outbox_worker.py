@@ -16,10 +16,10 @@ import uvicorn
 from pydantic import SecretStr
 
 from gateway.clock import ManualClock
-from gateway.local import sinks
-from gateway.local.servers import free_port
 from gateway.settings import Settings
 from gateway.store.db import Database
+from paygate_local import sinks
+from paygate_local.servers import free_port
 from tests.integration.outbox_support import MERCHANT_SECRET, Seeder
 from tests.integration.test_jobs import jobs_runtime, run_worker_until_idle
 

@@ -14,7 +14,7 @@ import time
 
 import psutil
 
-from gateway.local.supervisor import Supervisor, next_backoff
+from paygate_local.supervisor import Supervisor, next_backoff
 
 # Long-running stand-ins: they wait for a signal (signal.pause), never for a deadline.
 SLEEPER = [sys.executable, "-c", "import signal; print('up', flush=True); signal.pause()"]
@@ -168,7 +168,7 @@ def test_stop_signals_a_parent_once_and_its_worker_stops_gracefully() -> None:
 SUPERVISOR = "\n".join([
     "import os, signal, sys",
     "from pathlib import Path",
-    "from gateway.local.supervisor import PrefixedOutput, Supervisor",
+    "from paygate_local.supervisor import PrefixedOutput, Supervisor",
     "supervisor = Supervisor(PrefixedOutput(sys.stdout), pid_dir=Path(sys.argv[1]))",
     f"supervisor.add('worker.1', {FORWARDING_PARENT!r}, dict(os.environ))",
     "supervisor.start()",
@@ -178,7 +178,7 @@ SUPERVISOR = "\n".join([
 
 def test_a_supervisor_killed_with_sigkill_takes_its_children_along(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Issue 21: a killed supervisor left its processes running. Its children are started through
-    ``gateway.local.tether`` (PR_SET_PDEATHSIG), so the kernel sends SIGTERM to the process the
+    ``paygate_local.tether`` (PR_SET_PDEATHSIG), so the kernel sends SIGTERM to the process the
     command names (not a wrapper) when the supervisor dies; it stops what it forked, as on any SIGTERM.
     The pid file the supervisor wrote names it by pid and start time."""
     process = psutil.Popen([sys.executable, "-c", SUPERVISOR, str(tmp_path)], stdout=subprocess.DEVNULL)

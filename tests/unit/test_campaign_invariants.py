@@ -9,8 +9,8 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from gateway.campaign import invariants
-from gateway.campaign.invariants import Snapshot
+from paygate_local.campaign import invariants
+from paygate_local.campaign.invariants import Snapshot
 
 NOW = datetime(2026, 12, 1, 14, 0, tzinfo=UTC)
 ACCOUNT = "cardco:acct_store:test"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.campaign import mutations
-from gateway.campaign.mutations import MUTATIONS, Mutation
+from paygate_local.campaign import mutations
+from paygate_local.campaign.mutations import MUTATIONS, Mutation
 
 AREAS = {"checkout", "notifications", "recovery", "payouts", "recalls", "refunds", "outbox"}
 

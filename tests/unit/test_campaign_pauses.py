@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from gateway.campaign.pauses import LEASE_WAIT_S, TAKEOVER_WAIT_S, Lease, Watch, candidates, choose, owner_pid
+from paygate_local.campaign.pauses import LEASE_WAIT_S, TAKEOVER_WAIT_S, Lease, Watch, candidates, choose, owner_pid
 
 T0 = datetime(2026, 12, 2, 6, 0, tzinfo=UTC)
 

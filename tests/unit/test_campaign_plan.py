@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from gateway.campaign import faults, schedule
-from gateway.campaign.report import Result, table
+from paygate_local.campaign import faults, schedule
+from paygate_local.campaign.report import Result, table
 from provider_fake.faults import FaultRule
 
 

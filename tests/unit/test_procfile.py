@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from gateway.local.up import processes
+from paygate_local.up import processes
 
 PROCFILE = Path(__file__).resolve().parents[2] / "Procfile"
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gateway.local import demo
-from gateway.local.demo import REHEARSAL_ACCOUNT, REHEARSAL_GLOBAL
 from gateway.payouts.config import attempt_timings
 from gateway.settings import MAX_DURATION_S, ConfigError, build_settings, load_settings
+from paygate_local import demo
+from paygate_local.demo import REHEARSAL_ACCOUNT, REHEARSAL_GLOBAL
 from provider_fake.config import CardCoConfig
 
 BASE = {"DATABASE_URL": "postgresql:///x", "REDIS_URL": "redis://127.0.0.1:1/0", "PAYGATE_TOKEN_PEPPER": "p"}

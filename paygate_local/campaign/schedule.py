@@ -1,7 +1,7 @@
 """When the campaign disrupts what (issues 12 and 22): kills, server restarts, crashes and outages,
 pauses past a lease, sink faults, CardCo's lookup storms and its listing lag on lost payouts.
 
-The load runs in waves (``gateway.campaign.load``); each disruption is placed in one wave, a
+The load runs in waves (``paygate_local.campaign.load``); each disruption is placed in one wave, a
 seeded delay after the wave starts, so it lands while that wave's requests are in flight. Every
 run, however small, gets a SIGKILL of a worker, a web process and the clock, one fast restart of
 PostgreSQL, one restart of the broker (data lost) and one pause of a worker past its lease; a run

@@ -1,7 +1,7 @@
 """The fleet a campaign runs against: PostgreSQL and Valkey (embedded, or ``DATABASE_URL`` /
 ``REDIS_URL``), and the Procfile's processes under the supervisor: CardCo, two web processes on
 two ports, two workers, one clock, plus the demo sinks (issue 12), which the gateway reaches
-through one :class:`gateway.campaign.sinkfaults.SinkLink` each, so the campaign can make them fail.
+through one :class:`paygate_local.campaign.sinkfaults.SinkLink` each, so the campaign can make them fail.
 
 Timings are ``paygate up --rehearsal``'s, shortened where the settle waits on them (a 60 s key
 window with a 30 s margin, so an unanswerable attempt is escalated 30 s after its first send; a
@@ -26,11 +26,11 @@ from typing import Any
 
 import httpx
 
-from gateway.campaign.sinkfaults import SinkLink
-from gateway.local import demo
-from gateway.local.servers import free_port
-from gateway.local.supervisor import Supervisor
-from gateway.local.up import Prepared, Servers, prepare, processes
+from paygate_local import demo
+from paygate_local.campaign.sinkfaults import SinkLink
+from paygate_local.servers import free_port
+from paygate_local.supervisor import Supervisor
+from paygate_local.up import Prepared, Servers, prepare, processes
 
 READY_TIMEOUT_S = 90.0
 GATEWAY_TIMINGS = {"recovery_lease_s": 12, "payout_send_deadline_s": 10, "provider_skew_s": 5,

@@ -2,7 +2,7 @@
 budget, and down for a while, long enough that some rows dead-letter").
 
 The gateway's ``merchant_sink_url`` and ``alert_sink_url`` point at one :class:`SinkLink` each, a
-TCP relay in the campaign's process in front of the demo sinks (``gateway.local.sinks``), which
+TCP relay in the campaign's process in front of the demo sinks (``paygate_local.sinks``), which
 keep what they received and which the invariants read directly. A link is in one mode at a time:
 ``ok`` relays every byte, ``error`` answers every request ``503`` itself, ``hang`` accepts and
 never answers, ``down`` listens no more (connections are refused). Every change of mode cuts the
@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Literal
 
-from gateway.local.servers import free_port
+from paygate_local.servers import free_port
 
 Mode = Literal["ok", "error", "hang", "down"]
 FAULTS: tuple[Mode, ...] = ("error", "hang", "down")

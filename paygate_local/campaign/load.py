@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from gateway.campaign.client import Gateway
+from paygate_local.campaign.client import Gateway
 
 PATIENCE_S = 8.0
 POLL_S = 0.5

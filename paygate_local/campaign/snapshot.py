@@ -1,7 +1,7 @@
 """What the invariants are checked against, read once after the settle: CardCo's ledger, request
 log and webhook deliveries (its control API), the merchant and alert sinks' messages, the outbox
 rows the workers logged as dead-lettered, and the gateway's rows (read-only SQL on its database),
-into one :class:`gateway.campaign.invariants.Snapshot`. Also the settle's own question: what is
+into one :class:`paygate_local.campaign.invariants.Snapshot`. Also the settle's own question: what is
 still moving?
 """
 
@@ -16,7 +16,7 @@ import httpx
 import psycopg
 from psycopg.rows import dict_row
 
-from gateway.campaign.invariants import Snapshot
+from paygate_local.campaign.invariants import Snapshot
 
 QUERIES = {
     "orders": "SELECT order_id, state FROM orders",

@@ -2,7 +2,7 @@
 
 Starts the embedded PostgreSQL and Valkey unless ``DATABASE_URL`` / ``REDIS_URL`` are set,
 migrates the schema (``gateway.store.migrate``), seeds the demo, runs the Procfile's processes plus
-the demo sinks under the supervisor (``gateway.local.supervisor``: a process that dies is
+the demo sinks under the supervisor (``paygate_local.supervisor``: a process that dies is
 restarted, with a back-off, so a tester can ``kill -9`` a worker and watch the work resume), waits
 for ``/readyz`` to answer 200, then writes ``DIR/paygate-demo.json`` and prints the same in words.
 SIGINT/SIGTERM stop every process, then every server it started.
@@ -10,7 +10,7 @@ SIGINT/SIGTERM stop every process, then every server it started.
 However it ends, nothing of the run is left (issue 21). The stop signals (SIGINT, SIGTERM and
 SIGHUP, a closed terminal) are handled before anything starts: during start-up the first one
 unwinds it (:class:`Stopped`), stopping what was started; once the processes run, it stops them.
-It takes the data directory's lock, starts its guardian (``gateway.local.guardian``: when this
+It takes the data directory's lock, starts its guardian (``paygate_local.guardian``: when this
 process dies, even by SIGKILL, it stops the servers from their pid files, and the children die
 with the supervisor by themselves), stops what a previous run left in the directory, saying so,
 and refuses to start while another process listens on the web or provider port, so it never
@@ -34,15 +34,15 @@ from typing import Any
 import httpx
 
 from gateway.clock import SystemClock
-from gateway.local import demo, rundir
-from gateway.local.servers import EmbeddedPostgres, EmbeddedValkey, free_port, port_holder
-from gateway.local.supervisor import PrefixedOutput, Supervisor
-from gateway.local.terminal import say
 from gateway.settings import load_settings
 from gateway.store.db import Database
 from gateway.store.migrate import migrate
 from gateway.store.registry import register_provider_accounts
 from gateway.store.schema import check_schema
+from paygate_local import demo, rundir
+from paygate_local.servers import EmbeddedPostgres, EmbeddedValkey, free_port, port_holder
+from paygate_local.supervisor import PrefixedOutput, Supervisor
+from paygate_local.terminal import say
 
 READY_TIMEOUT_S = 90.0
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -84,7 +84,7 @@ def processes(web_port: int, provider_port: int, sinks_port: int) -> dict[str, l
         "clock": [py, "-m", "jobs.clock"],
         "provider": [py, "-m", "uvicorn", "provider_fake.app:app",
                      "--host", "127.0.0.1", "--port", str(provider_port), "--no-access-log"],
-        "sinks": [py, "-m", "uvicorn", "--factory", "gateway.local.sinks:create_app",
+        "sinks": [py, "-m", "uvicorn", "--factory", "paygate_local.sinks:create_app",
                   "--host", "127.0.0.1", "--port", str(sinks_port), "--no-access-log"],
     }
 
@@ -214,7 +214,7 @@ def _run(signals: StopSignals, data_dir: Path, web_port: int, provider_port: int
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
         lock = rundir.lock(data_dir)
-        guardian = subprocess.Popen([sys.executable, "-m", "gateway.local.guardian", str(data_dir), str(os.getpid())],
+        guardian = subprocess.Popen([sys.executable, "-m", "paygate_local.guardian", str(data_dir), str(os.getpid())],
                                     pass_fds=(lock,), start_new_session=True, stdin=subprocess.DEVNULL)
         rundir.stop_processes(data_dir, lambda name, pid: say(
             f"paygate: stopped a previous run's {name} (pid {pid}) left in {data_dir}"))

@@ -1,4 +1,4 @@
-"""Children that die with their supervisor (issue 21): ``python -m gateway.local.tether PARENT -- ARGV...``.
+"""Children that die with their supervisor (issue 21): ``python -m paygate_local.tether PARENT -- ARGV...``.
 
 On Linux it asks the kernel to send it SIGTERM when the thread that started it ends
 (``prctl(PR_SET_PDEATHSIG)``), checks that its parent is still ``PARENT`` (the supervisor may have
@@ -9,7 +9,7 @@ forks (dramatiq's workers, uvicorn's) are stopped by it, as on any SIGTERM.
 The kernel's "parent" is the starting *thread*: a supervisor must start children from a thread that
 outlives them (``paygate up``: its main thread; the campaign's fleet: its main thread and the
 supervising thread, which stops every child before it ends). Where prctl does not exist, the
-child runs unbound, and the guardian's parent check (``gateway.local.guardian``) stops it.
+child runs unbound, and the guardian's parent check (``paygate_local.guardian``) stops it.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ PR_SET_PDEATHSIG = 1
 
 def tethered(argv: list[str], parent: int) -> list[str]:
     """``argv`` run so that it gets SIGTERM when ``parent``'s starting thread ends."""
-    return [sys.executable, "-m", "gateway.local.tether", str(parent), "--", *argv]
+    return [sys.executable, "-m", "paygate_local.tether", str(parent), "--", *argv]
 
 
 def die_with_parent(sig: int = signal.SIGTERM) -> bool:

@@ -27,11 +27,11 @@ from typing import Any
 import httpx
 import psycopg
 
-from gateway.campaign import faults, pauses, schedule
-from gateway.campaign.client import Gateway
-from gateway.campaign.fleet import WORKERS, Fleet
-from gateway.campaign.load import Payout
-from gateway.campaign.sinkfaults import Mode
+from paygate_local.campaign import faults, pauses, schedule
+from paygate_local.campaign.client import Gateway
+from paygate_local.campaign.fleet import WORKERS, Fleet
+from paygate_local.campaign.load import Payout
+from paygate_local.campaign.sinkfaults import Mode
 
 SINK_MODES: dict[str, Mode] = {"sink-error": "error", "sink-hang": "hang", "sink-down": "down"}
 SINK_NAMES = {schedule.MERCHANT: "merchant", schedule.ALERTS: "alert"}

@@ -1,11 +1,11 @@
-"""The guardian of a ``paygate up`` run (issue 21): ``python -m gateway.local.guardian DIR PARENT``.
+"""The guardian of a ``paygate up`` run (issue 21): ``python -m paygate_local.guardian DIR PARENT``.
 
 ``paygate up`` starts it first, in its own session (the terminal's signals do not reach it), and it
 inherits the data directory's lock. It waits for ``PARENT`` to end: the kernel's death signal
 (``PR_SET_PDEATHSIG``, Linux) or, as a fallback, a parent check every half second (its parent pid
 is no longer ``PARENT``). Then, and on SIGTERM (what ``paygate up`` sends it once it has stopped
 everything itself), it stops whatever of the run is still running from the directory's pid files
-(``gateway.local.rundir``): the processes, Valkey, and the PostgreSQL that pg_ctl daemonized, which
+(``paygate_local.rundir``): the processes, Valkey, and the PostgreSQL that pg_ctl daemonized, which
 no death signal reaches. Only then does the lock go, so a next ``paygate up`` starts after it.
 """
 
@@ -17,9 +17,9 @@ import sys
 import threading
 from pathlib import Path
 
-from gateway.local.rundir import STOP_GRACE_S, stop_processes
-from gateway.local.terminal import say
-from gateway.local.tether import die_with_parent
+from paygate_local.rundir import STOP_GRACE_S, stop_processes
+from paygate_local.terminal import say
+from paygate_local.tether import die_with_parent
 
 PARENT_CHECK_S = 0.5
 

@@ -4,7 +4,7 @@
 ``operation:action``; ``faults`` stays the rules installed), ``outcomes`` (the gateway's final
 states of checkouts, payouts, refunds and recalls) and ``escalations`` (by reason); and what the
 disruptions did: ``pauses`` (pauses past a lease, by worker) and ``outages`` (servers, sinks and
-CardCo's storms, ``gateway.campaign.disruptions.Disruptions.outages``); the same as a
+CardCo's storms, ``paygate_local.campaign.disruptions.Disruptions.outages``); the same as a
 table, with throughput and the first violations of each failed invariant, and the command that
 reproduces the run."""
 
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.campaign.invariants import Snapshot
+from paygate_local.campaign.invariants import Snapshot
 
 KILLED = ("worker", "web", "clock")
 RESTARTED = ("postgres", "broker")

@@ -2,8 +2,8 @@
 product's safety rules, each applied to a copy of the tree and run under a short campaign that
 must fail.
 
-``python -m gateway.campaign.mutations --list`` prints the table (mutation, file:line, the rule it
-breaks); ``python -m gateway.campaign.mutations [NAME ...]`` runs them (all by default), each in a
+``python -m paygate_local.campaign.mutations --list`` prints the table (mutation, file:line, the rule it
+breaks); ``python -m paygate_local.campaign.mutations [NAME ...]`` runs them (all by default), each in a
 fresh copy of this tree (``.venv``, ``.git`` and caches left out) with ``PYTHONPATH`` pointing at
 the copy, so the campaign and every process of its fleet import the mutated code, under
 ``paygate campaign --checkouts 300 --payouts 30`` (``--checkouts``, ``--payouts``, ``--seed`` to
@@ -169,7 +169,8 @@ def run_one(mutation: Mutation, *, seed: int, checkouts: int, payouts: int, root
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gateway.campaign.mutations", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m paygate_local.campaign.mutations",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("names", nargs="*", help="mutations to run (default: all)")
     parser.add_argument("--list", action="store_true", help="print the table of mutations and exit")
     parser.add_argument("--seed", type=int, default=3)

@@ -6,10 +6,10 @@ the process that died and leaves the others alone. This one does that. Each proc
 own process group, so a kill reaches a dramatiq parent and its forked workers together, and a
 death found by :meth:`Supervisor.poll` also reaps whatever the dead process left in its group.
 
-Children die with the supervisor (issue 21): each is started through ``gateway.local.tether``,
+Children die with the supervisor (issue 21): each is started through ``paygate_local.tether``,
 which has the kernel send it SIGTERM when the supervisor goes, however it went (SIGKILL
 included), and then becomes the command itself. With ``pid_dir`` the supervisor also writes
-``<pid_dir>/<name>.pid`` for each running child (``gateway.local.rundir``), from which the
+``<pid_dir>/<name>.pid`` for each running child (``paygate_local.rundir``), from which the
 guardian of ``paygate up``, or the next run, stops what a dead supervisor left.
 
 A process that dies is started again after a back-off (:func:`next_backoff`): the initial delay
@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Protocol
 
-from gateway.local.rundir import record
-from gateway.local.tether import tethered
+from paygate_local.rundir import record
+from paygate_local.tether import tethered
 
 BACKOFF_INITIAL_S = 1.0
 BACKOFF_MAX_S = 30.0

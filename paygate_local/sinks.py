@@ -1,6 +1,6 @@
 """The demo's two downstream sinks: merchant effects and operator alerts (API.md, Command line).
 
-A small ASGI app (``uvicorn --factory gateway.local.sinks:create_app``) that keeps what it
+A small ASGI app (``uvicorn --factory paygate_local.sinks:create_app``) that keeps what it
 receives in memory, oldest first: ``POST /merchant`` and ``POST /alerts`` record a message,
 ``GET`` on the same paths returns ``{"messages": [...]}`` in the shape of API.md, "Shapes".
 """

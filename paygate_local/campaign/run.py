@@ -33,12 +33,12 @@ from typing import Any
 
 import httpx
 
-from gateway.campaign import faults, invariants, schedule, snapshot
-from gateway.campaign.client import Gateway
-from gateway.campaign.disruptions import Disruptions
-from gateway.campaign.fleet import Fleet
-from gateway.campaign.load import Checkout, Load, Payout, checkouts, payouts
-from gateway.campaign.report import Result, escalations, faults_fired, outcomes, table
+from paygate_local.campaign import faults, invariants, schedule, snapshot
+from paygate_local.campaign.client import Gateway
+from paygate_local.campaign.disruptions import Disruptions
+from paygate_local.campaign.fleet import Fleet
+from paygate_local.campaign.load import Checkout, Load, Payout, checkouts, payouts
+from paygate_local.campaign.report import Result, escalations, faults_fired, outcomes, table
 
 WAVE_CHECKOUTS = 25
 # The longest wait the configured deadlines allow: a payout grant window (60 s) after the last

@@ -96,7 +96,7 @@ class EmbeddedValkey:
     """A Valkey server on a loopback port, with persistence off: the broker only carries
     wake-ups, so nothing in it needs to survive a restart. With ``pid_file``, Valkey writes its
     pid there (and removes it when it stops), from which a later run finds it if this one died
-    (``gateway.local.rundir``). ``detached``: in a session of its own, so a terminal's Ctrl-C
+    (``paygate_local.rundir``). ``detached``: in a session of its own, so a terminal's Ctrl-C
     reaches only ``paygate up``, which stops the processes before the broker they drain into."""
 
     def __init__(self, port: int | None = None, *, log_file: Path | None = None,
