@@ -23,7 +23,7 @@ from typing import Literal
 
 import httpx
 
-from gateway.domain.attempt_kinds import pipeline_kinds
+from gateway.domain.attempt_kinds import KINDS, pipeline_kinds
 from gateway.domain.provider_accounts import ACCOUNT_ID
 
 OTHER = "other"
@@ -98,18 +98,14 @@ RECONCILIATIONS = _pipeline(
     "paygate_payout_reconciliations", "Reconciler passes over one attempt, by outcome",
     outcome=("succeeded", "failed", "not_applied", "not_found", "processing", "mismatch", "lookup_failed",
              "rate_limited", "account_not_configured", "already_resolved"))
-PAYOUT_PROVIDER_CALLS = Family(
-    "paygate_payout_provider_call_seconds", "histogram", "Provider calls of the attempt pipeline, by outcome",
-    {"kind": PIPELINE_KINDS, "operation": ("create", "lookup"), "outcome": CALL_OUTCOMES}, LATENCY_BUCKETS)
-PAYMENT_PROVIDER_CALLS = Family(
-    "paygate_payment_provider_call_seconds", "histogram", "Provider calls of checkout and its recovery, by outcome",
-    {"operation": ("create", "lookup", "payment_method"), "outcome": CALL_OUTCOMES}, LATENCY_BUCKETS)
-# Every provider call of every kind again, by the account it went to (issue 25: the operator's
-# latency and error rate per account; docs/decisions/0063). The two families above say what the
-# call was for; this one says where it went.
-ACCOUNT_PROVIDER_CALLS = Family(
-    "paygate_provider_call_seconds", "histogram", "Provider calls of every kind, by provider account and outcome",
-    {"account": "account", "outcome": CALL_OUTCOMES}, LATENCY_BUCKETS)
+# Every provider call of every kind (checkout's create, lookup and payment-method check; each
+# pipeline kind's create and lookup): what it was for and the account it went to (the operator's
+# latency and error rate per account, docs/decisions/0063), one family (docs/decisions/0065).
+PROVIDER_CALLS = Family(
+    "paygate_provider_call_seconds", "histogram",
+    "Provider calls of every attempt kind, by operation, account, outcome",
+    {"kind": tuple(kind.name for kind in KINDS), "operation": ("create", "lookup", "payment_method"),
+     "account": "account", "outcome": CALL_OUTCOMES}, LATENCY_BUCKETS)
 # Counted by the database itself, in the deciding transaction (schema.sql, paygate_count_decision):
 # a decision is a row, so its count commits with it. Declared here so /metrics knows its shape.
 DECISIONS = _pipeline("paygate_payout_decisions", "Decisions by outcome and reason code",
@@ -118,8 +114,7 @@ DECISIONS = _pipeline("paygate_payout_decisions", "Decisions by outcome and reas
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     VALIDATION_REFUSALS, DELIVERIES_POSTPONED, DUPLICATE_DELIVERIES, CLAIMS_LOST, FENCE_ROLLBACKS,
-    UNCONFIRMED_WRITES, LEASES_FENCED, EXECUTIONS, RECONCILIATIONS, PAYOUT_PROVIDER_CALLS, PAYMENT_PROVIDER_CALLS,
-    ACCOUNT_PROVIDER_CALLS, DECISIONS)}
+    UNCONFIRMED_WRITES, LEASES_FENCED, EXECUTIONS, RECONCILIATIONS, PROVIDER_CALLS, DECISIONS)}
 
 # (sample name, sorted label items) -> delta not yet flushed. Sample names are the exposition's:
 # ``<counter>_total``, ``<histogram>_bucket`` (with ``le``), ``_sum``, ``_count``.
@@ -194,13 +189,12 @@ def call_outcome(status: int | None, error: BaseException | None) -> str:
     return "server_error" if status >= 500 else "rejected"
 
 
-async def provider_call(family: Family, call: Awaitable[httpx.Response], *, account: str,
-                        **labels: str) -> httpx.Response:
-    """The one place a provider call is timed and counted (issue 15 item 3): await ``call``,
-    observe its duration under its outcome in ``family`` and, by the ``account`` it went to, in
-    :data:`ACCOUNT_PROVIDER_CALLS`, and return or raise exactly what it did. Durations
-    are measured on the monotonic counter: they are measurements, not deadlines, which stay on
-    the injected clock."""
+async def provider_call(call: Awaitable[httpx.Response], *, kind: str, operation: str,
+                        account: str) -> httpx.Response:
+    """The one place a provider call is timed and counted: await ``call``, observe its duration
+    under its kind, operation, account and outcome in :data:`PROVIDER_CALLS`, and return or raise
+    exactly what it did. Durations are measured on the monotonic counter: they are measurements,
+    not deadlines, which stay on the injected clock."""
     started = time.perf_counter()
     status: int | None = None
     error: BaseException | None = None
@@ -212,6 +206,5 @@ async def provider_call(family: Family, call: Awaitable[httpx.Response], *, acco
         error = raised
         raise
     finally:
-        elapsed, outcome = time.perf_counter() - started, call_outcome(status, error)
-        observe(family, elapsed, outcome=outcome, **labels)
-        observe(ACCOUNT_PROVIDER_CALLS, elapsed, account=account, outcome=outcome)
+        observe(PROVIDER_CALLS, time.perf_counter() - started, kind=kind, operation=operation, account=account,
+                outcome=call_outcome(status, error))

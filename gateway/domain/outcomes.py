@@ -131,7 +131,12 @@ class ProviderResponse:
 
 @dataclass(frozen=True)
 class NoResponse:
+    """A call that ended without a readable answer (gateway.providers.answers): Unknown for every
+    kind. ``reason`` says how it ended, for the kinds that record it (a checkout attempt's
+    ``outcome_reason``); a pipeline kind records the table's ``provider.no-response``."""
+
     kind: Literal["timeout", "transport"]
+    reason: str = "provider.no-response"
 
 
 Observation = ProviderResponse | NoResponse

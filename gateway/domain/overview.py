@@ -69,14 +69,15 @@ def quantile(q: float, buckets: Iterable[tuple[float, float]]) -> float | None:
 def account_calls(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per account: ``calls``, ``errors`` (the :data:`ERRORS` outcomes), ``error_rate`` (None
     without calls), ``p50_s`` and ``p99_s`` over every outcome, from the rows of
-    ``paygate_provider_call_seconds_bucket`` and ``_count``."""
+    ``paygate_provider_call_seconds_bucket`` and ``_count`` (of every kind and operation)."""
     counts: dict[str, dict[str, float]] = {}
     buckets: dict[str, dict[float, float]] = {}
     for row in rows:
         labels = row["labels"]
         account = labels["account"]
-        if row["name"].endswith("_count"):
-            counts.setdefault(account, {})[labels["outcome"]] = row["value"]
+        if row["name"].endswith("_count"):  # one row per kind and operation too: summed
+            per_outcome = counts.setdefault(account, {})
+            per_outcome[labels["outcome"]] = per_outcome.get(labels["outcome"], 0.0) + row["value"]
         else:
             bound = float(labels["le"])
             per_account = buckets.setdefault(account, {})

@@ -3,13 +3,13 @@
 It sends an attempt's *stored* request, byte for byte, under the attempt's own idempotency key,
 and never resends, generates a key, or changes a business parameter. Only the transport is built
 at send time: the current credentials and the account header for the stored provider account,
-never whichever account is a default. Every way a call ends without an answer — a stored request
-that cannot be built, the caller's budget, the client's maximum call duration, a transport error,
-an incomplete or unreadable response (gateway.providers.answers: the one rule every provider call
-uses), a 5xx — is ``unknown`` with a reason. A programming or configuration error is allowed to
-surface for alerting instead of being disguised as an outcome.
-Every call is timed and counted (``gateway.instruments.provider_call``; issue 15 item 3).
-What the request and its answers look like is the account's provider's (``gateway.providers``).
+never whichever account is a default. A stored request that cannot be built is ``unknown`` with
+its reason; every call goes through the one provider-call client
+(:class:`gateway.providers.calls.ProviderCalls`, kind ``payment``, its ceiling the account's
+maximum call duration), which times and counts it and turns every way it ends without a readable
+answer into ``NoResponse``: ``unknown`` with its reason here. A 5xx is the provider's
+``unknown`` (gateway.providers). A programming or configuration error is allowed to surface for
+alerting instead of being disguised as an outcome.
 """
 
 from __future__ import annotations
@@ -19,11 +19,13 @@ from dataclasses import dataclass
 import httpx
 
 from gateway.clock import Clock
+from gateway.domain.attempt_kinds import PAYMENT
 from gateway.domain.attempts import Evidence
+from gateway.domain.outcomes import NoResponse
 from gateway.domain.provider_evidence import Lookup
-from gateway.instruments import PAYMENT_PROVIDER_CALLS, provider_call
 from gateway.providers import provider_for
-from gateway.providers.answers import Unanswered, answer
+from gateway.providers.answers import Unanswered
+from gateway.providers.calls import ProviderCalls
 from gateway.settings import ProviderAccount, Settings
 
 
@@ -56,11 +58,12 @@ class PaymentClient:
         self._clock = clock
         self._http = http
 
-    def _credentials(self, account: ProviderAccount) -> dict[str, str]:
-        return provider_for(account.id).headers(account, account.api_key.get_secret_value())
+    def _calls(self, account: ProviderAccount) -> ProviderCalls:
+        return ProviderCalls(account, self._clock, self._http, kind=PAYMENT.name,
+                             ceiling_s=account.maximum_call_duration_s)
 
-    def build(self, stored: StoredRequest) -> httpx.Request:
-        """The transport request for ``stored``; refuses anything that would send it elsewhere
+    def build(self, stored: StoredRequest) -> ProviderAccount:
+        """The account ``stored`` goes to; refuses anything that would send it elsewhere
         (seed 004 matrix: "A changed endpoint, region, or account between sends, or a stored
         account that is no longer configured, is refused before anything is sent")."""
         account = self._settings.account(stored.provider_account)
@@ -70,41 +73,24 @@ class PaymentClient:
             raise NotBuildable("endpoint-changed")
         if account.api_version != stored.api_version:
             raise NotBuildable("api-version-changed")
-        return self._http.build_request(
-            "POST",
-            stored.endpoint,
-            content=stored.request_body.encode("utf-8"),
-            headers={**self._credentials(account), "Idempotency-Key": stored.idempotency_key},
-        )
-
-    def ceiling_s(self, provider_account: str) -> float:
-        account = self._settings.account(provider_account)
-        return account.maximum_call_duration_s if account else min(
-            (a.maximum_call_duration_s for a in self._settings.provider_accounts), default=30.0)
+        return account
 
     async def create_payment(self, stored: StoredRequest, budget_s: float | None = None) -> Evidence:
         """Send ``stored`` once. ``budget_s`` is the caller's; the account's maximum call
         duration applies even when the caller passes none."""
-        account = stored.provider_account
         try:
-            request = self.build(stored)
+            account = self.build(stored)
         except NotBuildable as problem:
             # Still Unknown, not NotApplied: this call cannot prove the attempt had no earlier send.
-            return _unknown(account, f"request.not-buildable.{problem}")
-        try:
-            async with self._clock.budget(self.ceiling_s(account)):
-                try:
-                    async with self._clock.budget(budget_s):
-                        # The default send reads the whole body, so truncation surfaces now, not later.
-                        response = await answer(provider_call(PAYMENT_PROVIDER_CALLS, self._http.send(request),
-                                                              account=account, operation="create"))
-                except TimeoutError:
-                    return _unknown(account, "provider.no-response.caller")
-        except TimeoutError:
-            return _unknown(account, "provider.no-response.client-ceiling")
-        if isinstance(response, Unanswered):
-            return _unknown(account, f"provider.transport.{response.error}")
-        return provider_for(account).payment_evidence(account, response.status_code, response.content)
+            return _unknown(stored.provider_account, f"request.not-buildable.{problem}")
+        calls = self._calls(account)
+        path = stored.endpoint.removeprefix(calls.url(""))  # build() proved the endpoint is the account's
+        body = stored.request_body.encode("utf-8")
+        observation = await calls.create(path, body, stored.idempotency_key, account.api_key.get_secret_value(),
+                                         budget_s)
+        if isinstance(observation, NoResponse):
+            return _unknown(account.id, observation.reason)
+        return calls.provider.payment_evidence(account.id, observation.status, observation.body)
 
     async def find_payment(self, provider_account: str, *, provider_payment_id: str | None = None,
                            client_reference: str | None = None, budget_s: float | None = None) -> Lookup:
@@ -112,22 +98,14 @@ class PaymentClient:
         account = self._settings.account(provider_account)
         if account is None:
             return Lookup("failed", reason="request.not-buildable.account-not-configured")
-        provider = provider_for(account.id)
-        path, params = provider.payment_lookup(provider_payment_id=provider_payment_id,
-                                               client_reference=client_reference)
-        url = account.base_url.rstrip("/") + path
-        try:
-            async with self._clock.budget(min(budget_s or account.maximum_call_duration_s,
-                                              account.maximum_call_duration_s)):
-                response = await answer(provider_call(
-                    PAYMENT_PROVIDER_CALLS, self._http.get(url, params=params, headers=self._credentials(account)),
-                    account=account.id, operation="lookup"))
-        except TimeoutError:
-            return Lookup("failed", reason="provider.no-response")
+        calls = self._calls(account)
+        path, params = calls.provider.payment_lookup(provider_payment_id=provider_payment_id,
+                                                     client_reference=client_reference)
+        response = await calls.read("lookup", path, params, budget_s)
         if isinstance(response, Unanswered):
-            return Lookup("failed", reason=f"provider.transport.{response.error}")
-        return provider.lookup_result(response.status_code, response.content, response.headers.get("retry-after"),
-                                      listing=not provider_payment_id)
+            return Lookup("failed", reason=response.reason)
+        return calls.provider.lookup_result(response.status_code, response.content,
+                                            response.headers.get("retry-after"), listing=not provider_payment_id)
 
     async def payment_method_usable(self, provider_account: str, payment_method: str,
                                     budget_s: float | None = None) -> bool | None:
@@ -136,16 +114,9 @@ class PaymentClient:
         account = self._settings.account(provider_account)
         if account is None:
             return None
-        provider = provider_for(account.id)
-        url = account.base_url.rstrip("/") + provider.payment_method_path(payment_method)
-        try:
-            async with self._clock.budget(min(budget_s or account.maximum_call_duration_s,
-                                              account.maximum_call_duration_s)):
-                response = await answer(provider_call(PAYMENT_PROVIDER_CALLS,
-                                                      self._http.get(url, headers=self._credentials(account)),
-                                                      account=account.id, operation="payment_method"))
-        except TimeoutError:
-            return None
+        calls = self._calls(account)
+        response = await calls.read("payment_method", calls.provider.payment_method_path(payment_method),
+                                    budget_s=budget_s)
         if isinstance(response, Unanswered):
             return None
-        return provider.payment_method_usable(response.status_code, response.content, self._clock.now())
+        return calls.provider.payment_method_usable(response.status_code, response.content, self._clock.now())

@@ -2,8 +2,9 @@
 "The Payment Client": "timeouts, cancellation, pipeline rejections, transport failures, incomplete
 or unreadable responses" map to Unknown; issue 21 item 6).
 
-A call's own budget (``Clock.budget``) ends it with ``TimeoutError``, which each caller names
-itself (the caller's budget, the client's ceiling). Everything httpx raises for a call that ended
+A call's budgets (``Clock.budget``) end it with ``TimeoutError``, named by which one fired: the
+caller's budget (:data:`CALLER`) or the kind's ceiling (:data:`CEILING`,
+gateway.providers.calls). Everything httpx raises for a call that ended
 without a complete, decodable response is :class:`Unanswered`: timeouts, resets and refused
 connections, a peer that closed mid-response, a body that cannot be decoded
 (``httpx.DecodingError``), too many redirects. What httpx raises for a call it could not even make
@@ -18,14 +19,26 @@ from typing import Literal
 
 import httpx
 
+CALLER = "caller"  # the caller's budget ran out
+CEILING = "client-ceiling"  # the kind's ceiling on every call ran out, whatever the caller's budget
+
 
 @dataclass(frozen=True)
 class Unanswered:
-    """A call that ended without a readable answer: ``timeout`` or ``transport``, and httpx's
-    name for what happened (``ReadTimeout``, ``RemoteProtocolError``, ``DecodingError``...)."""
+    """A call that ended without a readable answer: ``timeout`` or ``transport``, and which budget
+    ran out or httpx's name for what happened (``ReadTimeout``, ``RemoteProtocolError``,
+    ``DecodingError``...)."""
 
     kind: Literal["timeout", "transport"]
     error: str
+
+    @property
+    def reason(self) -> str:
+        """The reason code an Unknown outcome records: ``provider.no-response.<budget>`` or
+        ``provider.transport.<what httpx raised>``."""
+        if self.error in (CALLER, CEILING):
+            return f"provider.no-response.{self.error}"
+        return f"provider.transport.{self.error}"
 
 
 async def answer(call: Awaitable[httpx.Response]) -> httpx.Response | Unanswered:

@@ -1,18 +1,24 @@
-"""Provider calls for one attempt, on the provider account STORED on the attempt (API.md,
-"provider_fake: CardCo"; docs/decisions/0007: a configuration change never redirects a send or a
-lookup), through the account's adapter (``gateway.providers.registry``).
+"""Every call paygate makes to a provider, for an attempt of any kind: a checkout payment's create,
+lookup and payment-method check (seed 004, "The Checkout Endpoint": the payment client) and a
+pipeline kind's create and lookup (seed 000), on the provider account STORED on the attempt
+(API.md, "provider_fake: CardCo"; docs/decisions/0007: a configuration change never redirects a
+send or a lookup), through the account's adapter (``gateway.providers.registry``).
 
-The API key is read here, at the call, and only after a confirmed claim (seed 000, "Worker Identity
-Is Presenter Identity"). Calls go through the process's shared HTTP client (``Services.http``, the
-jobs runtime's ``http``) and are cut off by a budget on the injected clock; every way a create ends
-without a readable answer (its budget, or any of gateway.providers.answers) becomes a
-:class:`NoResponse`, which the executor records as Unknown at once. Lookup records replace a
-destination token with its digest before anything else sees them (the adapters' lookups call
-:meth:`ProviderCalls.digest`).
+:meth:`ProviderCalls.answered` is the one place a call is made: timed and counted under its kind,
+operation, account and outcome (``gateway.instruments.provider_call``), cut off by the caller's
+budget and the kind's ceiling on the injected clock, and every way it ends without a readable
+answer (either budget, or any of gateway.providers.answers) is :class:`Unanswered`, which a create
+returns as :class:`NoResponse` and the outcome vocabulary reads as Unknown
+(gateway.domain.outcomes). The API key is read at the call, and for a pipeline kind only after a
+confirmed claim (seed 000, "Worker Identity Is Presenter Identity"). Calls go through the
+process's shared HTTP client (``Services.http``, the jobs runtime's ``http``). Lookup records
+replace a destination token with its digest before anything else sees them (the adapters'
+lookups call :meth:`ProviderCalls.digest`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 import httpx
@@ -20,8 +26,8 @@ import httpx
 from gateway.clock import Clock
 from gateway.domain.outcomes import NoResponse, Observation, ProviderResponse
 from gateway.domain.provider_evidence import retry_after_s
-from gateway.instruments import PAYOUT_PROVIDER_CALLS, provider_call
-from gateway.providers.answers import Unanswered, answer
+from gateway.instruments import provider_call
+from gateway.providers.answers import CALLER, CEILING, Unanswered, answer
 from gateway.providers.base import destination_digest
 from gateway.providers.registry import provider_for
 from gateway.settings import ProviderAccount
@@ -41,14 +47,19 @@ class RateLimited(Exception):
 
 
 class ProviderCalls:
-    def __init__(self, account: ProviderAccount, clock: Clock, http: httpx.AsyncClient, pepper: str, *,
-                 kind: str) -> None:
+    """The calls of one attempt kind on one account. ``ceiling_s`` bounds every call whatever the
+    caller's budget (the account's ``call_budget_s`` unless the kind says otherwise: checkout's
+    is the account's ``maximum_call_duration_s``)."""
+
+    def __init__(self, account: ProviderAccount, clock: Clock, http: httpx.AsyncClient, pepper: str = "", *,
+                 kind: str, ceiling_s: float | None = None) -> None:
         self.account = account
         self.provider = provider_for(account.id)
         self.clock = clock
         self.http = http
         self.pepper = pepper
-        self.kind = kind  # the attempt kind these calls serve: the ``kind`` label of their metrics
+        self.kind = kind  # the attempt kind these calls serve: the ``kind`` label of their metric
+        self.ceiling_s = account.call_budget_s if ceiling_s is None else ceiling_s
 
     def credential(self) -> str:
         key = self.account.api_key.get_secret_value()
@@ -62,32 +73,46 @@ class ProviderCalls:
     def digest(self, token: str) -> str:
         return destination_digest(self.pepper, token)
 
-    async def create(self, path: str, body: bytes, idempotency_key: str, key: str) -> Observation:
-        headers = self.provider.headers(self.account, key) | {"Idempotency-Key": idempotency_key}
+    async def answered(self, operation: str, call: Awaitable[httpx.Response],
+                       budget_s: float | None = None) -> httpx.Response | Unanswered:
+        """The complete answer to ``call``, or why there is none (see the module docstring)."""
         try:
-            async with self.clock.budget(self.account.call_budget_s):
-                response = await answer(provider_call(
-                    PAYOUT_PROVIDER_CALLS, self.http.post(self.url(path), content=body, headers=headers),
-                    account=self.account.id, kind=self.kind, operation="create"))
+            async with self.clock.budget(self.ceiling_s):
+                try:
+                    async with self.clock.budget(budget_s):
+                        # The default send reads the whole body, so truncation surfaces now, not later.
+                        return await answer(provider_call(call, kind=self.kind, operation=operation,
+                                                          account=self.account.id))
+                except TimeoutError:
+                    return Unanswered("timeout", CALLER)
         except TimeoutError:
-            return NoResponse("timeout")
+            return Unanswered("timeout", CEILING)
+
+    async def create(self, path: str, body: bytes, idempotency_key: str, key: str,
+                     budget_s: float | None = None) -> Observation:
+        """Send ``body`` once under ``idempotency_key``: the answer, or :class:`NoResponse`."""
+        headers = self.provider.headers(self.account, key) | {"Idempotency-Key": idempotency_key}
+        response = await self.answered("create", self.http.post(self.url(path), content=body, headers=headers),
+                                       budget_s)
         if isinstance(response, Unanswered):
-            return NoResponse(response.kind)
+            return NoResponse(response.kind, response.reason)
         return ProviderResponse(response.status_code, response.content,
                                 retry_after_s(response.headers.get("retry-after")),
                                 self.provider.resend_allowed(response.headers))
 
-    async def get(self, path: str, params: dict[str, str]) -> Any:
-        """The JSON document of a 200 answer to a read, or None when the read itself failed;
-        raises :class:`RateLimited` on a 429."""
+    async def read(self, operation: str, path: str, params: dict[str, str] | None = None,
+                   budget_s: float | None = None) -> httpx.Response | Unanswered:
+        """A non-mutating read (a lookup, a payment-method check)."""
         try:
             headers = self.provider.headers(self.account, self.credential())
-            async with self.clock.budget(self.account.call_budget_s):
-                response = await answer(provider_call(
-                    PAYOUT_PROVIDER_CALLS, self.http.get(self.url(path), params=params, headers=headers),
-                    account=self.account.id, kind=self.kind, operation="lookup"))
-        except (TimeoutError, CredentialUnavailable):
-            return None
+        except CredentialUnavailable:
+            return Unanswered("transport", "CredentialUnavailable")
+        return await self.answered(operation, self.http.get(self.url(path), params=params, headers=headers), budget_s)
+
+    async def get(self, path: str, params: dict[str, str]) -> Any:
+        """The JSON document of a 200 answer to a pipeline lookup, or None when the read itself
+        failed; raises :class:`RateLimited` on a 429."""
+        response = await self.read("lookup", path, params)
         if isinstance(response, Unanswered):
             return None
         if response.status_code == 429:

@@ -30,8 +30,8 @@ async def main(url: str, rounds: int) -> None:
         for _ in range(10):
             instruments.count(instruments.CLAIMS_LOST, kind="payout")
             instruments.count(instruments.RECONCILIATIONS, kind="payout_recall", outcome="succeeded")
-            instruments.observe(instruments.PAYOUT_PROVIDER_CALLS, 0.2, kind="payout", operation="create",
-                                outcome="ok")
+            instruments.observe(instruments.PROVIDER_CALLS, 0.2, kind="payout", operation="create",
+                                account="cardco:acct_store:test", outcome="ok")
         await flush(db)
     await db.close()
 
@@ -48,11 +48,11 @@ async def test_counts_flushed_by_several_processes_at_once_are_summed_in_every_w
     seen = await scrape(client)
     assert seen.value("paygate_payout_claims_lost_total", kind="payout") == 600
     assert seen.value("paygate_payout_reconciliations_total", kind="payout_recall", outcome="succeeded") == 600
-    calls = {"kind": "payout", "operation": "create", "outcome": "ok"}
-    assert seen.value("paygate_payout_provider_call_seconds_count", **calls) == 600
-    assert seen.value("paygate_payout_provider_call_seconds_bucket", le="0.25", **calls) == 600
-    assert seen.value("paygate_payout_provider_call_seconds_bucket", le="0.1", **calls) == 0
-    assert abs(seen.value("paygate_payout_provider_call_seconds_sum", **calls) - 120) < 1e-6
+    calls = {"kind": "payout", "operation": "create", "account": "cardco:acct_store:test", "outcome": "ok"}
+    assert seen.value("paygate_provider_call_seconds_count", **calls) == 600
+    assert seen.value("paygate_provider_call_seconds_bucket", le="0.25", **calls) == 600
+    assert seen.value("paygate_provider_call_seconds_bucket", le="0.1", **calls) == 0
+    assert abs(seen.value("paygate_provider_call_seconds_sum", **calls) - 120) < 1e-6
 
     other = await Services.open(settings, clock)  # another web process, started after the counting
     try:

@@ -65,7 +65,7 @@ async def test_the_overview_counts_what_the_pipeline_did_as_metrics_does(
 
     metrics = await scrape(shop.http)
     assert metrics.total("paygate_provider_call_seconds_count", account=TEST_ACCOUNT) == test_account["calls"]
-    assert sum(metrics.value("paygate_provider_call_seconds_count", account=TEST_ACCOUNT, outcome=outcome)
+    assert sum(metrics.total("paygate_provider_call_seconds_count", account=TEST_ACCOUNT, outcome=outcome)
                for outcome in ("rate_limited", "server_error", "timeout", "transport", "error")) \
         == test_account["errors"] == 1  # the lost answer; the decline was an answer
     assert metrics.total("paygate_outbox_dead_letters") == seen["outbox"]["dead_letters"]

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from gateway import instruments
-from gateway.instruments import CLAIMS_LOST, PAYOUT_PROVIDER_CALLS, VALIDATION_REFUSALS
+from gateway.instruments import CLAIMS_LOST, PROVIDER_CALLS, VALIDATION_REFUSALS
 
 
 def _taken() -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
@@ -39,19 +39,20 @@ def test_a_family_takes_exactly_its_declared_labels() -> None:
     with pytest.raises(ValueError, match="takes labels"):
         instruments.count(CLAIMS_LOST, kind="payout", payout_id="PAY-3107")
     with pytest.raises(ValueError, match="is a histogram"):
-        instruments.count(PAYOUT_PROVIDER_CALLS, kind="payout", operation="create", outcome="ok")
+        instruments.count(PROVIDER_CALLS, kind="payout", operation="create", account="cardco:a:test", outcome="ok")
 
 
 def test_an_observation_fills_every_bucket_from_its_bound_up_and_the_sum_and_count() -> None:
     instruments.take()
-    instruments.observe(PAYOUT_PROVIDER_CALLS, 0.2, kind="payout", operation="lookup", outcome="ok")
-    instruments.observe(PAYOUT_PROVIDER_CALLS, 40.0, kind="payout", operation="lookup", outcome="ok")
+    labels = {"kind": "payout", "operation": "lookup", "account": "cardco:acct_store:test", "outcome": "ok"}
+    instruments.observe(PROVIDER_CALLS, 0.2, **labels)
+    instruments.observe(PROVIDER_CALLS, 40.0, **labels)
     taken = _taken()
-    base = {("kind", "payout"), ("operation", "lookup"), ("outcome", "ok")}
+    base = set(labels.items())
     buckets = {dict(labels)["le"]: value for (name, labels), value in taken.items() if name.endswith("_bucket")}
     assert buckets == {"0.25": 1, "0.5": 1, "1.0": 1, "2.5": 1, "5.0": 1, "10.0": 1, "30.0": 1, "+Inf": 2}
-    assert taken[("paygate_payout_provider_call_seconds_count", frozenset(base))] == 2
-    assert taken[("paygate_payout_provider_call_seconds_sum", frozenset(base))] == pytest.approx(40.2)
+    assert taken[("paygate_provider_call_seconds_count", frozenset(base))] == 2
+    assert taken[("paygate_provider_call_seconds_sum", frozenset(base))] == pytest.approx(40.2)
 
 
 @pytest.mark.parametrize(("status", "error", "outcome"), [
@@ -65,9 +66,10 @@ def test_a_provider_call_comes_to_one_outcome(status: int | None, error: BaseExc
 
 
 async def test_a_timed_call_is_observed_and_returns_or_raises_exactly_what_the_call_did() -> None:
-    """Each call is observed twice: in its own family by what it was for, and in
-    paygate_provider_call_seconds by the account it went to (the Overview's latency and error rate
-    per account); an account label that is not an account id is counted as ``other``."""
+    """Each call is observed once, in paygate_provider_call_seconds by what it was for (kind and
+    operation) and the account it went to (the Overview's latency and error rate per account;
+    docs/decisions/0065); an account label that is not an account id is counted as ``other``, a
+    kind that is not a registered kind likewise."""
     instruments.take()
 
     async def answered() -> httpx.Response:
@@ -76,15 +78,12 @@ async def test_a_timed_call_is_observed_and_returns_or_raises_exactly_what_the_c
     async def cut() -> httpx.Response:
         raise httpx.ConnectError("refused")
 
-    assert (await instruments.provider_call(PAYOUT_PROVIDER_CALLS, answered(), account="cardco:acct_store:live",
-                                            kind="payment_refund", operation="create")).status_code == 429
+    assert (await instruments.provider_call(answered(), account="cardco:acct_store:live", kind="payment_refund",
+                                            operation="create")).status_code == 429
     with pytest.raises(httpx.ConnectError):
-        await instruments.provider_call(PAYOUT_PROVIDER_CALLS, cut(), account="ord_4411", kind="payment_refund",
-                                        operation="lookup")
+        await instruments.provider_call(cut(), account="ord_4411", kind="ord_4411", operation="payment_method")
     taken = _taken()
-    counts = {(dict(labels)["operation"], dict(labels)["outcome"]): value
-              for (name, labels), value in taken.items() if name == "paygate_payout_provider_call_seconds_count"}
-    assert counts == {("create", "rate_limited"): 1, ("lookup", "transport"): 1}
-    by_account = {(dict(labels)["account"], dict(labels)["outcome"]): value
-                  for (name, labels), value in taken.items() if name == "paygate_provider_call_seconds_count"}
-    assert by_account == {("cardco:acct_store:live", "rate_limited"): 1, ("other", "transport"): 1}
+    counts = {(dict(labels)["kind"], dict(labels)["operation"], dict(labels)["account"], dict(labels)["outcome"]): value
+              for (name, labels), value in taken.items() if name == "paygate_provider_call_seconds_count"}
+    assert counts == {("payment_refund", "create", "cardco:acct_store:live", "rate_limited"): 1,
+                      ("other", "payment_method", "other", "transport"): 1}

@@ -56,6 +56,23 @@ def test_each_account_gets_its_calls_errors_and_quantiles() -> None:
                                                 "p50_s": pytest.approx(0.0666, abs=1e-3), "p99_s": 0.1}}
 
 
+def test_an_account_sums_its_calls_of_every_kind_and_operation() -> None:
+    """The one provider-call family is labelled by kind and operation too (docs/decisions/0065):
+    an account's numbers are the sum over them."""
+    def row(sample: str, value: float, kind: str, operation: str, **labels: str) -> dict[str, object]:
+        return {"name": f"paygate_provider_call_seconds_{sample}", "value": value,
+                "labels": {"account": "cardco:acct_store:test", "kind": kind, "operation": operation, **labels}}
+
+    found = overview.account_calls([
+        row("count", 2, "payment", "create", outcome="ok"), row("count", 1, "payout", "lookup", outcome="ok"),
+        row("count", 1, "payment", "lookup", outcome="timeout"),
+        row("bucket", 2, "payment", "create", outcome="ok", le="+Inf"),
+        row("bucket", 1, "payout", "lookup", outcome="ok", le="+Inf"),
+        row("bucket", 1, "payment", "lookup", outcome="timeout", le="+Inf"),
+    ])["cardco:acct_store:test"]
+    assert (found["calls"], found["errors"], found["error_rate"]) == (4, 1, 0.25)
+
+
 def test_escalations_are_summed_per_reason_most_first() -> None:
     rows = [{"reason": "deadline", "kind": None, "open": 1.0, "oldest": 30.0},
             {"reason": "deadline", "kind": "payout", "open": 2.0, "oldest": 90.0},

@@ -8,7 +8,7 @@ from tests.integration.checkout.conftest import Shop
 from tests.integration.metrics_support import scrape
 
 AGE = "paygate_payment_unknown_attempt_age_seconds"
-CALLS = "paygate_payment_provider_call_seconds"
+CALLS = "paygate_provider_call_seconds"
 
 
 async def test_a_checkout_whose_response_is_lost_ages_in_the_unknown_histogram(shop: Shop) -> None:
@@ -17,8 +17,8 @@ async def test_a_checkout_whose_response_is_lost_ages_in_the_unknown_histogram(s
     assert (await shop.pay()).json()["state"] == "Unknown"
     seen = await scrape(shop.http)
     assert seen.value(f"{AGE}_count") == 1
-    assert seen.value(f"{CALLS}_count", operation="create", outcome="timeout") == 1
-    assert seen.value(f"{CALLS}_count", operation="create", outcome="ok") == 0
+    assert seen.value(f"{CALLS}_count", kind="payment", account=shop.account, operation="create", outcome="timeout") == 1
+    assert seen.value(f"{CALLS}_count", kind="payment", account=shop.account, operation="create", outcome="ok") == 0
 
     shop.services.clock.advance(1000)  # type: ignore[attr-defined]
     seen = await scrape(shop.http)
@@ -31,5 +31,5 @@ async def test_a_paid_checkout_counts_one_answered_create_call_and_no_unknown(sh
     assert (await shop.pay()).status_code in (200, 201, 202)
     seen = await scrape(shop.http)
     assert seen.value(f"{AGE}_count") == 0
-    assert seen.value(f"{CALLS}_count", operation="create", outcome="ok") == 1
-    assert 0 < seen.value(f"{CALLS}_sum", operation="create", outcome="ok") < 5
+    assert seen.value(f"{CALLS}_count", kind="payment", account=shop.account, operation="create", outcome="ok") == 1
+    assert 0 < seen.value(f"{CALLS}_sum", kind="payment", account=shop.account, operation="create", outcome="ok") < 5

@@ -65,7 +65,7 @@ async def test_a_payout_whose_response_is_lost_shows_in_unknown_by_age_until_rec
     assert seen.value(f"{age}_count", **PAYOUT) == 1
     assert seen.value("paygate_payout_attempts_in_flight", kind="payout", state="Unknown") == 1
     assert seen.value("paygate_payout_executions_total", kind="payout", state="Unknown") == 1
-    assert seen.value("paygate_payout_provider_call_seconds_count", kind="payout", operation="create",
+    assert seen.total("paygate_provider_call_seconds_count", kind="payout", operation="create",
                       outcome="timeout") == 1
 
     world.clock.advance(2 * 3600)  # past the escalation deadline: a person must look
@@ -85,7 +85,7 @@ async def test_a_payout_whose_response_is_lost_shows_in_unknown_by_age_until_rec
     assert seen.value("paygate_payout_attempts_in_flight", kind="payout", state="Unknown") == 0
     assert seen.value("paygate_payout_reconciliations_total", kind="payout", outcome="succeeded") == 1
     assert seen.value("paygate_payout_reconciliation_backlog_seconds", **PAYOUT) == 0
-    assert seen.value("paygate_payout_provider_call_seconds_count", kind="payout", operation="lookup",
+    assert seen.total("paygate_provider_call_seconds_count", kind="payout", operation="lookup",
                       outcome="ok") == 1
 
 

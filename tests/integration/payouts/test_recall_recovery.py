@@ -202,7 +202,7 @@ async def test_a_recall_reconciliation_that_cannot_tell_escalates_and_its_resolu
     assert seen.value("paygate_payout_unknown_attempt_age_seconds_count", kind="payout") == 0
     assert seen.value("paygate_payout_escalations_open", reason="payout-recall-deadline", **recall) == 1
     assert seen.value("paygate_payout_reconciliations_total", outcome="lookup_failed", **recall) == 8
-    assert seen.value("paygate_payout_provider_call_seconds_count", operation="create", outcome="timeout",
+    assert seen.total("paygate_provider_call_seconds_count", operation="create", outcome="timeout",
                       **recall) == 1
     assert seen.total("paygate_payout_decisions_total", outcome="Allowed", **recall) == 1
     await world.faults()  # the lookup answers again

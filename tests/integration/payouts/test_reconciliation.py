@@ -115,7 +115,7 @@ async def test_reconciliation_that_cannot_tell_escalates_at_its_deadline(world: 
     seen = await scrape(world.http)
     failed = seen.value("paygate_payout_reconciliations_total", kind="payout", outcome="lookup_failed")
     assert failed == len(world.lookups()) >= 2
-    assert seen.value("paygate_payout_provider_call_seconds_count", kind="payout", operation="lookup",
+    assert seen.total("paygate_provider_call_seconds_count", kind="payout", operation="lookup",
                       outcome="server_error") == failed
     assert seen.value("paygate_escalations_open", reason="payout-deadline") == 1
     assert seen.value("paygate_payout_escalations_open", kind="payout", reason="payout-deadline") == 1
