@@ -1,12 +1,14 @@
-"""Payment attempts: states, evidence, and the one rule every writer applies (seed 004).
+"""Payment attempts: their evidence, and how checkout writes what the one evidence rule decides (seed 004).
 
 Three writers resolve attempts: the checkout endpoint recording its own response, the
 notification handler, and the recovery loop's lookups. They all turn what they learned into
-:class:`Evidence` and let :func:`decide` say what it means for the attempt as it stands, so the
-rules live in one place: Unknown never overwrites a known outcome, a provider payment ID is set
-only when empty and a different one is a contradiction, amount/currency/account must match,
-a later lifecycle event (refund) is recorded without contradicting Succeeded, and an incompatible
-outcome escalates instead of overwriting ("The Notification Handler", "The Attempt Row").
+:class:`Evidence` and let :func:`decide` say what it means for the attempt as it stands. The rule
+itself is every kind's (gateway.domain.evidence_rule): Unknown never overwrites a known outcome, a
+provider payment ID is set only when empty and a different one is a contradiction,
+amount/currency/account must match, a later lifecycle event (refund) is recorded without
+contradicting Succeeded, and an incompatible outcome escalates instead of overwriting ("The
+Notification Handler", "The Attempt Row"). What is checkout's own is here: the customer's next
+action, the outbox effects, a rejection that answered the only send, CardCo's key-in-use answer.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from gateway.domain.evidence_rule import Escalate, Later, Seen, verdict
 from gateway.domain.outcomes import SETTLED, AttemptState
 
 S = AttemptState
@@ -118,52 +121,61 @@ def _mismatch(attempt: AttemptFacts, evidence: Evidence) -> bool:
             or (evidence.currency is not None and evidence.currency.upper() != attempt.currency))
 
 
+# What each finding establishes, in the outcome vocabulary (a rejection: see :func:`seen`).
+ESTABLISHES: dict[Finding, AttemptState] = {
+    "succeeded": S.SUCCEEDED, "refunded": S.SUCCEEDED, "failed": S.FAILED, "processing": S.STARTED,
+    "requires_action": S.STARTED, "unknown": S.UNKNOWN, "key_in_use": S.UNKNOWN}
+
+
+def seen(attempt: AttemptFacts, evidence: Evidence, *, only_send: bool) -> Seen:
+    """``evidence`` read for :func:`gateway.domain.evidence_rule.verdict`. A documented no-effect
+    rejection proves the attempt never took effect only when it answered its only send (seed 004
+    matrix: "A documented validation rejection of an attempt's only send records NotApplied with
+    the error"); of one send among several it proves nothing yet. A refund is a later event."""
+    if evidence.finding == "rejected":
+        state = S.NOT_APPLIED if only_send else S.UNKNOWN
+    else:
+        state = ESTABLISHES[evidence.finding]
+    return Seen(state, evidence.provider_id, matches=not _mismatch(attempt, evidence),
+                later=evidence.finding == "refunded")
+
+
 def decide(attempt: AttemptFacts, evidence: Evidence, *, only_send: bool) -> Decision:
-    """What ``evidence`` means for ``attempt`` as it stands now. Pure; see the module docstring.
+    """What ``evidence`` means for ``attempt`` as it stands now, by the one evidence rule
+    (:func:`gateway.domain.evidence_rule.verdict`), written as checkout writes it. Pure.
 
-    ``only_send`` says the attempt has exactly one send_intent, so a documented no-effect
-    rejection proves it never took effect (seed 004 matrix: "A documented validation rejection of
-    an attempt's only send records NotApplied with the error").
+    ``only_send`` says the attempt has exactly one send_intent (see :func:`seen`). Another provider
+    id than the recorded one is a contradiction (seed 004: "treat a different ID for the same
+    attempt as a contradiction escalation"). A repeat of a settled outcome, or Unknown evidence,
+    records a provider id still missing; a live attempt is rewritten in the state the evidence
+    establishes, refreshing its provider status, customer action and next check.
     """
-    if _mismatch(attempt, evidence):
-        return _escalate(attempt, "mismatch", evidence)
-    recorded = attempt.provider_id
-    if evidence.provider_id and recorded and evidence.provider_id != recorded:
-        return _escalate(attempt, "contradiction", evidence)
-    new_id = bool(evidence.provider_id) and recorded is None
-    if attempt.state is S.NOT_STARTED:
-        # No cooperating sender transmitted it; evidence about it means something is badly wrong.
-        return _escalate(attempt, "contradiction", evidence)
-    if attempt.state in SETTLED:
-        return _against_final(attempt, evidence, new_id)
-    return _against_live(attempt, evidence, new_id, only_send)
-
-
-def _against_final(attempt: AttemptFacts, evidence: Evidence, new_id: bool) -> Decision:
-    same = {S.SUCCEEDED: ("succeeded",), S.FAILED: ("failed",), S.NOT_APPLIED: ("rejected",)}[attempt.state]
-    if evidence.finding in same or evidence.finding in ("unknown", "key_in_use"):
-        # A repeat of what is known, or an Unknown that must never overwrite it.
-        return Decision(record_provider_id=new_id)
-    if attempt.state is S.SUCCEEDED and evidence.finding == "refunded":
+    found = seen(attempt, evidence, only_send=only_send)
+    ruled = verdict(attempt.state, attempt.provider_id, found)
+    new_id = bool(evidence.provider_id) and attempt.provider_id is None
+    if isinstance(ruled, Escalate):
+        return _escalate(attempt, "contradiction" if ruled.cause == "other-id" else ruled.cause, evidence)
+    if isinstance(ruled, Later):
         return Decision(record_provider_id=new_id, provider_status="refunded", effects=(REFUND_NOTICE,))
-    if attempt.state is S.SUCCEEDED and evidence.finding in ("processing", "requires_action"):
-        return IGNORE  # an older lifecycle step arriving late
-    return _escalate(attempt, "contradiction", evidence)
+    if attempt.state in SETTLED:
+        # A repeat of what is known, or an Unknown that must never overwrite it; else an older step.
+        return Decision(record_provider_id=new_id) if found.state in (attempt.state, S.UNKNOWN) else IGNORE
+    return _live(attempt, evidence, found.state, new_id)
 
 
-def _against_live(attempt: AttemptFacts, evidence: Evidence, new_id: bool, only_send: bool) -> Decision:
+def _live(attempt: AttemptFacts, evidence: Evidence, state: AttemptState, new_id: bool) -> Decision:
     finding = evidence.finding
-    if finding in ("succeeded", "refunded"):
+    if state is S.SUCCEEDED:
         effects = (ORDER_CONFIRMATION, REFUND_NOTICE) if finding == "refunded" else (ORDER_CONFIRMATION,)
         return Decision(new_state=S.SUCCEEDED, outcome_reason=evidence.reason, record_provider_id=new_id,
                         provider_status=evidence.provider_status or finding, clear_action=True, effects=effects)
-    if finding == "failed":
+    if state is S.FAILED:
         return Decision(new_state=S.FAILED, outcome_reason=evidence.reason or "failed",
                         record_provider_id=new_id, provider_status=evidence.provider_status or "failed",
                         clear_action=True)
-    if finding == "rejected" and only_send:
+    if state is S.NOT_APPLIED:
         return Decision(new_state=S.NOT_APPLIED, outcome_reason=evidence.reason or "rejected", clear_action=True)
-    if finding in ("processing", "requires_action"):
+    if state is S.STARTED:
         action = finding == "requires_action"
         return Decision(new_state=S.STARTED, record_provider_id=new_id,
                         provider_status=evidence.provider_status or finding,

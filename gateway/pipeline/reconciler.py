@@ -36,15 +36,16 @@ import httpx
 from gateway import instruments
 from gateway.clock import Clock
 from gateway.domain.attempt_timing import AttemptTimings, not_applied_allowed
+from gateway.domain.evidence_rule import Escalate, Write, classified, verdict
 from gateway.domain.lookup_shares import shares
 from gateway.domain.outcomes import (
     IN_FLIGHT,
     MISMATCH,
+    SETTLED,
     AttemptState,
     Classification,
     ProviderIdClaimed,
     classify_record,
-    replaces_recorded_id,
 )
 from gateway.effects.certify import Certifier
 from gateway.effects.ledger import escalation_key
@@ -172,12 +173,13 @@ class Reconciler:
                 return "not_found"
             return await self._resolve(conn, now, current, AttemptState.NOT_APPLIED, "reconciled.not-found", None)
         seen = self._verify(current, found, contract)
-        if seen.row is MISMATCH:
+        ruled = verdict(AttemptState(current["state"]), current[self.kind.rows.provider_id], classified(seen))
+        if isinstance(ruled, Escalate):  # not the attempt's record, or another provider id than the recorded one
             return await self._mismatch(conn, now, current, seen.provider_id)
-        if seen.state not in (AttemptState.SUCCEEDED, AttemptState.FAILED):
+        if not isinstance(ruled, Write) or ruled.state not in SETTLED:
             return "processing"  # still processing, or a status no row documents: look again later
         try:
-            return await self._resolve(conn, now, current, seen.state, seen.reason, seen)
+            return await self._resolve(conn, now, current, ruled.state, seen.reason, seen)
         except ProviderIdClaimed as claimed:  # the record's id is another attempt's: keep both as they are
             return await self._mismatch(conn, now, current, claimed.provider_id)
 
@@ -188,15 +190,13 @@ class Reconciler:
 
     def _verify(self, attempt: Row, found: list[Row], contract: Operation) -> Classification:
         """One record, the kind's identity (a payout's destination, a recall's payout), then the
-        attempt's reference, amount and currency, then the provider id the attempt recorded."""
+        attempt's reference, amount and currency (the provider id the attempt recorded is the
+        evidence rule's to check)."""
         if len(found) != 1 or not self.kind.identity(attempt, found[0]):
             record_id = found[0].get("id") if len(found) == 1 else None
             return Classification(MISMATCH, contract.table.version,
                                   provider_id=record_id if isinstance(record_id, str) else None)
-        seen = classify_record(found[0], self.kind.expected(attempt), contract.table)
-        if replaces_recorded_id(attempt[self.kind.rows.provider_id], seen.provider_id):
-            return Classification(MISMATCH, contract.table.version, provider_id=seen.provider_id)
-        return seen
+        return classify_record(found[0], self.kind.expected(attempt), contract.table)
 
     async def _resolve(self, conn: Connection, now: datetime, current: Row, state: AttemptState, reason: str,
                        seen: Classification | None) -> str:

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import pytest
 
+from gateway.domain.evidence_rule import Escalate, Keep, Later, Verdict, Write, classified, verdict
 from gateway.domain.outcomes import AttemptState, Expected, classify_record
-from gateway.domain.payout_notifications import Escalate, Ignore, RecordReturn, Resolve, decide
 from gateway.providers.cardco.tables import PAYOUT_TABLE
 
 S = AttemptState
 EXPECTED = Expected("PAY-3107-a1", 425_000, "EUR")
+
+
+def decide(state: AttemptState, recorded_id: str | None, record: object) -> Verdict:
+    return verdict(state, recorded_id, classified(record))  # type: ignore[arg-type]
 
 
 def seen(status: str, amount: int = 425_000, provider_id: str = "po_1"):  # type: ignore[no-untyped-def]
@@ -20,18 +24,18 @@ def seen(status: str, amount: int = 425_000, provider_id: str = "po_1"):  # type
 
 
 @pytest.mark.parametrize(("state", "status", "action"), [
-    (S.UNKNOWN, "paid", Resolve(S.SUCCEEDED, (S.STARTED, S.UNKNOWN))),
-    (S.STARTED, "paid", Resolve(S.SUCCEEDED, (S.STARTED, S.UNKNOWN))),
-    (S.UNKNOWN, "failed", Resolve(S.FAILED, (S.STARTED, S.UNKNOWN))),
-    (S.UNKNOWN, "returned", Resolve(S.SUCCEEDED, (S.STARTED, S.UNKNOWN))),
-    (S.UNKNOWN, "processing", Resolve(S.STARTED, (S.UNKNOWN,))),
-    (S.STARTED, "processing", Ignore("already-recorded")),
-    (S.SUCCEEDED, "paid", Ignore("already-recorded")),
-    (S.SUCCEEDED, "processing", Ignore("stale")),
-    (S.FAILED, "processing", Ignore("stale")),
-    (S.SUCCEEDED, "returned", RecordReturn()),
-    (S.FAILED, "failed", Ignore("already-recorded")),
-    (S.NOT_APPLIED, "failed", Ignore("already-recorded")),
+    (S.UNKNOWN, "paid", Write(S.SUCCEEDED, (S.STARTED, S.UNKNOWN))),
+    (S.STARTED, "paid", Write(S.SUCCEEDED, (S.STARTED, S.UNKNOWN))),
+    (S.UNKNOWN, "failed", Write(S.FAILED, (S.STARTED, S.UNKNOWN))),
+    (S.UNKNOWN, "returned", Write(S.SUCCEEDED, (S.STARTED, S.UNKNOWN))),
+    (S.UNKNOWN, "processing", Write(S.STARTED, (S.UNKNOWN,))),
+    (S.STARTED, "processing", Keep("already-recorded")),
+    (S.SUCCEEDED, "paid", Keep("already-recorded")),
+    (S.SUCCEEDED, "processing", Keep("stale")),
+    (S.FAILED, "processing", Keep("stale")),
+    (S.SUCCEEDED, "returned", Later()),
+    (S.FAILED, "failed", Keep("already-recorded")),
+    (S.NOT_APPLIED, "failed", Keep("already-recorded")),
     (S.SUCCEEDED, "failed", Escalate("contradiction")),
     (S.FAILED, "paid", Escalate("contradiction")),
     (S.NOT_APPLIED, "paid", Escalate("contradiction")),
@@ -49,7 +53,8 @@ def test_a_record_that_is_not_the_attempts_is_a_mismatch_whatever_the_state() ->
     assert decide(S.SUCCEEDED, None, seen("paid", amount=1)) == Escalate("mismatch")
 
 
-def test_another_provider_id_than_the_recorded_one_is_a_mismatch() -> None:
-    """Seed 004: a different provider id for the same attempt is never silently accepted."""
-    assert decide(S.UNKNOWN, "po_other", seen("paid")) == Escalate("mismatch")
-    assert decide(S.UNKNOWN, "po_1", seen("paid")) == Resolve(S.SUCCEEDED, (S.STARTED, S.UNKNOWN))
+def test_another_provider_id_than_the_recorded_one_is_escalated() -> None:
+    """Seed 004: a different provider id for the same attempt is never silently accepted (a
+    pipeline kind escalates it as a mismatch, gateway.pipeline.notifications)."""
+    assert decide(S.UNKNOWN, "po_other", seen("paid")) == Escalate("other-id")
+    assert decide(S.UNKNOWN, "po_1", seen("paid")) == Write(S.SUCCEEDED, (S.STARTED, S.UNKNOWN))
