@@ -10,7 +10,8 @@ run on in the background until their end (:meth:`Disruptions.finish` waits for t
 settle); a storm or a lag lasts across waves until its end. The wall-clock window of every
 server disruption is kept (``windows``): a 5xx the gateway answers inside one is expected. Once
 a sink is back, the campaign's operator retries every dead-lettered row (docs/decisions/0004),
-as after a real incident; the rows that dead-lettered are counted (``dead-letters-retried:<kind>``).
+as after a real incident, having first noted which of them an open escalation names (what the
+invariants judge them by); the rows that dead-lettered are counted (``dead-letters-retried:<kind>``).
 Whatever a disruption, an install or the operator could not do is a failure of the run
 (``failures``, judged with the invariants as the run's failed steps), never only a log line.
 """
@@ -61,6 +62,8 @@ class Disruptions:
     failures: list[str] = field(default_factory=list)
     # The wall-clock windows of server restarts, crashes and outages: a 5xx inside one is expected.
     windows: list[tuple[float, float]] = field(default_factory=list)
+    # Each time the operator retried dead letters: the dead letters and the open escalations it found.
+    dead_letter_rounds: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = field(default_factory=list)
     _lasting: list[Lasting] = field(default_factory=list)
     _storms: list[Lasting] = field(default_factory=list)
     _storm_s: float = 0.0
@@ -220,16 +223,16 @@ class Disruptions:
 
     async def retry_dead_letters(self) -> None:
         """The operator's part once a sink is back (docs/decisions/0004): every dead-lettered row
-        is retried (``POST /v1/ops/outbox/{id}/retry``), which also resolves its escalation."""
-        dead: list[dict[str, Any]] = []
-        path: str | None = "/v1/ops/outbox?state=dead"
-        while path is not None:
-            response = await self.gateway.call("GET", path, "operator")
-            if response is None or response.status_code != 200:
-                self.failures.append(f"listing dead letters: {response.status_code if response else 'no answer'}")
-                return
-            dead += response.json()
-            path = response.links.get("next", {}).get("url")
+        is retried (``POST /v1/ops/outbox/{id}/retry``), which also resolves its escalation. What
+        the operator found first, the dead letters and the open escalations, is kept
+        (``dead_letter_rounds``): the invariants judge each dead letter as it stood before its retry."""
+        dead = await self._every("/v1/ops/outbox?state=dead", "listing dead letters")
+        if not dead:  # none, or the listing failed (a failure of the run)
+            return
+        episodes = await self._every("/v1/ops/escalations?state=all", "listing escalations")
+        if episodes is None:
+            return
+        self.dead_letter_rounds.append((dead, [e for e in episodes if e["resolved_at"] is None]))
         for row in dead:
             response = await self.gateway.call("POST", f"/v1/ops/outbox/{row['message_id']}/retry", "operator")
             if response is None or response.status_code != 200:
@@ -237,6 +240,18 @@ class Disruptions:
                                      f"{response.status_code if response else 'no answer'}")
                 continue
             self.notes[f"dead-letters-retried:{row['kind']}"] += 1
+
+    async def _every(self, path: str | None, what: str) -> list[dict[str, Any]] | None:
+        """Every page of an operator's list, or None (a failure of the run) if one was refused."""
+        found: list[dict[str, Any]] = []
+        while path is not None:
+            response = await self.gateway.call("GET", path, "operator")
+            if response is None or response.status_code != 200:
+                self.failures.append(f"{what}: {response.status_code if response else 'no answer'}")
+                return None
+            found += response.json()
+            path = response.links.get("next", {}).get("url")
+        return found
 
     async def finish(self) -> None:
         """After the last wave: every sink fault over, every lasting rule ended (the caller

@@ -71,6 +71,9 @@ class Snapshot:
     alerts: list[Row] = field(default_factory=list)
     # outbox message ids the workers logged as dead-lettered (``outbox_dead_lettered`` lines)
     logged_dead_letters: frozenset[int] = frozenset()
+    # each time the campaign's operator retried dead letters (which resolves their escalations):
+    # the dead-lettered rows (GET /v1/ops/outbox?state=dead) and the open escalations it found first
+    dead_letter_rounds: tuple[tuple[list[Row], list[Row]], ...] = ()
     # the gateway's API, as the campaign's merchants saw it: orders whose cancellation it accepted
     cancelled_orders: frozenset[str] = frozenset()
     # when the campaign received each of those acceptances (its own wall clock)
@@ -89,12 +92,15 @@ class Snapshot:
     grace: timedelta = timedelta(seconds=10)
 
     def open_escalation_naming(self, identifier: str) -> bool:
-        """An unresolved escalation that names ``identifier`` exactly in its own fields: its
-        attempt, or one of its details' values (an attempt, payout, refund, order or message id).
-        Its key or text merely containing the id names nothing (issue 22)."""
-        return any(e["resolved_at"] is None and (str(e.get("attempt_id")) == identifier
-                                                 or identifier in map(str, e["details"].values()))
-                   for e in self.escalations)
+        """An unresolved escalation that names ``identifier`` exactly (:func:`names`)."""
+        return any(e["resolved_at"] is None and names(e, identifier) for e in self.escalations)
+
+
+def names(escalation: Row, identifier: str) -> bool:
+    """Whether the escalation names ``identifier`` exactly in its own fields: its attempt, or one
+    of its details' values (an attempt, payout, refund, order or message id). Its key or text
+    merely containing the id names nothing (issue 22)."""
+    return str(escalation.get("attempt_id")) == identifier or identifier in map(str, escalation["details"].values())
 
 
 def _order_of(reference: str) -> str:
@@ -374,9 +380,10 @@ def no_send_after_cancellation(s: Snapshot) -> list[str]:
             and a["intent_at"] > s.cancellations_answered[a["order_id"]]]
 
 
-def _business(s: Snapshot) -> list[Row]:
-    return [row for row in s.outbox if row["ordering_key"] is not None and row["kind"] != "payout-job"
-            and not row["kind"].endswith("-job")]
+def _business(rows: Iterable[Row]) -> list[Row]:
+    """The merchant's effects among outbox rows: ordered, and no job (operator alerts have no
+    ordering key)."""
+    return [row for row in rows if row["ordering_key"] is not None and not row["kind"].endswith("-job")]
 
 
 def sink_once_per_dedup_key(s: Snapshot) -> list[str]:
@@ -387,7 +394,7 @@ def sink_once_per_dedup_key(s: Snapshot) -> list[str]:
     payloads: dict[str, set[str]] = defaultdict(set)
     for message in s.sink:
         payloads[message["dedup_key"]].add(repr(sorted(message["payload"].items())))
-    written = {row["ordering_key"] for row in _business(s)}
+    written = {row["ordering_key"] for row in _business(s.outbox)}
     found = [f"payment attempt {a['client_reference']} succeeded, no merchant effect was written"
              for a in s.payment_attempts if a["state"] == "Succeeded" and f"attempt:{a['attempt_id']}" not in written]
     found += [f"{key}: {len(p)} different payloads" for key, p in sorted(payloads.items()) if len(p) > 1]
@@ -397,10 +404,18 @@ def sink_once_per_dedup_key(s: Snapshot) -> list[str]:
 def effects_delivered_or_escalated(s: Snapshot) -> list[str]:
     """Seed 004 ("Downstream Work"): every business effect reaches the merchant sink, or is
     dead-lettered and a person is told: an open escalation names its message id. A dead letter is
-    no exemption (issue 22); a row still pending after the settle did not arrive either."""
+    no exemption (issue 22); a row still pending after the settle did not arrive either. A dead
+    letter the operator retried during the run is judged as the operator found it, before the
+    retry (which resolves its escalation): an open escalation named it then."""
     received = {m["dedup_key"] for m in s.sink}
     found = []
-    for row in _business(s):
+    for dead, episodes in s.dead_letter_rounds:
+        for row in _business(dead):
+            message = str(row["message_id"])
+            if not any(names(e, message) for e in episodes):
+                found.append(f"outbox {message} ({row['kind']}, {row['dedup_key']}): dead-lettered, no open "
+                             "escalation named it when the operator found it")
+    for row in _business(s.outbox):
         what = f"outbox {row['message_id']} ({row['kind']}, {row['dedup_key']})"
         if row["dead_lettered_at"] is not None:
             if not s.open_escalation_naming(str(row["message_id"])):
@@ -437,7 +452,7 @@ def sink_in_order(s: Snapshot) -> list[str]:
     for index, message in enumerate(s.sink):
         first_seen.setdefault(message["dedup_key"], index)
     by_key: dict[str, list[Row]] = defaultdict(list)
-    for row in _business(s):
+    for row in _business(s.outbox):
         by_key[row["ordering_key"]].append(row)
     found = []
     for ordering_key, rows in sorted(by_key.items()):

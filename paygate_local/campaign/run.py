@@ -149,7 +149,7 @@ async def _campaign(options: Options, fleet: Fleet, progress: Progress, logs: Pa
             observed, still_moving=still_moving, unhealthy=await _unhealthy(fleet, http),
             asked={"checkouts": options.checkouts, "payouts": options.payouts},
             made={"checkouts": load.made["checkout"], "payouts": load.made["payout"]},
-            failed_steps=tuple(failed_steps),
+            failed_steps=tuple(failed_steps), dead_letter_rounds=tuple(disruptions.dead_letter_rounds),
             unexpected_5xx=gateway.server_errors_outside(disruptions.windows, RECONNECT_GRACE_S))
     notes = {**gateway.counts, **disruptions.notes, "sink-redeliveries": invariants.sink_redeliveries(observed)}
     return Result(seed=options.seed, checkouts=options.checkouts, payouts=options.payouts,

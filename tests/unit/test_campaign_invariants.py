@@ -290,6 +290,24 @@ def test_a_dead_lettered_effect_needs_an_open_escalation_naming_its_message() ->
         "outbox 6 (order-confirmation, attempt:6:x): pending, never received"]
 
 
+def test_a_dead_letter_the_operator_retried_is_judged_as_it_was_found_before_the_retry() -> None:
+    """Seed 004 ("Downstream Work": what cannot be delivered is escalated): the operator's retry
+    resolves the escalation and delivers the row, so a dead letter nobody was told of would pass
+    at the end; it is judged on what the operator found first. An operator alert's dead letter is
+    logged, not escalated, and is judged by alerts-delivered-or-logged."""
+    found = [_outbox(4, "attempt:4:x", dispatched_at=None, dead_lettered_at=NOW),
+             _outbox(5, "attempt:5:x", dispatched_at=None, dead_lettered_at=NOW),
+             _outbox(7, "alert:7", ordering=None, kind="operator-alert", dispatched_at=None, dead_lettered_at=NOW)]
+    open_then = [_escalation("outbox:4:dead-lettered", message_id=4),
+                 _escalation("outbox:5:dead-lettered-but-says-45", message_id=45)]
+    delivered = [_outbox(4, "attempt:4:x"), _outbox(5, "attempt:5:x")]
+    s = Snapshot(NOW, outbox=delivered, sink=[_sink("attempt:4:x"), _sink("attempt:5:x")],
+                 dead_letter_rounds=((found, open_then),))
+    assert invariants.effects_delivered_or_escalated(s) == [
+        "outbox 5 (order-confirmation, attempt:5:x): dead-lettered, no open escalation named it when the operator "
+        "found it"]
+
+
 def test_an_operator_alert_reaches_the_alert_sink_or_the_log() -> None:
     alerts = [_outbox(1, "alert:1", ordering=None, kind="operator-alert"),
               _outbox(2, "alert:2", ordering=None, kind="operator-alert", dispatched_at=None, dead_lettered_at=NOW),
