@@ -76,8 +76,8 @@ class Snapshot:
     dead_letter_rounds: tuple[tuple[list[Row], list[Row]], ...] = ()
     # the gateway's API, as the campaign's merchants saw it: orders whose cancellation it accepted
     cancelled_orders: frozenset[str] = frozenset()
-    # when the campaign received each of those acceptances (its own wall clock)
-    cancellations_answered: Mapping[str, datetime] = field(default_factory=dict)
+    # when each of those cancellations committed: the order's ``updated_at`` in the answer
+    cancellations_committed: Mapping[str, datetime] = field(default_factory=dict)
     # what the run saw: what was still moving when the settle reached its deadline (empty when it
     # settled), processes not alive or not ready at the end, the scenarios asked for and those
     # that reached an outcome, steps of the run that failed (a fault-rule install, a disruption,
@@ -370,14 +370,18 @@ def cancellations_respected(s: Snapshot) -> list[str]:
 def no_send_after_cancellation(s: Snapshot) -> list[str]:
     """Seed 004, "Cancellation goes through the same lock": once a cancellation is committed no
     new send intent can be (the Started transition and every recovery intent re-check under the
-    order's lock that it is still Open). So no payment attempt of an order whose cancellation the
-    campaign saw accepted has its first send intent after that answer arrived (the answer comes
-    after the commit; both clocks are real time)."""
+    order's lock that it is still Open). Each writer takes its time before it waits for that lock,
+    the cancellation after it holds it; so an intent that lock let through before the
+    cancellation carries an earlier time than the cancellation's own stamp (the order's
+    ``updated_at`` in the gateway's answer to the merchant), and no payment attempt of an order
+    whose cancellation the campaign saw accepted may have its first send intent after that stamp
+    (one clock: every process reads the same system time)."""
+    committed = s.cancellations_committed
     return [f"order {a['order_id']}: attempt {a['client_reference']}'s first send intent {a['intent_at']:%H:%M:%S.%f} "
-            f"came after its cancellation was answered ({s.cancellations_answered[a['order_id']]:%H:%M:%S.%f})"
+            f"came after its cancellation committed ({committed[a['order_id']]:%H:%M:%S.%f})"
             for a in s.payment_attempts
-            if a["order_id"] in s.cancellations_answered and a.get("intent_at") is not None
-            and a["intent_at"] > s.cancellations_answered[a["order_id"]]]
+            if a["order_id"] in committed and a.get("intent_at") is not None
+            and a["intent_at"] > committed[a["order_id"]]]
 
 
 def _business(rows: Iterable[Row]) -> list[Row]:

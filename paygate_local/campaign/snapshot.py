@@ -132,4 +132,4 @@ async def read(http: httpx.AsyncClient, document: dict[str, Any], database_url: 
     return Snapshot(now=now, ledger_payments=ledger["payments"], ledger_payouts=ledger["payouts"],
                     ledger_refunds=ledger["refunds"], ledger_recalls=ledger["recalls"], requests=requests,
                     deliveries=deliveries, sink=sink, alerts=alerts, logged_dead_letters=logged_dead_letters(logs),
-                    cancelled_orders=frozenset(cancelled), cancellations_answered=cancelled, **rows)
+                    cancelled_orders=frozenset(cancelled), cancellations_committed=cancelled, **rows)

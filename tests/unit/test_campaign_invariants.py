@@ -251,17 +251,17 @@ def test_a_payment_that_succeeded_after_an_accepted_cancellation_is_refunded_or_
         "order ORD-1: cancellation accepted, CardCo's pay_1 stays succeeded, the order is Paid"]
 
 
-def test_no_send_intent_after_the_cancellation_was_answered() -> None:
+def test_no_send_intent_after_the_cancellation_committed() -> None:
     """Seed 004 "Cancellation goes through the same lock": an attempt started before the
     cancellation committed is fine (CancelRequested), one started after it is not."""
-    answered = {"ORD-1": NOW, "ORD-2": NOW}
+    committed = {"ORD-1": NOW, "ORD-2": NOW}
     attempts = [_attempt("ORD-1-a1", "Succeeded", order_id="ORD-1", intent_at=NOW - timedelta(milliseconds=3)),
                 _attempt("ORD-2-a1", "Succeeded", order_id="ORD-2", intent_at=NOW + timedelta(milliseconds=40)),
                 _attempt("ORD-3-a1", "Succeeded", order_id="ORD-3", intent_at=NOW + timedelta(minutes=1)),
                 _attempt("ORD-4-a1", "NotApplied", order_id="ORD-4", intent_at=None)]
-    s = Snapshot(NOW, payment_attempts=attempts, cancellations_answered=answered)
+    s = Snapshot(NOW, payment_attempts=attempts, cancellations_committed=committed)
     assert invariants.no_send_after_cancellation(s) == [
-        "order ORD-2: attempt ORD-2-a1's first send intent 14:00:00.040000 came after its cancellation was answered "
+        "order ORD-2: attempt ORD-2-a1's first send intent 14:00:00.040000 came after its cancellation committed "
         "(14:00:00.000000)"]
 
 

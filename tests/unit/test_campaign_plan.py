@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from paygate_local.campaign import faults, schedule
+from paygate_local.campaign import faults, load, schedule
 from paygate_local.campaign.report import Result, table
 from provider_fake.faults import FaultRule
 
@@ -138,3 +138,15 @@ def test_the_json_document_has_exactly_the_issues_keys_and_the_table_names_the_r
     text = table(result)
     assert "order C7-1: 2 payments took effect" in text
     assert text.endswith("FAILED: 1 violations. Reproduce with: paygate campaign --seed 7 --checkouts 300 --payouts 30")
+
+
+def test_a_racing_cancellation_is_spread_over_the_span_between_the_attempts_insert_and_its_start() -> None:
+    """Seed 004 "Cancellation goes through the same lock": the cancellations that race a payment
+    are sent a seeded few milliseconds after it, so some land between the attempt's insert and
+    its Started write (where the lock decides); the other checkouts cancel nothing."""
+    chosen = load.checkouts(random.Random(3), "t", 300, ["cardco:acct:test"], refunds=True)
+    delays = [c.cancel_after_s for c in chosen if c.kind == "cancel-race"]
+    assert len(delays) >= 30 and len(set(delays)) > len(delays) // 2
+    assert all(load.CANCEL_AFTER_S[0] <= d <= load.CANCEL_AFTER_S[1] for d in delays)
+    assert all(c.cancel_after_s == 0.0 for c in chosen if c.kind != "cancel-race")
+    assert chosen == load.checkouts(random.Random(3), "t", 300, ["cardco:acct:test"], refunds=True)
