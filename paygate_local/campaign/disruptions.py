@@ -200,11 +200,13 @@ class Disruptions:
             self.notes["pauses-without-a-lapsed-lease"] += 1
         self.notes.update({f"pause-lapsed-lease:{kind}": n for kind, n in outcome.lapsed.items()})
         self.notes["pause-leases-taken-over"] += outcome.taken_over
+        self.notes["pause-stops-continued-at-once-having-caught-no-lease"] += outcome.misses
         self.notes["pause-sessions-blocked-by-its-transaction"] += outcome.blocked
         self.progress(f"SIGSTOP {name} for {outcome.stopped_s:.1f} s: {lapsed} leases lapsed "
                       f"({dict(outcome.lapsed)}), {outcome.taken_over} taken over "
                       f"(not: {', '.join(outcome.not_taken_over) or 'none'}), {outcome.blocked} sessions "
-                      "blocked by its open transaction; SIGCONT")
+                      f"blocked by its open transaction; SIGCONT (after {outcome.misses} stops that caught no "
+                      "lease of the stopped worker's)")
 
     async def _sink_fault(self, d: schedule.Disruption) -> None:
         name, mode = SINK_NAMES[d.target], SINK_MODES[d.action]

@@ -116,6 +116,11 @@ class Watch:
                  if lease.attempt_id not in self.released and lease.attempt_id not in self.taken_over]
         return not open_ and now >= last + timedelta(seconds=hold_s)
 
+    def missed(self) -> bool:
+        """Nothing watched lapsed and every lease was released before its expiry: all of it was
+        another worker's (or there was nothing to watch)."""
+        return not self.lapsed and all(lease.attempt_id in self.released for lease in self.leases)
+
     def kinds(self) -> Counter[str]:
         """The lapsed leases by kind."""
         return Counter(lease.kind for lease in self.leases if lease.attempt_id in self.lapsed)
@@ -129,6 +134,7 @@ class Outcome:
     stopped_s: float
     blocked: int  # sessions waiting, at the end of the pause, on a lock the stopped worker's transaction held
     not_taken_over: list[str]  # lapsed leases' attempt ids nobody took over while it was stopped
+    misses: int = 0  # earlier stops that caught no lease of the stopped worker's (continued at once)
 
 
 async def held(conn: psycopg.AsyncConnection[Any]) -> list[Lease]:
@@ -163,29 +169,53 @@ async def pause_past_lease(database_url: str, preferred: int, hold_s: float, *,
                            worker_of: Callable[[int], int | None],
                            clock: Callable[[], float], sleep: Callable[[float], Awaitable[None]]) -> Outcome:
     """Wait (at most ``LEASE_WAIT_S``) until a worker holds a lease (:func:`choose`), stop it,
-    watch what it held lapse and be taken over (plus ``hold_s``), continue it; what its stop did."""
+    watch what it held lapse and be taken over (plus ``hold_s``), continue it; what its stop did.
+    A stop that turns out to have caught nothing of the stopped worker's (every lease it might
+    hold was released before its expiry: another worker's) is continued at once and the wait goes
+    on, the other worker preferred next (``misses``); once the wait is over the last stop lasts
+    ``hold_s`` whatever it caught, and says so."""
     async with await psycopg.AsyncConnection.connect(database_url, autocommit=True, connect_timeout=5) as conn:
         began = clock()
-        worker = None
-        while worker is None and clock() < began + LEASE_WAIT_S:
-            worker = choose(await held(conn), worker_of, preferred, clock() - began)
-            if worker is None:
-                await sleep(POLL_S)
-        worker = worker or preferred
+        misses = 0
+        while True:
+            worker = None
+            while worker is None and clock() < began + LEASE_WAIT_S:
+                worker = choose(await held(conn), worker_of, preferred, clock() - began)
+                if worker is None:
+                    await sleep(POLL_S)
+            last = worker is None or clock() >= began + LEASE_WAIT_S
+            worker = worker or preferred
+            stopped_at = clock()
+            watch, blocked = await _stop(conn, worker, hold_s, last, stop=stop, resume=resume, worker_of=worker_of,
+                                         sleep=sleep)
+            if watch.lapsed or last:
+                break
+            misses += 1
+            preferred = OTHER_WORKER[worker]
+    return Outcome(worker, watch.kinds(), len(watch.taken_over), clock() - stopped_at, blocked,
+                   sorted(watch.lapsed - watch.taken_over), misses)
 
-        def is_target(pid: int) -> bool:
-            return worker_of(pid) == worker
 
-        stop(worker)
-        stopped_at = clock()
-        try:
-            watch = Watch(candidates(await held(conn), is_target))
-            if not watch.leases:
-                await sleep(hold_s)
-            while watch.leases and not watch.settled(await observe(conn, watch), hold_s):
-                await sleep(WATCH_POLL_S)
-            row = await (await conn.execute(BLOCKED)).fetchone()
-        finally:
-            resume(worker)
-    return Outcome(worker, watch.kinds(), len(watch.taken_over), clock() - stopped_at, int(row[0]) if row else 0,
-                   sorted(watch.lapsed - watch.taken_over))
+# After a miss on one worker, the other is preferred (the campaign's fleet has two).
+OTHER_WORKER = {1: 2, 2: 1}
+
+
+async def _stop(conn: psycopg.AsyncConnection[Any], worker: int, hold_s: float, last: bool, *,
+                stop: Callable[[int], object], resume: Callable[[int], object],
+                worker_of: Callable[[int], int | None], sleep: Callable[[float], Awaitable[None]]) -> tuple[Watch, int]:
+    """One stop of ``worker``: until its leases lapsed and were taken over (``Watch.settled``), or,
+    unless this is the ``last`` try, until it shows it held none (``Watch.missed``); the watch and
+    the sessions its open transaction blocked at the end."""
+    stop(worker)
+    try:
+        watch = Watch(candidates(await held(conn), lambda pid: worker_of(pid) == worker))
+        if last and not watch.leases:
+            await sleep(hold_s)  # nothing to watch, and no time left to look again: the stop is kept
+        while watch.leases and not watch.settled(await observe(conn, watch), hold_s):
+            if not last and watch.missed():
+                break
+            await sleep(WATCH_POLL_S)
+        row = await (await conn.execute(BLOCKED)).fetchone()
+    finally:
+        resume(worker)
+    return watch, int(row[0]) if row else 0

@@ -80,3 +80,19 @@ def test_a_worker_is_stopped_as_soon_as_it_holds_a_recovery_lease_and_on_a_pipel
     assert choose([pipeline], workers, preferred=1, waited_s=LEASE_WAIT_S / 3) is None
     assert choose([pipeline], workers, preferred=1, waited_s=LEASE_WAIT_S / 2) == 1
     assert choose([], workers, preferred=1, waited_s=LEASE_WAIT_S) is None
+
+
+def test_a_stop_whose_every_watched_lease_was_released_before_expiry_missed_and_one_that_lapsed_did_not() -> None:
+    """Seed 000 "lease epochs": a pause counts only if the stopped worker held a lease; a stop whose
+    watched pipeline leases were all released alive (the other worker's) is a miss, continued at
+    once and tried again; one with a lease still unchanged at its expiry is not."""
+    theirs, mine = _lease("a", expires_in_s=10), _lease("b", expires_in_s=10)
+    watch = Watch([theirs, mine])
+    watch.observe(T0 + timedelta(seconds=1), {"a": "resolved", "b": mine.signature})
+    assert not watch.missed()
+    watch.observe(T0 + timedelta(seconds=10), {"a": "resolved", "b": mine.signature})
+    assert not watch.missed() and watch.lapsed == {"b"}
+    alone = Watch([theirs])
+    alone.observe(T0 + timedelta(seconds=1), {"a": "resolved"})
+    assert alone.missed()
+    assert Watch([]).missed()
