@@ -54,6 +54,12 @@ class Evidence:
     evidence_key: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def unknown(cls, account: str, reason: str, **details: Any) -> Evidence:
+        """Evidence that establishes nothing yet (no readable answer, an undocumented one, a
+        request that could not be built): Unknown, with its reason."""
+        return cls(finding="unknown", provider_account=account, reason=reason, details=details)
+
 
 @dataclass(frozen=True)
 class AttemptFacts:

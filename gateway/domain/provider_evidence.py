@@ -101,15 +101,13 @@ MODELS: dict[str, type[PaymentObject]] = {"payment": PaymentObject, "payout": Pa
                                           "payout_recall": PayoutRecallObject, "refund": RefundObject}
 
 
-def _unknown(account: str, reason: str, **details: Any) -> Evidence:
-    return Evidence(finding="unknown", provider_account=account, reason=reason, details=details)
-
 
 def object_evidence(account: str, payment: PaymentObject, **details: Any) -> Evidence:
     """Evidence from a payment object (a create answer, a lookup result or a notification's object)."""
     finding = PAYMENT_STATUSES.get(payment.status)
     if finding is None:
-        return _unknown(account, f"provider.undocumented-status.{payment.native_status or payment.status}", **details)
+        undocumented = payment.native_status or payment.status
+        return Evidence.unknown(account, f"provider.undocumented-status.{undocumented}", **details)
     action = payment.next_action if finding == "requires_action" else None
     return Evidence(
         finding=finding,

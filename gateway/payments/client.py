@@ -48,9 +48,6 @@ def payments_endpoint(account: ProviderAccount) -> str:
     return provider_for(account.id).payments_endpoint(account)
 
 
-def _unknown(account: str, reason: str) -> Evidence:
-    return Evidence(finding="unknown", provider_account=account, reason=reason)
-
 
 class PaymentClient:
     def __init__(self, settings: Settings, clock: Clock, http: httpx.AsyncClient) -> None:
@@ -82,14 +79,14 @@ class PaymentClient:
             account = self.build(stored)
         except NotBuildable as problem:
             # Still Unknown, not NotApplied: this call cannot prove the attempt had no earlier send.
-            return _unknown(stored.provider_account, f"request.not-buildable.{problem}")
+            return Evidence.unknown(stored.provider_account, f"request.not-buildable.{problem}")
         calls = self._calls(account)
         path = stored.endpoint.removeprefix(calls.url(""))  # build() proved the endpoint is the account's
         body = stored.request_body.encode("utf-8")
         observation = await calls.create(path, body, stored.idempotency_key, account.api_key.get_secret_value(),
                                          budget_s)
         if isinstance(observation, NoResponse):
-            return _unknown(account.id, observation.reason)
+            return Evidence.unknown(account.id, observation.reason)
         return calls.provider.payment_evidence(account.id, observation.status, observation.body)
 
     async def find_payment(self, provider_account: str, *, provider_payment_id: str | None = None,

@@ -76,6 +76,5 @@ class PaymentSends:
         refused = opened.refused if opened is not None else await self.gate.open(
             PAYMENT.name, attempt_id, lambda: payment_intent(stored, attempt_id), actor=actor)
         if refused is not None:
-            return Evidence(finding="unknown", provider_account=stored.provider_account,
-                            reason=f"request.not-buildable.{refused}")
+            return Evidence.unknown(stored.provider_account, f"request.not-buildable.{refused}")
         return await self.client.create_payment(stored, budget_s=budget_s)

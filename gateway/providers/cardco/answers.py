@@ -22,9 +22,6 @@ from gateway.domain.provider_evidence import Lookup, PaymentObject, lookup_answe
 REJECTIONS = {400: "invalid_request", 401: "unauthorized", 429: "rate_limited"}
 
 
-def _unknown(account: str, reason: str, **details: Any) -> Evidence:
-    return Evidence(finding="unknown", provider_account=account, reason=reason, details=details)
-
 
 def _declined_payment(error: dict[str, Any]) -> PaymentObject | None:
     """The declined payment a 402 carries, when it is readable; the decline stands either way."""
@@ -42,16 +39,16 @@ def payment_evidence(account: str, status_code: int, body: bytes) -> Evidence:
     """Classify CardCo's answer to a create-payment request."""
     details = {"http_status": status_code}
     if not body.strip():
-        return _unknown(account, "provider.empty-body", **details)
+        return Evidence.unknown(account, "provider.empty-body", **details)
     try:
         document = _json(body)
     except (UnicodeDecodeError, ValueError):
-        return _unknown(account, "provider.malformed-body", **details)
+        return Evidence.unknown(account, "provider.malformed-body", **details)
     if status_code == 200:
         try:
             return object_evidence(account, PaymentObject.model_validate(document), **details)
         except ValidationError:
-            return _unknown(account, "provider.malformed-body", **details)
+            return Evidence.unknown(account, "provider.malformed-body", **details)
     found = document.get("error") if isinstance(document, dict) else None
     error: dict[str, Any] = found if isinstance(found, dict) else {}
     code = error.get("code")
@@ -70,8 +67,8 @@ def payment_evidence(account: str, status_code: int, body: bytes) -> Evidence:
     if status_code in REJECTIONS and code == REJECTIONS[status_code]:
         return Evidence(finding="rejected", provider_account=account, reason=code, details=details)
     if status_code >= 500:
-        return _unknown(account, f"provider.status-{status_code}", **details)
-    return _unknown(account, f"provider.undocumented.{status_code}.{code or 'no-code'}", **details)
+        return Evidence.unknown(account, f"provider.status-{status_code}", **details)
+    return Evidence.unknown(account, f"provider.undocumented.{status_code}.{code or 'no-code'}", **details)
 
 
 def lookup_result(status_code: int, body: bytes, retry_after: str | None, *, listing: bool) -> Lookup:

@@ -129,9 +129,6 @@ def payment_intent(document: Any) -> PaymentObject:
         else None})
 
 
-def _unknown(account: str, reason: str, **details: Any) -> Evidence:
-    return Evidence(finding="unknown", provider_account=account, reason=reason, details=details)
-
 
 def _error(document: Any) -> dict[str, Any]:
     found = document.get("error") if isinstance(document, dict) else None
@@ -144,12 +141,13 @@ def payment_evidence(account: str, status_code: int, body: bytes) -> Evidence:
     try:
         document = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
-        return _unknown(account, "provider.malformed-body" if body.strip() else "provider.empty-body", **details)
+        reason = "provider.malformed-body" if body.strip() else "provider.empty-body"
+        return Evidence.unknown(account, reason, **details)
     if status_code == 200:
         try:
             return object_evidence(account, payment_intent(document), **details)
         except (ValueError, ValidationError):
-            return _unknown(account, "provider.malformed-body", **details)
+            return Evidence.unknown(account, "provider.malformed-body", **details)
     error = _error(document)
     kind, code = error.get("type"), error.get("code")
     if status_code == 402 and kind == "card_error":
@@ -170,13 +168,13 @@ def payment_evidence(account: str, status_code: int, body: bytes) -> Evidence:
                         details=details)
     if status_code == 409:
         # A request under the same key is still executing: it may yet take effect.
-        return _unknown(account, f"provider.conflict.{code or kind or 'no-code'}", **details)
+        return Evidence.unknown(account, f"provider.conflict.{code or kind or 'no-code'}", **details)
     if status_code == 429 or (status_code in (400, 401, 403, 404) and kind in REJECTED_TYPES):
         return Evidence(finding="rejected", provider_account=account, reason=str(code or kind or "rate_limit"),
                         details=details)
     if status_code >= 500:
-        return _unknown(account, f"provider.status-{status_code}", **details)
-    return _unknown(account, f"provider.undocumented.{status_code}.{code or kind or 'no-code'}", **details)
+        return Evidence.unknown(account, f"provider.status-{status_code}", **details)
+    return Evidence.unknown(account, f"provider.undocumented.{status_code}.{code or kind or 'no-code'}", **details)
 
 
 def resend_allowed(should_retry: str | None) -> bool:
