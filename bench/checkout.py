@@ -15,7 +15,8 @@ production (a signing key is configured).
   payment call at 1 client (measured from this process, one call after another);
 - **round trips / statements per checkout** as PostgreSQL sees them (bench/support.py WireCounter:
   checkouts one at a time through a counting proxy);
-- **ratio** to pgbench running the same three transactions (bench/checkout_txn.sql) with the same
+- **ratio** to pgbench running the same three transactions (bench/pgbench_scripts.py ``checkout``,
+  generated from the product's named SQL) with the same
   clients on the same database in the same run. 1.0 would mean the gateway adds nothing.
 """
 
@@ -40,6 +41,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import pgbench_scripts  # noqa: E402
 from bench.support import (  # noqa: E402
     ACCOUNT,
     BENCH,
@@ -48,7 +50,6 @@ from bench.support import (  # noqa: E402
     cpu_seconds,
     embedded_database,
     insert_orders,
-    pgbench,
     profiled,
     progress,
     uvicorn,
@@ -161,8 +162,7 @@ def main() -> None:
                     loaded = wrk(base, token, "ORD-", args.orders, args.connections, duration)
                 cpu_us = (cpu_seconds(pid) - cpu_before) * 1e6 / max(loaded["requests"], 1)
         progress(f"pgbench, {args.connections} clients")
-        ceiling = pgbench(url, BENCH / "checkout_txn.sql", args.connections, duration,
-                          {"orders": args.orders, "account": ACCOUNT})
+        ceiling = pgbench_scripts.ceiling(url, "checkout", work, args.connections, duration, args.orders)
     figures = {"clients": args.connections, "rate": loaded["rate"], "p50_ms": loaded["p50_ms"],
                "p99_ms": loaded["p99_ms"], "gateway_p50_ms": one["p50_ms"] - provider_p50,
                "pgbench_tps": ceiling, "ratio_pgbench": loaded["rate"] / ceiling,
@@ -185,7 +185,8 @@ def report(f: dict[str, Any], duration: int) -> None:
     print(f"  round trips / statements  {f['round_trips']:>9.1f} / {f['statements']:.1f} per checkout (on the wire)")
     print(f"  gateway CPU per checkout  {f['gateway_cpu_us']:>9.0f} us loaded, {f['cpu_us_one_client']:.0f} us "
           "at 1 client")
-    print(f"  pgbench, 3 txns           {f['pgbench_tps']:>9.0f} tps  (bench/checkout_txn.sql, same clients)")
+    print(f"  pgbench, 3 txns           {f['pgbench_tps']:>9.0f} tps  "
+          "(bench/pgbench_scripts.py checkout, same clients)")
     print(f"  ratio                     {f['ratio_pgbench']:>9.2f}")
     if f["non_2xx"] or f["exhausted"]:
         print(f"  NOT CLEAN: {f['non_2xx']:.0f} non-2xx, {f['exhausted']:.0f} past the prepared orders")

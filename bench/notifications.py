@@ -14,7 +14,8 @@ replayed over and over (every request a duplicate of a committed notification: w
 answers from the keys it saw committed, docs/decisions/0064; ``wrapped`` is large by design). Each
 load runs ``--duration`` seconds (at most 20). Ceilings measured
 in the same run, on the same database, with the same connection counts:
-- pgbench running the notification transaction's statements (bench/notification_txn.sql);
+- pgbench running the notification transaction's statements (bench/pgbench_scripts.py
+  ``notification``, generated from the product's named SQL);
 - a bare Starlette POST (bench/bare_app.py) under uvicorn with as many workers and the same wrk script.
 Before the load runs, round trips and statements per notification are counted on the wire
 (bench/support.py WireCounter) and the gateway's CPU per request (all its worker processes) is read
@@ -38,6 +39,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import pgbench_scripts  # noqa: E402
 from bench.support import (  # noqa: E402
     ACCOUNT,
     BENCH,
@@ -45,7 +47,6 @@ from bench.support import (  # noqa: E402
     WireCounter,
     embedded_database,
     insert_orders,
-    pgbench,
     profiled,
     progress,
     tree_cpu_seconds,
@@ -186,8 +187,8 @@ def main() -> None:
         with uvicorn(["bench.bare_app:app"], {}, args.web_workers) as bare_base, \
                 web(gateway_env(url), args.web_workers) as gateway_base:
             for connections in args.connections:
-                ceiling_db = pgbench(url, BENCH / "notification_txn.sql", connections, duration,
-                                     {"attempts": PGBENCH_ATTEMPTS, "account": ACCOUNT})
+                ceiling_db = pgbench_scripts.ceiling(url, "notification", work, connections, duration,
+                                                     PGBENCH_ATTEMPTS)
                 for mix in MIXES:
                     prefix = f"B{connections}{mix[0]}-"
                     requests_file = work / f"{prefix}requests.tsv"

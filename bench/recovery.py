@@ -10,7 +10,8 @@ key, so it holds a succeeded payment for every client reference. Then that many 
 each a ``Recovery`` with its own pool and HTTP client, sweep until nothing is due (at most 60 s):
 every pass claims a lease, looks the payment up by client reference, verifies it and records
 Succeeded with its confirmation row. Ceilings, in the same run with the same number of clients:
-- pgbench running the SQL of one pass (bench/recovery_txn.sql) for ``--duration`` seconds;
+- pgbench running the SQL of one pass (bench/pgbench_scripts.py ``recovery``, generated from the
+  product's named SQL) for ``--duration`` seconds;
 - CardCo's lookup rate: the same processes and payment client, looking up without the database.
 
 ``--lookup-rate R`` (issue 15 item 4, docs/decisions/0042) configures the account's
@@ -42,16 +43,15 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import pgbench_scripts  # noqa: E402
 from bench.support import (  # noqa: E402
     ACCOUNT,
-    BENCH,
     SERVER_PIDS,
     WireCounter,
     cpu_seconds,
     embedded_database,
     in_processes,
     insert_orders,
-    pgbench,
     progress,
     run_sql,
     uvicorn,
@@ -364,8 +364,8 @@ def main() -> None:
             insert_backlog(url, cardco, "PGB-", args.attempts)
             for row in rows:
                 progress(f"pgbench, {row['workers'] * args.concurrency} client(s)")
-                row["pgbench_tps"] = pgbench(url, BENCH / "recovery_txn.sql", row["workers"] * args.concurrency,
-                                             duration, {"attempts": args.attempts, "account": ACCOUNT})
+                row["pgbench_tps"] = pgbench_scripts.ceiling(url, "recovery", work, row["workers"] * args.concurrency,
+                                                             duration, args.attempts)
     for row in rows:
         row.update(round_trips=trips, ratio_lookup=row["rate"] / row["lookup_ceiling"],
                    ratio_pgbench=row["rate"] / row["pgbench_tps"])

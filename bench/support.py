@@ -158,11 +158,14 @@ def pgbench_binary() -> str:
     return found
 
 
-def pgbench_command(url: str, script: Path, clients: int, duration: int, variables: dict[str, Any]) -> list[str]:
-    """pgbench with prepared statements, ``clients`` connections, ``-D name=value`` per variable."""
+def pgbench_command(url: str, script: Path, clients: int, duration: int, variables: dict[str, Any], *,
+                    transactions: int | None = None) -> list[str]:
+    """pgbench with prepared statements, ``clients`` connections, ``-D name=value`` per variable,
+    for ``duration`` seconds or, given, ``transactions`` per client."""
     defines = [arg for name, value in variables.items() for arg in ("-D", f"{name}={value}")]
+    length = ["-t", str(transactions)] if transactions is not None else ["-T", str(duration)]
     return [pgbench_binary(), "-n", "-M", "prepared", "-c", str(clients), "-j", str(min(clients, 2)),
-            "-T", str(duration), *defines, "-f", str(script), url]
+            *length, *defines, "-f", str(script), url]
 
 
 def pgbench(url: str, script: Path, clients: int, duration: int, variables: dict[str, Any]) -> float:

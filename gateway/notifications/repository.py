@@ -21,7 +21,7 @@ from gateway.store.queries import load_queries
 _SQL = load_queries("gateway.notifications")
 # One round trip (docs/decisions/0049): the recording statement locks the attempt with the payments' own lock.
 _LOCK_RECORDED = lock_for_evidence("(SELECT attempt_id FROM recorded)", commented=False)
-_IDENTIFY_AND_RECORD = sql.SQL(_SQL["identify_and_record"]).format(  # type: ignore[arg-type]
+IDENTIFY_AND_RECORD = sql.SQL(_SQL["identify_and_record"]).format(  # type: ignore[arg-type]
     lock_for_evidence=sql.SQL(_LOCK_RECORDED)).as_string(None)  # type: ignore[arg-type]
 
 
@@ -55,7 +55,7 @@ async def identify_and_record(conn: Connection, *, provider_account: str, client
     """Both lookups, :func:`record` and, for a notification recorded for one attempt, that
     attempt's evidence locks, in one round trip (queries.sql ``identify_and_record``): ``detail``
     gains ``escalation_key`` as the handler would set it."""
-    row = await fetch_one(conn, _IDENTIFY_AND_RECORD, {
+    row = await fetch_one(conn, IDENTIFY_AND_RECORD, {
         "provider_account": provider_account, "client_reference": client_reference,
         "provider_payment_id": provider_payment_id, "notification_key": notification_key, "detail": Jsonb(detail),
         "conflict_key": conflict_key, "unmatched_key": unmatched_key, "evidence_payment_id": evidence_payment_id,

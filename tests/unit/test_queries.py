@@ -50,12 +50,12 @@ def test_the_evidence_lock_is_one_statement_and_its_compositions_fit_the_cache()
     records it, and Attempts.apply_evidence takes the same ones alone; both are the one
     ``lock_for_evidence`` template (seed 004, "Cancellation goes through the same lock": the order
     row, then the attempt row), and each composed statement stays within psycopg's query cache."""
-    from gateway.notifications.repository import _IDENTIFY_AND_RECORD
+    from gateway.notifications.repository import IDENTIFY_AND_RECORD
     from gateway.payments.evidence_lock import LOCK_FOR_EVIDENCE, lock_for_evidence
 
     embedded = lock_for_evidence("(SELECT attempt_id FROM recorded)", commented=False)
-    assert embedded in _IDENTIFY_AND_RECORD
+    assert embedded in IDENTIFY_AND_RECORD
     assert LOCK_FOR_EVIDENCE.endswith(lock_for_evidence("%(attempt_id)s", commented=False))
-    for statement in (_IDENTIFY_AND_RECORD, LOCK_FOR_EVIDENCE):
+    for statement in (IDENTIFY_AND_RECORD, LOCK_FOR_EVIDENCE):
         assert "{" not in statement and len(statement) <= MAX_CACHED_STATEMENT_LENGTH
         assert len(set(re.findall(r"%\((\w+)\)s", statement))) <= MAX_CACHED_STATEMENT_PARAMS

@@ -1,0 +1,304 @@
+"""The pgbench scripts of the ceilings (bench/README.md), generated from the product's named SQL.
+
+Each ceiling runs the statements the gateway runs for one checkout, one matched notification and
+one recovery pass, in the gateway's transactions: the statement texts are the product's own (its
+``.sql`` named blocks, as the repositories load and compose them), so a change to one changes the
+ceiling with it. What differs is only where the parameters come from. The gateway binds values it
+computes; here each parameter is bound to a pgbench variable (``-D``, ``\\set``, or ``\\gset`` from a
+statement before it, as the gateway reads its values back) or, where the gateway makes the value
+itself (a fresh id, the clock, the JSON it builds), to an SQL expression that makes it in the
+database. Every parameter of every statement must be bound, and no binding may go unused.
+
+Three values are bound differently from the gateway's, so a prepared row can be used again and
+costs the same each time: the order settles back to ``Open`` (not ``Paid``), a notification or a
+recovery pass leaves its attempt ``Started`` or ``Unknown`` (not ``Succeeded``), and each outbox
+row gets a key of its own. The write is the same statement with the same locks and rows.
+
+Each client walks its own orders or attempts, ``1 + client_id + clients * turn``, so no two clients
+ever hold the same order: the gateway's customers do not pay one order twice at once, and a
+statement that returns its row into variables (``\\gset``) must find it.
+
+The effect records, their ledger and certificates (seed 001), the token lookup (cached by the
+gateway) and the lookup tokens are not in the ceilings: tests/integration/test_bench_scripts.py
+records what the product runs for each flow and holds these scripts to it, naming each statement
+left out.
+
+    python bench/pgbench_scripts.py checkout|notification|recovery   # prints the script
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.support import ACCOUNT, pgbench  # noqa: E402
+from gateway.notifications.repository import IDENTIFY_AND_RECORD  # noqa: E402
+from gateway.payments.evidence_lock import LOCK_FOR_EVIDENCE  # noqa: E402
+from gateway.store.queries import load_queries  # noqa: E402
+
+PAYMENTS = load_queries("gateway.payments")
+LEASES = load_queries("gateway.payments", "leases.sql")
+
+# pgbench reads ":name" as a variable anywhere in a command, string literals included; "::" is a cast.
+_VARIABLE = re.compile(r"(?<!:):(?=[A-Za-z_])")
+_PARAMETER = re.compile(r"%%|%\((\w+)\)s")
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One of the product's statements (``text``, as psycopg receives it) with each of its
+    parameters bound to pgbench text; ``gset`` keeps its one row in variables named by column."""
+
+    name: str
+    text: str
+    bind: Mapping[str, str]
+    gset: bool = False
+
+
+@dataclass(frozen=True)
+class Control:
+    """A transaction control command the gateway's driver sends (BEGIN, SAVEPOINT, ...)."""
+
+    text: str
+
+
+Step = Statement | Control
+
+
+def without_comments(text: str) -> str:
+    """``text`` without its ``--`` comments (outside string literals) and blank lines: pgbench
+    would end a command at a semicolon inside a comment and read ``:name`` there as a variable."""
+    lines = []
+    for line in text.splitlines():
+        quoted, cut = False, len(line)
+        for i, char in enumerate(line):
+            if char == "'":
+                quoted = not quoted
+            elif not quoted and line.startswith("--", i):
+                cut = i
+                break
+        if line[:cut].strip():
+            lines.append(line[:cut].rstrip())
+    return "\n".join(lines)
+
+
+def bound(statement: Statement) -> str:
+    """The statement as pgbench runs it: comments out, each parameter replaced by its binding."""
+    text = without_comments(statement.text).rstrip().rstrip(";")
+    if _VARIABLE.search(text):
+        raise ValueError(f"{statement.name}: pgbench would read {_VARIABLE.search(text)!r} as a variable")
+    used = set(_PARAMETER.findall(text)) - {""}
+    if used - set(statement.bind) or set(statement.bind) - used:
+        raise ValueError(f"{statement.name}: unbound {sorted(used - set(statement.bind))}, "
+                         f"unused {sorted(set(statement.bind) - used)}")
+    text = _PARAMETER.sub(lambda match: statement.bind[match[1]] if match[1] else "%", text)
+    return text + (" \\gset" if statement.gset else ";")
+
+
+def render(title: str, prelude: list[str], steps: list[Step]) -> str:
+    lines = [f"-- {line}" for line in title.splitlines()] + prelude
+    for step in steps:
+        if isinstance(step, Control):
+            lines.append(step.text + ";")
+        else:
+            lines += [f"-- {step.name}", bound(step)]
+    return "\n".join(lines) + "\n"
+
+
+GENERATED = "Generated by bench/pgbench_scripts.py from the product's named SQL: do not edit."
+# Each client's own row this turn (-D turn=0 clients=N rows=M; see the module's docstring).
+WALK = ["\\set turn :turn + 1", "\\set n 1 + :client_id + :clients * (:turn % (:rows / :clients))"]
+NOW = "now()"
+ORDER = "'PGB-' || (:n)::text"
+# The outbox rows write_evidence queues for a success: the order confirmation with its payload
+# (gateway/payments/attempts.py _effect_payload), its dedup key made fresh per transaction.
+OUTBOX = ("jsonb_build_array(jsonb_build_object('dedup_key', concat_ws(chr(58), 'attempt', (:attempt_id)::text, "
+          "'order-confirmation', txid_current()), 'kind', 'order-confirmation', 'order_id', (:order_id)::text, "
+          "'attempt_id', (:attempt_id)::text, 'customer_id', (:customer_id)::text, "
+          "'amount_minor', (:amount_minor)::int, 'currency', (:currency)::text, "
+          "'provider_payment_id', {payment_id}, 'client_reference', (:client_reference)::text))")
+
+
+def write_evidence(*, state: str, payment_id: str, actor: str, kind: str | None, detail: str | None,
+                   transition: str, lease: Mapping[str, str] | None = None) -> Statement:
+    """queries.sql ``write_evidence`` for a success (gateway/payments/attempts.py ``_write``):
+    the attempt as locked by ``lock_for_evidence`` (its variables), ``state`` written."""
+    lease = lease or {"lease_mode": "NULL", "lease_owner": "NULL", "lease_token": "NULL",
+                      "lease_next_check_at": "NULL"}
+    return Statement("gateway/payments/queries.sql write_evidence", PAYMENTS["write_evidence"], {
+        "attempt_id": ":attempt_id", "version": ":version", "state": f"'{state}'", "outcome_reason": "NULL",
+        "provider_payment_id": payment_id, "provider_status": "'succeeded'", "set_provider_status": "true",
+        "store_action": "false", "clear_action": "true", "next_action": "NULL", "next_action_expires_at": "NULL",
+        "next_check_at": "NULL", "now": NOW, "actor": f"'{actor}'",
+        "evidence_kind": f"'{kind}'" if kind else "NULL", "evidence_detail": detail or "NULL",
+        "transition": transition, "order_state": "'Open'", "cancel_order": "false",
+        "ordering_key": "concat_ws(chr(58), 'attempt', (:attempt_id)::text)",
+        "outbox": OUTBOX.format(payment_id=payment_id), "resolves": "true", "note": "'attempt Succeeded'",
+        **lease})
+
+
+def lock_for_evidence(payment_id: str) -> Statement:
+    return Statement("gateway/payments/queries.sql lock_for_evidence", LOCK_FOR_EVIDENCE,
+                     {"attempt_id": ":attempt_id", "evidence_payment_id": payment_id}, gset=True)
+
+
+def checkout() -> list[Step]:
+    """PayAsync's three transactions on an Open order ``PGB-<n>`` (gateway/payments/attempts.py
+    ``get_or_create_live``, ``mark_started``, ``record_response``), the send between the second
+    and the third answered ``succeeded``. Variables: ``-D account=... rows=<orders> clients=N turn=0``."""
+    payment_id = "'pay_' || replace((:attempt_id)::text, '-', '')"
+    steps: list[Step] = [
+        Control("BEGIN"),
+        Statement("gateway/payments/queries.sql lock_order_for_checkout", PAYMENTS["lock_order_for_checkout"],
+                  {"order_id": ORDER}, gset=True),
+        Statement("gateway/payments/queries.sql insert", PAYMENTS["insert"], {
+            "attempt_id": "gen_random_uuid()", "order_id": ":order_id", "customer_id": ":customer_id",
+            "attempt_number": ":next_attempt_number", "provider_account": ":provider_account",
+            "endpoint": "'http://cardco.bench/v1/payments'", "api_version": "'2026-11-01'",
+            "client_reference": "(:order_id)::text || '-a' || (:next_attempt_number)::text",
+            "idempotency_key": "gen_random_uuid()::text",
+            "request_body": "json_build_object('amount_minor', (:amount_minor)::int, 'currency', (:currency)::text, "
+                            "'payment_method', (:payment_method)::text, 'client_reference', "
+                            "(:order_id)::text || '-a' || (:next_attempt_number)::text)::text",
+            "amount_minor": ":amount_minor", "currency": ":currency", "now": NOW,
+            "next_check_at": "now() + interval '60 s'"}, gset=True),
+        Control("COMMIT"),
+        Control("BEGIN"),
+        Statement("gateway/payments/queries.sql mark_started", PAYMENTS["mark_started"], {
+            "attempt_id": ":attempt_id", "order_id": ":order_id", "version": ":version", "now": NOW,
+            "actor": "'endpoint'", "escalation_deadline": "now() + interval '23 hours'",
+            "next_check_at": "now() + interval '30 s'"}),
+        Control("COMMIT"),
+        Control("BEGIN"),
+        lock_for_evidence(payment_id),
+        write_evidence(state="Succeeded", payment_id=payment_id, actor="endpoint", kind="send_result",
+                       detail="jsonb_build_object('finding', 'succeeded', "
+                              "'provider_account', (:provider_account)::text, "
+                              f"'provider_payment_id', {payment_id}, 'provider_status', 'succeeded', "
+                              "'amount_minor', (:amount_minor)::int, 'currency', (:currency)::text, "
+                              "'decision', 'Succeeded')",
+                       transition="'{\"from\": \"Started\", \"to\": \"Succeeded\", \"reason\": null}'"),
+        Control("COMMIT"),
+    ]
+    return steps
+
+
+def notification() -> list[Step]:
+    """A matched ``payment.succeeded`` for a Started attempt ``PGB-<n>`` whose provider payment id
+    is ``pay_pgb_<n>`` (gateway/notifications/handler.py: identify, record and lock in one
+    statement, then the evidence under the savepoint). Variables: ``-D account=... rows=<attempts>
+    clients=N turn=0``."""
+    payment_id = "'pay_pgb_' || (:n)::text"
+    event = "'evt_pgb_' || txid_current()"
+    steps: list[Step] = [
+        Control("BEGIN"),
+        Statement("gateway/notifications/queries.sql identify_and_record", IDENTIFY_AND_RECORD, {
+            "provider_account": ":account", "client_reference": "'PGB-' || (:n)::text || '-a1'",
+            "provider_payment_id": payment_id, "notification_key": event,
+            "detail": "jsonb_build_object('provider_event_id', " + event + ", 'type', 'payment.succeeded', "
+                      "'status', 'succeeded', 'provider_payment_id', " + payment_id + ", 'client_reference', "
+                      "'PGB-' || (:n)::text || '-a1', 'amount_minor', 4250, 'currency', 'EUR')",
+            "conflict_key": "concat_ws(chr(58), 'notification', (:account)::text, " + event + ", 'identity-conflict')",
+            "unmatched_key": "concat_ws(chr(58), 'notification', (:account)::text, " + event + ", 'unmatched')",
+            "evidence_payment_id": payment_id, "now": NOW}, gset=True),
+        Control('SAVEPOINT "apply_evidence"'),
+        write_evidence(state="Started", payment_id=payment_id, actor="notification-handler", kind=None, detail=None,
+                       transition="'{\"from\": \"Started\", \"to\": \"Succeeded\", \"reason\": null}'"),
+        Control('RELEASE SAVEPOINT "apply_evidence"'),
+        Control("COMMIT"),
+    ]
+    return steps
+
+
+def recovery() -> list[Step]:
+    """One recovery pass over the Unknown attempt ``PGB-<n>`` (attempt_id ``md5('PGB-<n>')``) whose
+    lookup finds it succeeded (gateway/recovery/loop.py: the claim in its own statement, then the
+    evidence and the lease's release in one transaction). Variables: ``-D account=...
+    rows=<attempts> clients=N turn=0``."""
+    payment_id = "'pay_pgb_' || (:n)::text"
+    steps: list[Step] = [
+        Statement("gateway/payments/leases.sql claim_due", LEASES["claim_due"], {
+            "now": NOW, "passed": "'{}'", "spent": "'{}'", "attempt_id": "md5('PGB-' || (:n)::text)",
+            "limit": "1", "owner": "'recovery-pgbench-' || (:client_id)::text",
+            "lease_expires_at": "now() + interval '60 s'"}, gset=True),
+        Control("BEGIN"),
+        lock_for_evidence(payment_id),
+        write_evidence(state="Unknown", payment_id=payment_id, actor="recovery-pgbench", kind="lookup",
+                       detail="jsonb_build_object('finding', 'succeeded', 'provider_account', (:account)::text, "
+                              f"'provider_payment_id', {payment_id}, 'provider_status', 'succeeded', "
+                              "'amount_minor', 4250, 'currency', 'EUR', 'decision', 'Succeeded', "
+                              "'lookup', 'recovery')",
+                       transition="'{\"from\": \"Unknown\", \"to\": \"Succeeded\", \"reason\": null}'",
+                       lease={"lease_mode": "'release'", "lease_owner": "'recovery-pgbench-' || (:client_id)::text",
+                              "lease_token": "(:lease_token)::uuid",
+                              "lease_next_check_at": "now() + interval '60 s'"}),
+        Control("COMMIT"),
+    ]
+    return steps
+
+
+SCRIPTS = {"checkout": (checkout, "one checkout (bench/checkout.py's ceiling)"),
+           "notification": (notification, "one matched notification (bench/notifications.py's ceiling)"),
+           "recovery": (recovery, "one recovery pass (bench/recovery.py's ceiling)")}
+
+_EFFECTS = "seed 001's effect record, ledger and certificate"
+# What the product also runs in each flow (the names tests/integration/test_bench_scripts.py
+# records), which the ceilings leave out, and why.
+LEFT_OUT = {
+    "checkout": {
+        "gateway/auth/queries.sql find_principal": "the bearer token: the gateway's token cache answers a loaded run",
+        "gateway/effects/queries.sql insert_record": _EFFECTS,
+        "gateway/effects/queries.sql append_ledger": _EFFECTS,
+        "gateway/effects/queries.sql lock_record": _EFFECTS,
+        "gateway/payments/queries.sql effect_evidence": _EFFECTS,
+        "gateway/effects/queries.sql insert_certificate": _EFFECTS,
+        "gateway/payments/status.sql status_extensions": "the answer's effect view, " + _EFFECTS,
+    },
+    "notification": {
+        "gateway/effects/queries.sql append_ledger": _EFFECTS,
+        "gateway/effects/queries.sql lock_record": _EFFECTS,
+        "gateway/payments/queries.sql effect_evidence": _EFFECTS,
+        "gateway/effects/queries.sql insert_certificate": _EFFECTS,
+    },
+    "recovery": {
+        "gateway/ratelimits/queries.sql take_tokens": "the account's lookup tokens, taken per claim for its batch",
+        "gateway/ratelimits/queries.sql return_tokens": "the unspent lookup tokens, given back once per sweep",
+        "gateway/effects/queries.sql append_ledger": _EFFECTS,
+        "gateway/effects/queries.sql lock_record": _EFFECTS,
+        "gateway/payments/queries.sql effect_evidence": _EFFECTS,
+        "gateway/effects/queries.sql insert_certificate": _EFFECTS,
+    },
+}
+
+
+def script(name: str) -> str:
+    steps, title = SCRIPTS[name]
+    return render(f"pgbench: {title}.\n{GENERATED}", WALK, steps())
+
+
+def write(name: str, directory: Path) -> Path:
+    """The script ``name`` written to ``directory``, for pgbench's ``-f``."""
+    path = directory / f"{name}_txn.sql"
+    path.write_text(script(name))
+    return path
+
+
+def variables(rows: int, clients: int, account: str = ACCOUNT) -> dict[str, object]:
+    """The ``-D`` variables every script needs: each client starts its own walk at turn 0."""
+    if rows < clients:
+        raise ValueError(f"{rows} rows cannot give each of {clients} clients its own")
+    return {"rows": rows, "clients": clients, "turn": 0, "account": account}
+
+
+def ceiling(url: str, name: str, work: Path, clients: int, duration: int, rows: int) -> float:
+    """Transactions per second of the script ``name`` with ``clients`` over ``rows`` prepared rows."""
+    return pgbench(url, write(name, work), clients, duration, variables(rows, clients))
+
+
+if __name__ == "__main__":
+    sys.stdout.write(script(sys.argv[1]))
