@@ -29,6 +29,7 @@ from gateway.pipeline import signals, transitions
 from gateway.pipeline.accounts import operation, stored_account
 from gateway.pipeline.effects import open_send
 from gateway.pipeline.kind import AttemptKind, Claimed, Job, Postponed, Presenter, Refused, Row
+from gateway.providers.base import Request
 from gateway.providers.calls import CredentialUnavailable, ProviderCalls
 from gateway.settings import ProviderAccount, Settings
 from gateway.store.db import Database
@@ -136,18 +137,20 @@ class Executor:
             log.warning(f"{self.kind.name}_send_refused", send=send, **ids)
             return False
 
+        first: list[Request] = []  # the first send's request: every resend carries exactly its bytes
+
         async def send_once() -> Classification | str:
             # Seed 001 (issue 8): every send re-derives the effect digest from the request it carries.
-            refused = await open_send(self.kind, SendGate(self.db, self.clock, self.settings.reminder_interval_s),
-                                      attempt, account, secret, pepper=calls.pepper, actor=self.presenter.service_id)
-            if refused is not None:
-                await self._resolve(attempt, epoch, AttemptState.UNKNOWN, f"request.not-buildable.{refused}",
+            request = await open_send(self.kind, SendGate(self.db, self.clock, self.settings.reminder_interval_s),
+                                      attempt, account, secret, pepper=calls.pepper, actor=self.presenter.service_id,
+                                      first=first[0] if first else None)
+            if isinstance(request, str):
+                await self._resolve(attempt, epoch, AttemptState.UNKNOWN, f"request.not-buildable.{request}",
                                     AttemptState.STARTED)
-                return f"request.not-buildable.{refused}"
-            contract = operation(self.kind, account.id)
-            request = contract.request(attempt, secret)
+                return f"request.not-buildable.{request}"
+            first[:] = [request]
             observation = await calls.create(request.path, request.body, attempt["idempotency_key"], key)
-            return classify(observation, self.kind.expected(attempt), contract.table)
+            return classify(observation, self.kind.expected(attempt), operation(self.kind, account.id).table)
 
         classification = await send_bounded(self.clock, attempt["send_deadline"], counted, send_once,
                                             lambda seen, send: self._observe(attempt, seen, send))

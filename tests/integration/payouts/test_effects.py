@@ -10,6 +10,7 @@ from gateway.effects.gate import SendGate
 from gateway.payouts.attempts import PAYOUT
 from gateway.payouts.config import payout_account
 from gateway.pipeline.effects import intent, open_send
+from gateway.providers.base import Request
 from tests.integration.payouts.conftest import TOKEN, World
 
 
@@ -72,4 +73,5 @@ async def test_a_payout_send_with_a_drifted_attempt_is_refused_and_escalated(wor
     assert len(world.submits()) == sent
     keys = [row["escalation_key"] for row in await world.rows("SELECT escalation_key FROM payment_escalations")]
     assert keys == [f"payout-attempt:{attempt['attempt_id']}:effect-digest-mismatch"]
-    assert await open_send(PAYOUT, gate, attempt, account, TOKEN, pepper=pepper, actor="test") is None
+    opened = await open_send(PAYOUT, gate, attempt, account, TOKEN, pepper=pepper, actor="test")
+    assert isinstance(opened, Request)  # the gate opens: the request whose digest it proved, to be sent as it is

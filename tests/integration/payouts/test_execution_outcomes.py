@@ -6,6 +6,7 @@ request log; money that moved, from its ledger."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
@@ -19,7 +20,7 @@ from pydantic import SecretStr
 from gateway.domain.outcomes import AttemptState
 from gateway.payouts.attempts import PAYOUT
 from gateway.payouts.config import payout_account
-from gateway.pipeline import transitions
+from gateway.pipeline import effects, transitions
 from gateway.providers.calls import ProviderCalls
 from gateway.providers.cardco.tables import PAYOUT_TABLE_VERSION
 from gateway.store.db import Connection, Database
@@ -162,6 +163,33 @@ async def test_a_rate_limited_send_is_resent_with_the_same_key_and_bytes(world: 
     assert sent[0]["body_base64"] == sent[1]["body_base64"]
     assert sent[0]["headers"]["idempotency-key"] == sent[1]["headers"]["idempotency-key"] == "payout-PAY-3107-a1"
     assert (await _attempt(world))["sends"] == 2
+
+
+async def test_a_resend_carries_the_first_sends_request_not_a_rebuild(world: World,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every kind resends exactly the bytes of its first send under its stored key (checkout: its
+    stored bytes; a payout: bytes rebuilt once with the destination token in hand and proven by the
+    send gate's digest): the request is made once per claim, and the send after a 429 carries that
+    same request again, proven by the gate once more (gateway.pipeline.effects.open_send)."""
+    made: list[str] = []
+    real = effects.operation
+
+    def counting(kind: Any, account_id: str) -> Any:
+        contract = real(kind, account_id)
+
+        def request(attempt: dict[str, Any], secret: str | None) -> Any:
+            made.append(str(attempt["attempt_id"]))
+            return contract.request(attempt, secret)
+        return dataclasses.replace(contract, request=request)
+
+    monkeypatch.setattr(effects, "operation", counting)
+    await world.faults({"operation": "create_payout", "action": "rate_limit", "retry_after_s": 0})
+    job = await world.approved()
+    made.clear()  # the decision derived its intent from the request too
+    assert await world.run(job) == "Started"
+    sent = world.submits()
+    assert len(sent) == 2 and sent[0]["body_base64"] == sent[1]["body_base64"]
+    assert len(made) == 2  # the claim's effect record, then the first send; the resend makes none
 
 
 async def test_rate_limiting_that_never_ends_is_bounded(world: World) -> None:

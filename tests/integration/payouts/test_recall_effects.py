@@ -16,6 +16,7 @@ from gateway.effects.gate import SendGate
 from gateway.payouts.config import payout_account
 from gateway.payouts.recalls import RECALL
 from gateway.pipeline.effects import intent, open_send
+from gateway.providers.base import Request
 from gateway.providers.cardco import adapter as cardco
 from tests.integration.payouts.conftest import TOKEN, World
 from tests.integration.payouts.recall_helpers import (
@@ -140,5 +141,6 @@ async def test_the_recall_gate_refuses_a_different_payout_or_key(world: World) -
                                   pepper="", actor="test") == "effect-digest-mismatch"
     assert await open_send(RECALL, gate, {**attempt, "idempotency_key": "recall-PAY-3107-r9"}, account, None,
                                   pepper="", actor="test") == "effect-digest-mismatch"
-    assert await open_send(RECALL, gate, attempt, account, None, pepper="", actor="test") is None
+    opened = await open_send(RECALL, gate, attempt, account, None, pepper="", actor="test")
+    assert isinstance(opened, Request)  # the gate opens: the request whose digest it proved, to be sent as it is
     assert len(recall_calls(world)) == sent
