@@ -1,4 +1,4 @@
-"""The product runs without the local harness (README, "Run the whole system locally"; decision 0064).
+"""The product runs without the local harness (README, "Run the whole system locally"; decision 0069).
 
 ``paygate_local`` (``paygate up``, ``paygate campaign``, the embedded servers) needs the extra
 ``local``; a production install (``pip install .``) has none of its distributions. These tests
