@@ -25,6 +25,7 @@ from provider_fake.config import Account
 from provider_fake.errors import InvalidRequest, NotFound, ProviderError
 from provider_fake.fake import CardCo
 from provider_fake.faults import FaultRule
+from provider_fake.listing import window_page
 from provider_fake.objects import Payment, Payout, PayoutRecall, ProviderObject, Refund
 from provider_fake.payment_methods import describe as describe_method
 from provider_fake.payments import PaymentRequest, RefundParams, RefundRequest, create_payment, refund_payment
@@ -222,12 +223,17 @@ class ProviderApi:
         return get
 
     def list_of(self, operation: str, kind: str) -> Handler:
-        """`GET /v1/<objects>?client_reference=...` -> `{"data": [...]}`, visible objects only."""
+        """`GET /v1/<objects>?client_reference=...` -> `{"data": [...]}`, visible objects only; or
+        (extension) with `created_gte` and `created_lt` instead, a page of the objects created in
+        that window (provider_fake.listing)."""
 
         async def list_(request: Request, account: Account, body: bytes) -> tuple[Reply, FaultRule | None]:
-            reference = request.query_params.get("client_reference")
+            query = dict(request.query_params)
+            reference = query.get("client_reference")
+            if not reference and "created_gte" in query and "created_lt" in query:
+                return await self._window(operation, kind, account, query)
             if not reference:
-                raise InvalidRequest("the client_reference query parameter is required")
+                raise InvalidRequest("the client_reference query parameter (or created_gte and created_lt) is required")
             rule = self.fake.faults.match(operation, reference)
 
             def produce() -> Reply:
@@ -241,3 +247,13 @@ class ProviderApi:
             return await self.fake.read(rule, produce), rule
 
         return list_
+
+    async def _window(self, operation: str, kind: str, account: Account,
+                      query: dict[str, str]) -> tuple[Reply, FaultRule | None]:
+        rule = self.fake.faults.match(operation, None)
+
+        def produce() -> Reply:
+            mine = (obj for obj in self.fake.store.of_kind(kind) if obj.account == account.id)
+            return Reply.ok(window_page(mine, query, lambda obj: self.fake.can_see(obj, rule)))
+
+        return await self.fake.read(rule, produce), rule

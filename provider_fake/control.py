@@ -4,7 +4,8 @@ API.md "provider_fake: CardCo" (control API) and "Precise details -> CardCo cont
 Extensions, documented in docs/rehearsing-incidents.md: `GET /_control/faults`,
 `GET /_control/webhooks`, `GET /_control/clock`, `GET|PUT /_control/accounts`,
 `POST /_control/payouts/{id}/return`, `POST /_control/payments/{id}/authenticate`,
-`POST /_control/payment_methods/{id}/expire`.
+`POST /_control/payment_methods/{id}/expire`, `POST /_control/objects/{id}/amend`,
+`POST /_control/objects/{id}/forget`.
 Control requests are not logged, but they too apply due scheduled changes first.
 """
 
@@ -52,6 +53,15 @@ class Authentication(BaseModel):
     result: Literal["succeeded", "failed"] = "succeeded"
 
 
+class Amendment(BaseModel):
+    """A change made at the provider behind the client's back (extension: reconciliation tests)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    amount_minor: int | None = Field(default=None, gt=0)
+    status: str | None = None
+
+
 class ControlApi:
     def __init__(self, fake: CardCo) -> None:
         self.fake = fake
@@ -76,6 +86,8 @@ class ControlApi:
             route("/payouts/{id}/return", self.return_payout, "POST"),
             route("/payments/{id}/authenticate", self.authenticate_payment, "POST"),
             route("/payment_methods/{id}/expire", self.expire_payment_method, "POST"),
+            route("/objects/{id}/amend", self.amend_object, "POST"),
+            route("/objects/{id}/forget", self.forget_object, "POST"),
         ]
 
     def _endpoint(
@@ -170,6 +182,32 @@ class ControlApi:
     async def expire_payment_method(self, request: Request) -> Document:
         async with self.fake.store.lock:
             return expire_method(self.fake, request.path_params["id"])
+
+    async def amend_object(self, request: Request) -> Document:
+        """Extension: the object's amount or status changes in place, with no event and no new
+        sequence: a provider-side record that now disagrees with what its client concluded."""
+        amendment = parse(Amendment, await request.body())
+        async with self.fake.store.lock:
+            obj = _any(self.fake, request)
+            obj.amount_minor = amendment.amount_minor or obj.amount_minor
+            obj.status = amendment.status or obj.status
+            return obj.public()
+
+    async def forget_object(self, request: Request) -> Document:
+        """Extension: the provider loses the object: no read (by id, by reference, a listing)
+        shows it again; the ledger keeps it, as the ground truth of what took effect."""
+        async with self.fake.store.lock:
+            obj = _any(self.fake, request)
+            obj.forgotten = True
+            return obj.public()
+
+
+def _any(fake: CardCo, request: Request) -> ProviderObject:
+    store = fake.store
+    for objects in (store.payments, store.refunds, store.payouts, store.recalls):
+        if request.path_params["id"] in objects:
+            return objects[request.path_params["id"]]
+    raise NotFound()
 
 
 def _find(objects: dict[str, Found], request: Request) -> Found:

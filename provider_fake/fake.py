@@ -213,8 +213,11 @@ class CardCo:
 
     def can_see(self, obj: ProviderObject, rule: FaultRule | None, *, consistent: bool = False) -> bool:
         """Lookups skip hidden objects, and those younger than a lookup rule's not_found_for_s.
-        A `consistent` read (Stripe's retrieve by id) sees objects the visibility delay hides."""
+        A `consistent` read (Stripe's retrieve by id) sees objects the visibility delay hides.
+        No read sees an object the provider lost (`POST /_control/objects/{id}/forget`)."""
         now = self.clock.now()
+        if obj.forgotten:
+            return False
         if not consistent and not obj.visible_at(now):
             return False
         if rule is not None and rule.action == "not_found_for_s":

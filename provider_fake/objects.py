@@ -55,6 +55,7 @@ class ProviderObject:
     failure_code: str | None = None
     sequence: int = 1
     hidden_until: datetime | None = None
+    forgotten: bool = False  # lost by the provider (control API, extension): no read shows it
     scheduled: Scheduled | None = None
 
     @classmethod

@@ -76,6 +76,12 @@ class Store:
         """The account's objects of ``kind`` with this client reference, oldest stored first."""
         return list(self.references.get((kind, account, client_reference), {}).values())
 
+    def of_kind(self, kind: str) -> list[ProviderObject]:
+        """Every object of ``kind`` (payment, refund, payout, payout_recall), in the order stored."""
+        objects: dict[str, dict[str, Any]] = {Payment.kind: self.payments, Refund.kind: self.refunds,
+                                              Payout.kind: self.payouts, PayoutRecall.kind: self.recalls}
+        return list(objects[kind].values())
+
     def with_schedule(self) -> list[ProviderObject]:
         """Every stored object that still has a scheduled change (forgetting those that do not):
         payments, then payouts and recalls, each in the order they were stored."""

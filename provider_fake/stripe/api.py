@@ -128,6 +128,7 @@ class StripeApi:
 
         return [
             route("/payment_intents", self.create_payment_intent, "POST"),
+            route("/payment_intents", self.list_payment_intents, "GET"),
             route("/payment_intents/search", self.search_payment_intents, "GET"),
             route("/payment_intents/{id}", self.one_of("get_payment", store.payments, PaymentIntent), "GET"),
             route("/payment_intents/{id}/cancel", self.cancel_payment_intent, "POST"),
@@ -300,6 +301,14 @@ class StripeApi:
             })
 
         return await self.fake.read(rule, produce, stripe_reply), rule
+
+    async def list_payment_intents(
+        self, request: Request, account: Account, body: bytes
+    ) -> tuple[Reply, FaultRule | None]:
+        """`GET /v1/payment_intents`: Stripe's list (consistent, unlike the search)."""
+        params = validated(ListParams, decode(request.url.query))
+        return await self._list(account, "list_payments", "/v1/payment_intents", params, self.fake.store.payments,
+                                PaymentIntent, lambda intent: True)
 
     async def list_refunds(self, request: Request, account: Account, body: bytes) -> tuple[Reply, FaultRule | None]:
         """`GET /v1/refunds`, optionally of one `payment_intent` or `charge`."""
