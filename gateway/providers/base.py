@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from gateway.domain.attempts import Evidence
 from gateway.domain.outcomes import StatusTable
 from gateway.domain.provider_evidence import Lookup, Notification, Unreadable
+from gateway.domain.provider_listing import Page, PageRequest
+from gateway.domain.provider_listing import Unreadable as ListingUnreadable
 from gateway.domain.webhook_verdicts import Rejected, Verified
 from gateway.settings import ProviderAccount
 
@@ -154,6 +156,17 @@ class Provider(Protocol):
 
     def payment_method_usable(self, status_code: int, body: bytes, now: datetime) -> bool | None:
         """True / False from the provider's answer at ``now``; None when the check itself failed."""
+        ...
+
+    # Listing by creation time (a provider-side reconciliation; gateway.domain.provider_listing).
+    listed_kinds: tuple[str, ...]
+
+    def list_request(self, kind: str, start: datetime, end: datetime, cursor: str | None) -> PageRequest:
+        """The page of ``kind`` (one of :attr:`listed_kinds`) created in [start, end) after ``cursor``."""
+        ...
+
+    def list_page(self, kind: str, status_code: int, body: bytes) -> Page | ListingUnreadable:
+        """Read the answer to :meth:`list_request`."""
         ...
 
     # Notifications (seed 004, "The Notification Handler").

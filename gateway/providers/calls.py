@@ -19,6 +19,8 @@ lookups call :meth:`ProviderCalls.digest`).
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -26,6 +28,8 @@ import httpx
 from gateway.clock import Clock
 from gateway.domain.outcomes import NoResponse, Observation, ProviderResponse
 from gateway.domain.provider_evidence import retry_after_s
+from gateway.domain.provider_listing import Page
+from gateway.domain.provider_listing import Unreadable as ListingUnreadable
 from gateway.instruments import provider_call
 from gateway.providers.answers import CALLER, CEILING, Unanswered, answer
 from gateway.providers.base import destination_digest
@@ -108,6 +112,30 @@ class ProviderCalls:
         except CredentialUnavailable:
             return Unanswered("transport", "CredentialUnavailable")
         return await self.answered(operation, self.http.get(self.url(path), params=params, headers=headers), budget_s)
+
+    async def list_page(self, kind: str, start: datetime, end: datetime,
+                        cursor: str | None) -> Page | ListingUnreadable:
+        """One page of the provider's listing of ``kind`` created in [start, end) after ``cursor``
+        (a read, counted as operation ``list``), each destination token replaced by its digest;
+        raises :class:`RateLimited` on a 429."""
+        request = self.provider.list_request(kind, start, end, cursor)
+        response = await self.read("list", request.path, request.params)
+        if isinstance(response, Unanswered):
+            return ListingUnreadable(response.reason)
+        if response.status_code == 429:
+            raise RateLimited(retry_after_s(response.headers.get("retry-after")) or 0.0)
+        page = self.provider.list_page(kind, response.status_code, response.content)
+        if isinstance(page, ListingUnreadable):
+            return page
+        return Page(tuple(replace(obj, record=self.without_token(obj.record)) for obj in page.objects), page.cursor)
+
+    def without_token(self, record: dict[str, Any]) -> dict[str, Any]:
+        """A record whose destination token became its digest: the token is never kept."""
+        kept = dict(record)
+        token = kept.pop("destination_token", None)
+        if isinstance(token, str):
+            kept["destination_digest"] = self.digest(token)
+        return kept
 
     async def get(self, path: str, params: dict[str, str]) -> Any:
         """The JSON document of a 200 answer to a pipeline lookup, or None when the read itself

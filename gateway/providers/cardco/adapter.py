@@ -24,10 +24,12 @@ from gateway.domain.attempt_kinds import PAYMENT_REFUND, PAYOUT, PAYOUT_RECALL
 from gateway.domain.attempts import Evidence
 from gateway.domain.effect_manifest import json_fields
 from gateway.domain.provider_evidence import Lookup, Notification, Unreadable
+from gateway.domain.provider_listing import Page, PageRequest
+from gateway.domain.provider_listing import Unreadable as ListingUnreadable
 from gateway.domain.timestamps import rfc3339
 from gateway.domain.webhook_verdicts import Rejected, Verified
 from gateway.providers.base import LookupRecords, Operation, ProviderTimings, Request, Row, UnsupportedOperation
-from gateway.providers.cardco import answers, notifications, signatures
+from gateway.providers.cardco import answers, listing, notifications, signatures
 from gateway.providers.cardco.signatures import AccountKeys
 from gateway.providers.cardco.tables import PAYOUT_TABLE, RECALL_TABLE, REFUND_TABLE
 from gateway.settings import ProviderAccount
@@ -81,15 +83,8 @@ def by_client_reference(path: str) -> LookupRecords:
         data = document.get("data") if isinstance(document, dict) else None
         if not isinstance(data, list):
             return None
-        return [_without_token(calls, record) for record in data if isinstance(record, dict)]
+        return [calls.without_token(record) for record in data if isinstance(record, dict)]
     return lookup
-
-
-def _without_token(calls: ProviderCalls, record: Row) -> Row:
-    token = record.pop("destination_token", None)
-    if isinstance(token, str):
-        record["destination_digest"] = calls.digest(token)
-    return record
 
 
 def _payout_request(attempt: Row, token: str | None) -> Request:
@@ -168,6 +163,14 @@ class CardCo:
 
     def payment_method_usable(self, status_code: int, body: bytes, now: datetime) -> bool | None:
         return answers.payment_method_usable(status_code, body)  # CardCo says "expired" itself
+
+    listed_kinds: tuple[str, ...] = ("payment", "payment_refund", "payout", "payout_recall")
+
+    def list_request(self, kind: str, start: datetime, end: datetime, cursor: str | None) -> PageRequest:
+        return listing.page_request(kind, start, end, cursor)
+
+    def list_page(self, kind: str, status_code: int, body: bytes) -> Page | ListingUnreadable:
+        return listing.read_page(kind, status_code, body)
 
     def verifier(self, account: ProviderAccount) -> AccountKeys:
         return AccountKeys.from_config(account.id, [s.get_secret_value() for s in account.webhook_secrets],

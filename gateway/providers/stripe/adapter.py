@@ -21,10 +21,12 @@ from urllib.parse import quote
 from gateway.domain.attempt_kinds import PAYMENT_REFUND, PAYOUT
 from gateway.domain.attempts import Evidence
 from gateway.domain.provider_evidence import Lookup, Notification, Unreadable
+from gateway.domain.provider_listing import Page, PageRequest
+from gateway.domain.provider_listing import Unreadable as ListingUnreadable
 from gateway.domain.webhook_verdicts import Rejected, Verified
 from gateway.providers.base import Operation, ProviderTimings, Request, Row, UnsupportedOperation
 from gateway.providers.stripe import answers as stripe
-from gateway.providers.stripe import notifications, signatures
+from gateway.providers.stripe import listing, notifications, signatures
 from gateway.providers.stripe.signatures import EndpointSecrets
 from gateway.providers.stripe.tables import PAYOUT_TABLE, REFUND_TABLE
 from gateway.settings import ProviderAccount
@@ -147,6 +149,14 @@ class Stripe:
 
     def payment_method_usable(self, status_code: int, body: bytes, now: datetime) -> bool | None:
         return stripe.payment_method_usable(status_code, body, now)
+
+    listed_kinds: tuple[str, ...] = ("payment", "payment_refund", "payout")
+
+    def list_request(self, kind: str, start: datetime, end: datetime, cursor: str | None) -> PageRequest:
+        return listing.page_request(kind, start, end, cursor)
+
+    def list_page(self, kind: str, status_code: int, body: bytes) -> Page | ListingUnreadable:
+        return listing.read_page(kind, status_code, body)
 
     def verifier(self, account: ProviderAccount) -> EndpointSecrets:
         return EndpointSecrets(account.id, tuple(s.get_secret_value().encode() for s in account.webhook_secrets))
