@@ -178,6 +178,8 @@ class Notification:
     event_id: str | None
     event_type: str
     subject: PaymentObject  # a PayoutObject for payouts, a PayoutRecallObject for recalls
+    # The API version the provider rendered the event in, when the event says (Stripe's ``api_version``).
+    api_version: str | None = None
 
     @property
     def kind(self) -> Literal["payment", "payout", "payout_recall", "refund"]:
@@ -208,7 +210,8 @@ class Notification:
                 "status": self.subject.status, "amount_minor": self.subject.amount_minor,
                 "currency": self.subject.currency, "sequence": self.subject.sequence,
                 self.kind: self.subject.model_dump(mode="json"),
-                "canonical": self.canonical_fields().as_detail()}
+                "canonical": self.canonical_fields().as_detail(),
+                **({"api_version": self.api_version} if self.api_version is not None else {})}
 
 
 def refund_evidence(notification: Notification) -> Notification | None:
@@ -224,7 +227,7 @@ def refund_evidence(notification: Notification) -> Notification | None:
     return Notification(event_id=notification.event_id, event_type=notification.event_type, subject=RefundObject(
         object="refund", id=payment.refund.id, client_reference=payment.refund.client_reference,
         amount_minor=payment.amount_minor, currency=payment.currency, status="succeeded",
-        sequence=payment.sequence, payment=payment.id))
+        sequence=payment.sequence, payment=payment.id), api_version=notification.api_version)
 
 
 @dataclass(frozen=True)
@@ -277,4 +280,6 @@ def from_detail(detail: dict[str, Any]) -> Notification | None:
         subject = model.model_validate(detail.get(str(kind)))
     except ValidationError:
         return None
-    return Notification(event_id=present(detail.get("provider_event_id")), event_type=event_type, subject=subject)
+    version = detail.get("api_version")
+    return Notification(event_id=present(detail.get("provider_event_id")), event_type=event_type, subject=subject,
+                        api_version=version if isinstance(version, str) else None)

@@ -7,7 +7,8 @@ database (:class:`CommittedKeys`, docs/decisions/0064). Otherwise :meth:`Notific
 does everything in ONE transaction: find the attempt by verified account + client reference and by
 account + provider payment id independently; record the notification (a keyed duplicate returns
 before any transition, alert or outbox row); then escalate an identity conflict, an unmatched or
-unreadable notification, or apply it through :meth:`Attempts.apply_evidence`, the conditional
+unreadable notification or one rendered in an API version the account does not pin, or apply it
+through :meth:`Attempts.apply_evidence`, the conditional
 transition every writer shares (``payout.*`` through ``gateway.payouts.notifications.apply``, the
 payouts aggregate's own; a ``payment.refunded`` naming a refund the gateway made through
 ``gateway.refunds.notifications``). Which matchers place a readable notification, and so how it is
@@ -42,7 +43,7 @@ from gateway.store.db import Connection, Database, savepoint
 
 log = structlog.get_logger("gateway.notifications")
 ACTOR = "notification-handler"
-Outcome = Literal["duplicate", "applied", "unmatched", "identity-conflict", "unreadable"]
+Outcome = Literal["duplicate", "applied", "unmatched", "identity-conflict", "unreadable", "foreign-version"]
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,8 @@ class NotificationHandler:
         async with self._db.transaction() as conn:
             if isinstance(parsed, Unreadable):
                 handled = await self._unreadable(conn, context, parsed)
+            elif parsed.api_version is not None and parsed.api_version != account.api_version:
+                handled = await self._foreign_version(conn, context, parsed)
             else:
                 handled = await self._readable(conn, context, parsed)
         self._committed.committed(account.id, key)  # after COMMIT only: recorded here or by another
@@ -152,6 +155,26 @@ class NotificationHandler:
             "provider_event_id": parsed.event_id, "notification_key": context.key, "type": parsed.event_type,
             "unreadable": parsed.reason})
         return Handled("unreadable", recorded.event_id)
+
+    async def _foreign_version(self, conn: Connection, context: _Context, parsed: Notification) -> Handled:
+        """An event rendered in an API version the account does not pin (its webhook endpoint was
+        created with, or upgraded to, another one): recorded with the version it carries and
+        escalated, never applied, since its objects may mean something else in that version; an
+        operator who has checked it applies it from the store (POST /v1/ops/notifications/{id}/apply),
+        and recovery's lookups, made in the pinned version, resolve its attempt meanwhile."""
+        account_id = context.account.id
+        esc_key = escalation_key(account_id, "api-version", notification_key=context.key,
+                                 provider_object_id=parsed.provider_object_id, client_reference=parsed.client_reference)
+        recorded = await self._record(conn, context, None, {
+            **parsed.detail(), "webhook_id": context.webhook_id, "escalation_key": esc_key})
+        if isinstance(recorded, repository.Duplicate):
+            return Handled("duplicate")
+        await self._raise(conn, esc_key, "notification-api-version", None, {
+            "provider_account": account_id, "notification_event_id": recorded.event_id,
+            "provider_event_id": parsed.event_id, "notification_key": context.key, "type": parsed.event_type,
+            "client_reference": parsed.client_reference, "provider_payment_id": parsed.provider_object_id,
+            "api_version": parsed.api_version, "configured_api_version": context.account.api_version})
+        return Handled("foreign-version", recorded.event_id)
 
     async def _readable(self, conn: Connection, context: _Context, parsed: Notification) -> Handled:
         account_id = context.account.id

@@ -111,6 +111,11 @@ class Provider(Protocol):
     name: str
     timings: ProviderTimings
 
+    def account_problem(self, account: ProviderAccount) -> str | None:
+        """Why the provider cannot serve ``account`` as configured (its pinned API version above
+        all), or None; start-up refuses an account with a problem (gateway.providers.registry)."""
+        ...
+
     def headers(self, account: ProviderAccount, credential: str) -> dict[str, str]:
         """What every call on ``account`` carries besides the idempotency key (a send's body
         content type included)."""

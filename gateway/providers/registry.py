@@ -24,15 +24,19 @@ def provider_for(account_id: str) -> Provider:
 
 
 def check_accounts(settings: Settings) -> None:
-    """Every configured account has an adapter and timings its provider honours (ValueError naming
-    it): a key window no longer than the provider keeps keys (a same-key resend after the provider
-    pruned the key would be a new payment), a visibility delay no shorter than the provider
-    documents (a "not found" inside it proves nothing), and a lookup rate no higher than the
-    provider documents."""
+    """Every configured account has an adapter, none of the problems its provider finds in it (a
+    Stripe account's pinned API version, :meth:`Provider.account_problem`), and timings its
+    provider honours (ValueError naming it): a key window no longer than the provider keeps keys
+    (a same-key resend after the provider pruned the key would be a new payment), a visibility
+    delay no shorter than the provider documents (a "not found" inside it proves nothing), and a
+    lookup rate no higher than the provider documents."""
     for account in settings.provider_accounts:
         name = provider_name(account.id)
         if name not in PROVIDERS:
             raise ValueError(f"provider account {account.id}: paygate has no adapter for provider {name!r}")
+        problem = PROVIDERS[name].account_problem(account)
+        if problem is not None:
+            raise ValueError(f"provider account {account.id}: {problem}")
         timings = PROVIDERS[name].timings
         if account.key_window_s > timings.key_window_s:
             raise ValueError(f"provider account {account.id}: key_window_s {account.key_window_s:g} exceeds "

@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import TEST_ACCOUNT
 from tests.integration.checkout.conftest import Shop
 from tests.integration.checkout.conftest import shop as cardco_shop  # noqa: F401  (the checkout suite's Shop)
-from tests.stripe_support import STRIPE_ACCOUNT
+from tests.stripe_support import STRIPE_ACCOUNT, STRIPE_API_VERSION
 
 PROVIDERS = ("cardco", "stripe")
 # Each provider's test account, in the fake's CardCo or Stripe dialect.
@@ -26,6 +26,13 @@ CARDCO_ONLY = pytest.mark.parametrize("provider", ["cardco"])
 @pytest.fixture(params=PROVIDERS)
 def provider(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture
+def stripe_event_version() -> str:
+    """The API version the fake's Stripe accounts render their events in: the one the gateway's
+    Stripe accounts pin, as when the webhook endpoint was created with it (README, "Stripe")."""
+    return STRIPE_API_VERSION
 
 
 @pytest.fixture

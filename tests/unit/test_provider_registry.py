@@ -21,9 +21,13 @@ from jobs import runtime
 
 
 def configured(*accounts: dict[str, object]) -> Settings:
+    """The accounts given; a Stripe one pins ``2025-09-30.clover`` unless it says otherwise."""
     return build_settings({"database_url": "postgresql://x", "redis_url": "redis://x", "token_pepper": "p",
                            "provider_accounts": [{"base_url": "https://api.example", "api_key": "k",
-                                                  "webhook_endpoint_id": a["id"], **a} for a in accounts]})
+                                                  "webhook_endpoint_id": a["id"],
+                                                  **({"api_version": "2025-09-30.clover"}
+                                                     if str(a["id"]).startswith("stripe:") else {}), **a}
+                                                 for a in accounts]})
 
 
 def test_the_account_ids_prefix_chooses_the_adapter() -> None:
@@ -95,3 +99,30 @@ async def test_a_worker_refuses_the_same_accounts_before_it_opens_anything() -> 
             await runtime.current()
     finally:
         runtime.configure(None)
+
+
+def test_a_stripe_account_without_its_pinned_api_version_fails_start_up_saying_where_to_find_it() -> None:
+    """Stripe answers an unknown version with 400 "Invalid Stripe API version" on every call, and
+    the settings' default is CardCo's: a Stripe account must pin its own (Stripe's API reference,
+    "Versioning": the account's version is set in Workbench). A CardCo account keeps the default."""
+    bare = build_settings({"database_url": "postgresql://x", "redis_url": "redis://x", "token_pepper": "p",
+                           "provider_accounts": [
+                               {"id": "stripe:acct_store:test", "base_url": "https://api.stripe.com", "api_key": "k",
+                                "webhook_endpoint_id": "stripe-test"},
+                               {"id": "cardco:acct_store:test", "base_url": "https://api.example", "api_key": "k",
+                                "webhook_endpoint_id": "cardco-test"}]})
+    with pytest.raises(ValueError, match=r"stripe:acct_store:test: api_version is required for a Stripe account: "
+                                         r".*Developers -> API version \(Workbench"):
+        check_accounts(bare)
+    check_accounts(configured({"id": "cardco:acct_store:test"}))
+
+
+@pytest.mark.parametrize("version, problem", [
+    ("2026-11-01", "lacks its release name"),  # the settings' default, CardCo's: not a version Stripe issued
+    ("2023-10-16.acacia", "names a release"),
+    ("2025-02-30.basil", "does not name a calendar date"),
+    ("latest", "is not a Stripe API version"),
+])
+def test_a_stripe_account_pinning_a_version_stripe_never_issued_fails_start_up(version: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=f"stripe:acct_store:test: api_version '{version}' {problem}"):
+        check_accounts(configured({"id": "stripe:acct_store:test", "api_version": version}))

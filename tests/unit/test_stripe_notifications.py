@@ -105,3 +105,13 @@ def test_payout_events_carry_stripes_payout_status_for_the_payout_table(event_ty
 def test_what_is_not_evidence_is_unreadable(body: bytes, reason: str) -> None:
     parsed = parse(body)
     assert isinstance(parsed, Unreadable) and parsed.reason == reason
+
+
+def test_the_events_api_version_travels_with_it_into_the_stored_detail_and_back() -> None:
+    """Stripe renders an event in its endpoint's API version (``api_version``): the handler compares
+    it with the account's pinned one, so it is read, recorded, and restored by a later application."""
+    parsed = _read(event("payment_intent.succeeded", payment_intent()))
+    assert parsed.api_version == "2025-09-30.clover"
+    assert parsed.detail()["api_version"] == "2025-09-30.clover"
+    restored = from_detail(parsed.detail())
+    assert restored is not None and restored.api_version == "2025-09-30.clover"

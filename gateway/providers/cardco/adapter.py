@@ -116,6 +116,9 @@ class CardCo:
     # which CardCo enforces with its skew (``request_expired``).
     timings = ProviderTimings(key_window_s=86_400, visibility_delay_s=0, request_expiry_enforced=True)
 
+    def account_problem(self, account: ProviderAccount) -> str | None:
+        return None  # the settings' default api_version is CardCo's (API.md)
+
     def headers(self, account: ProviderAccount, credential: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {credential}", "CardCo-Account": account.id,
                 "CardCo-Version": account.api_version, "Content-Type": "application/json"}

@@ -26,7 +26,7 @@ from gateway.domain.provider_listing import Unreadable as ListingUnreadable
 from gateway.domain.webhook_verdicts import Rejected, Verified
 from gateway.providers.base import Operation, ProviderTimings, Request, Row, UnsupportedOperation
 from gateway.providers.stripe import answers as stripe
-from gateway.providers.stripe import listing, notifications, signatures
+from gateway.providers.stripe import listing, notifications, signatures, versions
 from gateway.providers.stripe.signatures import EndpointSecrets
 from gateway.providers.stripe.tables import PAYOUT_TABLE, REFUND_TABLE
 from gateway.settings import ProviderAccount
@@ -103,6 +103,11 @@ class Stripe:
     # can lag further during outages; no request expiry; Search allows 20 reads per second.
     timings = ProviderTimings(key_window_s=86_400, visibility_delay_s=60, request_expiry_enforced=False,
                               lookups_per_s=20)
+
+    def account_problem(self, account: ProviderAccount) -> str | None:
+        """A Stripe account pins its API version explicitly (the settings' default is CardCo's), in
+        a form Stripe issues (gateway.providers.stripe.versions)."""
+        return versions.version_problem(account.api_version if "api_version" in account.model_fields_set else None)
 
     def headers(self, account: ProviderAccount, credential: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {credential}", "Stripe-Version": account.api_version,

@@ -5,7 +5,9 @@ Parsing: ``payment_intent.*``, ``charge.refunded``, ``refund.*`` and ``payout.*`
 :class:`~gateway.domain.provider_evidence.Notification`, keyed by the event id (Stripe events always
 carry one). The event's object is read into the common shape (gateway.providers.stripe.answers); an event whose
 type does not agree with its object's status is not evidence (``type-status-mismatch``). Every other
-type is recorded and escalated (``unknown-type``): README, "Stripe", lists the events to enable.
+type is recorded and escalated (``unknown-type``): README, "Stripe", lists the events to enable. The
+event's ``api_version`` (the version its endpoint renders events in) travels with it: the handler
+applies only events in the version the account pins (gateway.providers.stripe.versions).
 """
 
 from __future__ import annotations
@@ -109,4 +111,6 @@ def parse(body: bytes) -> Notification | Unreadable:
         return unreadable("malformed-object", body, document)
     if isinstance(subject, str):
         return unreadable(subject, body, document)
-    return Notification(event_id=present(document.get("id")), event_type=event_type, subject=subject)
+    version = document.get("api_version")
+    return Notification(event_id=present(document.get("id")), event_type=event_type, subject=subject,
+                        api_version=version if isinstance(version, str) else None)

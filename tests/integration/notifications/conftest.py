@@ -213,13 +213,15 @@ async def operator(services: Services) -> dict[str, str]:
 
 
 @pytest.fixture
-async def cardco(settings: Settings, services: Services, clock: ManualClock) -> AsyncIterator[CardCo]:
+async def cardco(settings: Settings, services: Services, clock: ManualClock,
+                 stripe_event_version: str) -> AsyncIterator[CardCo]:
     """CardCo whose webhooks go, signed, into the real gateway app (in-process ASGI): CardCo's
     accounts, and the Stripe ones in the fake's Stripe dialect (``Stripe-Signature``d Events)."""
     gateway = httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(settings, services=services)))
     accounts = [Account(id=account, api_key=STRIPE_KEYS.get(account) or str(account_config(account)["api_key"]),
                         dialect="stripe" if account in STRIPE_KEYS else "cardco", webhook_secrets=[secret_of(account)],
-                        webhook_url=f"http://gateway.test/v1/webhooks/{endpoint}")
+                        webhook_url=f"http://gateway.test/v1/webhooks/{endpoint}",
+                        **({"api_version": stripe_event_version} if account in STRIPE_KEYS else {}))
                 for account, endpoint in ENDPOINTS.items()]
     async with gateway:
         yield CardCo(CardCoConfig(accounts=accounts), clock=CardCoClock(base=clock.now), http_client=gateway)

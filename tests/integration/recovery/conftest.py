@@ -19,7 +19,7 @@ from provider_fake import Clock as CardCoClock
 from provider_fake.config import Account
 from tests.conftest import CARDCO_URL, LIVE_ACCOUNT, TEST_ACCOUNT, account_config, settings_with
 from tests.integration.checkout.conftest import Shop
-from tests.stripe_support import STRIPE_ACCOUNT, stripe_account
+from tests.stripe_support import STRIPE_ACCOUNT, STRIPE_API_VERSION, stripe_account
 
 STRIPE_KEY = "sk_test_recovery"
 STRIPE_SECRET = "whsec_stripe_recovery_test"
@@ -40,7 +40,8 @@ def cardco(clock: object) -> CardCo:
     """The fake with the same accounts as ``settings``: CardCo's two and the Stripe-dialect one."""
     accounts = [Account(id=str(a["id"]), api_key=str(a["api_key"]), webhook_secrets=list(a["webhook_secrets"]))  # type: ignore[call-overload]
                 for a in (account_config(TEST_ACCOUNT), account_config(LIVE_ACCOUNT))]
-    accounts.append(Account(id=STRIPE_ACCOUNT, api_key=STRIPE_KEY, dialect="stripe", webhook_secrets=[STRIPE_SECRET]))
+    accounts.append(Account(id=STRIPE_ACCOUNT, api_key=STRIPE_KEY, dialect="stripe", webhook_secrets=[STRIPE_SECRET],
+                            api_version=STRIPE_API_VERSION))
     return CardCo(CardCoConfig(accounts=accounts), clock=CardCoClock(base=clock.now))  # type: ignore[attr-defined]
 
 
