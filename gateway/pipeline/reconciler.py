@@ -36,7 +36,7 @@ import httpx
 from gateway import instruments
 from gateway.clock import Clock
 from gateway.domain.attempt_timing import AttemptTimings, not_applied_allowed
-from gateway.domain.evidence_rule import Escalate, Write, classified, verdict
+from gateway.domain.evidence_rule import Escalate, Seen, Write, classified, verdict
 from gateway.domain.lookup_shares import shares
 from gateway.domain.outcomes import (
     IN_FLIGHT,
@@ -52,7 +52,7 @@ from gateway.effects.ledger import escalation_key
 from gateway.pipeline import transitions
 from gateway.pipeline.accounts import NOT_CONFIGURED, operation, stored_account
 from gateway.pipeline.kind import AttemptKind, Row
-from gateway.providers import Operation
+from gateway.providers import Operation, provider_for
 from gateway.providers.calls import ProviderCalls, RateLimited
 from gateway.ratelimits.buckets import LookupTokens
 from gateway.settings import Settings
@@ -172,7 +172,7 @@ class Reconciler:
                     or not not_applied_allowed(lookup_started_at, cutoff)):
                 return "not_found"
             return await self._resolve(conn, now, current, AttemptState.NOT_APPLIED, "reconciled.not-found", None)
-        seen = self._verify(current, found, contract)
+        seen = self.verify(current, found, contract)
         ruled = verdict(AttemptState(current["state"]), current[self.kind.rows.provider_id], classified(seen))
         if isinstance(ruled, Escalate):  # not the attempt's record, or another provider id than the recorded one
             return await self._mismatch(conn, now, current, seen.provider_id)
@@ -188,7 +188,23 @@ class Reconciler:
                                             reminder_interval_s=self.settings.reminder_interval_s)
         return "mismatch"
 
-    def _verify(self, attempt: Row, found: list[Row], contract: Operation) -> Classification:
+    def seen(self, attempt: Row, record: Row) -> Seen:
+        """What one provider record establishes about the attempt, read as a lookup's record is
+        (:meth:`verify`): for a provider-side reconciliation run that listed it."""
+        return classified(self.verify(attempt, [record], operation(self.kind, attempt["provider_account"])))
+
+    async def apply_listed(self, conn: Connection, now: datetime, current: Row, record: Row) -> str:
+        """Write what a listed provider record establishes about the attempt as locked in ``conn``,
+        exactly as a lookup that found it (:meth:`_apply`): a provider-side reconciliation run's
+        evidence goes through the reconciler's own rule, never a second one."""
+        account = stored_account(self.settings, current)
+        if account is None or AttemptState(current["state"]) not in IN_FLIGHT:
+            return ALREADY_RESOLVED
+        contract = operation(self.kind, account.id)
+        return await self._apply(conn, now, current, [record], now, self.kind.timings(self.settings, account),
+                                 contract, provider_for(account.id).timings.request_expiry_enforced)
+
+    def verify(self, attempt: Row, found: list[Row], contract: Operation) -> Classification:
         """One record, the kind's identity (a payout's destination, a recall's payout), then the
         attempt's reference, amount and currency (the provider id the attempt recorded is the
         evidence rule's to check)."""

@@ -37,13 +37,15 @@ class LookupTokens:
         self._clock = clock
         self._settings = settings
 
-    async def take(self, account: ProviderAccount, wanted: int) -> int:
-        """Up to ``wanted`` tokens of ``account``'s bucket, atomically: how many were granted."""
+    async def take(self, account: ProviderAccount, wanted: int, reserve: int = 0) -> int:
+        """Up to ``wanted`` tokens of ``account``'s bucket, atomically: how many were granted; with
+        a ``reserve``, only tokens above that many (the rest stay for recovery's lookups)."""
         if wanted <= 0:
             return 0
         rate, burst = self._settings.lookup_limit(account)
         row = await self._db.fetch_one(_SQL["take_tokens"], {
-            "scope": account.id, "wanted": wanted, "rate": rate, "burst": burst, "now": self._clock.now()})
+            "scope": account.id, "wanted": wanted, "rate": rate, "burst": burst, "reserve": reserve,
+            "now": self._clock.now()})
         return 0 if row is None else int(row["granted"])
 
     async def give_back(self, account: ProviderAccount, count: int) -> None:

@@ -10,9 +10,12 @@
 -- behind, or a pause not yet over) refills nothing. The first take finds the bucket full.
 -- ON CONFLICT DO UPDATE locks the row and reads its latest version, so concurrent takes from every
 -- process see each other's grants: what is granted up to any time t never exceeds
--- :burst + :rate x (t - the first take).
+-- :burst + :rate x (t - the first take). A take with a :reserve leaves that many tokens in the
+-- bucket: it is granted only what lies above them (a provider-side reconciliation's listing reads
+-- take so, and never spend the tokens recovery's lookups would need; recovery's reserve is 0).
 INSERT INTO provider_lookup_buckets AS b (scope, tokens, refilled_at, granted)
-VALUES (%(scope)s, %(burst)s::numeric - LEAST(%(wanted)s, %(burst)s), %(now)s, LEAST(%(wanted)s, %(burst)s))
+VALUES (%(scope)s, %(burst)s::numeric - LEAST(%(wanted)s, GREATEST(0, %(burst)s - %(reserve)s)), %(now)s,
+        LEAST(%(wanted)s, GREATEST(0, %(burst)s - %(reserve)s)))
 ON CONFLICT (scope) DO UPDATE
    SET (tokens, refilled_at, granted) = (
        SELECT level.available - given.granted, GREATEST(b.refilled_at, %(now)s), given.granted
@@ -20,7 +23,8 @@ ON CONFLICT (scope) DO UPDATE
                             b.tokens + %(rate)s::numeric
                                        * GREATEST(0, extract(epoch FROM %(now)s::timestamptz - b.refilled_at)))
                       AS available) level,
-              LATERAL (SELECT LEAST(%(wanted)s::int, floor(level.available)::int) AS granted) given)
+              LATERAL (SELECT LEAST(%(wanted)s::int, GREATEST(0, floor(level.available - %(reserve)s))::int)
+                               AS granted) given)
 RETURNING granted;
 
 -- name: return_tokens
