@@ -89,20 +89,20 @@ class PaymentClient:
             return Evidence.unknown(account.id, observation.reason)
         return calls.provider.payment_evidence(account.id, observation.status, observation.body)
 
-    async def find_payment(self, provider_account: str, *, provider_payment_id: str | None = None,
+    async def find_payment(self, provider_account: str, *, provider_id: str | None = None,
                            client_reference: str | None = None, budget_s: float | None = None) -> Lookup:
         """A non-mutating lookup by provider payment ID, or by account + client reference."""
         account = self._settings.account(provider_account)
         if account is None:
             return Lookup("failed", reason="request.not-buildable.account-not-configured")
         calls = self._calls(account)
-        path, params = calls.provider.payment_lookup(provider_payment_id=provider_payment_id,
+        path, params = calls.provider.payment_lookup(provider_id=provider_id,
                                                      client_reference=client_reference)
         response = await calls.read("lookup", path, params, budget_s)
         if isinstance(response, Unanswered):
             return Lookup("failed", reason=response.reason)
         return calls.provider.lookup_result(response.status_code, response.content,
-                                            response.headers.get("retry-after"), listing=not provider_payment_id)
+                                            response.headers.get("retry-after"), listing=not provider_id)
 
     async def payment_method_usable(self, provider_account: str, payment_method: str,
                                     budget_s: float | None = None) -> bool | None:

@@ -148,7 +148,7 @@ class Provider(Protocol):
         """Classify the answer to a create-payment request."""
         ...
 
-    def payment_lookup(self, *, provider_payment_id: str | None,
+    def payment_lookup(self, *, provider_id: str | None,
                        client_reference: str | None) -> tuple[str, dict[str, str] | None]:
         """The path and query of a lookup by provider id, else by client reference."""
         ...

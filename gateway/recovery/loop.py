@@ -232,7 +232,7 @@ class Recovery:
         and each spends a lookup token."""
         if attempt["provider_payment_id"]:
             await allowance.spend(account)
-            by_id = await self._client.find_payment(account.id, provider_payment_id=attempt["provider_payment_id"],
+            by_id = await self._client.find_payment(account.id, provider_id=attempt["provider_payment_id"],
                                                     budget_s=self._left(deadline))
             if by_id.outcome != "not-found" and not (
                     by_id.payment and by_id.payment.client_reference not in (None, attempt["client_reference"])):

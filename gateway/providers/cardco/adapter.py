@@ -152,10 +152,10 @@ class CardCo:
     def payment_evidence(self, account_id: str, status_code: int, body: bytes) -> Evidence:
         return answers.payment_evidence(account_id, status_code, body)
 
-    def payment_lookup(self, *, provider_payment_id: str | None,
+    def payment_lookup(self, *, provider_id: str | None,
                        client_reference: str | None) -> tuple[str, dict[str, str] | None]:
-        if provider_payment_id:
-            return f"{PAYMENTS_PATH}/{provider_payment_id}", None
+        if provider_id:
+            return f"{PAYMENTS_PATH}/{provider_id}", None
         return PAYMENTS_PATH, {"client_reference": client_reference or ""}
 
     def lookup_result(self, status_code: int, body: bytes, retry_after: str | None, *, listing: bool) -> Lookup:

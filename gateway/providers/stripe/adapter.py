@@ -140,10 +140,10 @@ class Stripe:
     def payment_evidence(self, account_id: str, status_code: int, body: bytes) -> Evidence:
         return stripe.payment_evidence(account_id, status_code, body)
 
-    def payment_lookup(self, *, provider_payment_id: str | None,
+    def payment_lookup(self, *, provider_id: str | None,
                        client_reference: str | None) -> tuple[str, dict[str, str] | None]:
-        if provider_payment_id:
-            return f"{PAYMENT_INTENTS_PATH}/{quote(provider_payment_id, safe='')}", None
+        if provider_id:
+            return f"{PAYMENT_INTENTS_PATH}/{quote(provider_id, safe='')}", None
         return f"{PAYMENT_INTENTS_PATH}/search", {"query": stripe.search_query(client_reference or "")}
 
     def lookup_result(self, status_code: int, body: bytes, retry_after: str | None, *, listing: bool) -> Lookup:
