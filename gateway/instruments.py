@@ -104,7 +104,7 @@ RECONCILIATIONS = _pipeline(
 PROVIDER_CALLS = Family(
     "paygate_provider_call_seconds", "histogram",
     "Provider calls of every attempt kind, by operation, account, outcome",
-    {"kind": tuple(kind.name for kind in KINDS), "operation": ("create", "lookup", "payment_method"),
+    {"kind": tuple(kind.name for kind in KINDS), "operation": ("create", "lookup", "payment_method", "list"),
      "account": "account", "outcome": CALL_OUTCOMES}, LATENCY_BUCKETS)
 # Counted by the database itself, in the deciding transaction (schema.sql, paygate_count_decision):
 # a decision is a row, so its count commits with it. Declared here so /metrics knows its shape.

@@ -4,6 +4,7 @@ sets (never an id, account token or free text as a label value)"; docs/decisions
 from __future__ import annotations
 
 import asyncio
+import re
 
 import httpx
 import pytest
@@ -63,6 +64,18 @@ def test_an_observation_fills_every_bucket_from_its_bound_up_and_the_sum_and_cou
     (None, httpx.RemoteProtocolError("cut"), "transport"), (None, ValueError("bug"), "error")])
 def test_a_provider_call_comes_to_one_outcome(status: int | None, error: BaseException | None, outcome: str) -> None:
     assert instruments.call_outcome(status, error) == outcome
+
+
+def test_every_operation_the_provider_call_client_makes_is_a_label_value() -> None:
+    """ProviderCalls names each call's operation (gateway/providers/calls.py: create, read's lookup,
+    payment_method and list); none of them may be counted as ``other``."""
+    import inspect
+
+    from gateway.payments import client
+    from gateway.providers import calls
+    named = {operation for module in (calls, client)
+             for operation in re.findall(r'\.(?:answered|read)\("([a-z_]+)"', inspect.getsource(module))}
+    assert named and named <= set(PROVIDER_CALLS.labels["operation"])
 
 
 async def test_a_timed_call_is_observed_and_returns_or_raises_exactly_what_the_call_did() -> None:
