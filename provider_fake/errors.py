@@ -79,11 +79,21 @@ class RateLimited(ProviderError):
     status = 429
     code = "rate_limited"
 
-    def __init__(self, retry_after_s: int | None, should_retry: bool | None = None) -> None:
+    def __init__(self, retry_after_s: int | None, should_retry: bool | None = None, legacy_400: bool = False) -> None:
         super().__init__()
         self.retry_after_s = retry_after_s
-        self.should_retry = should_retry  # said only by the Stripe dialect (provider_fake/stripe/errors.py)
+        # Said only by the Stripe dialect (provider_fake/stripe/errors.py).
+        self.should_retry = should_retry
+        self.legacy_400 = legacy_400
 
     def headers(self) -> dict[str, str]:
         """`Retry-After` when the rule gives one (a fault rule may leave it out)."""
         return {} if self.retry_after_s is None else {"Retry-After": str(self.retry_after_s)}
+
+
+class KeyInFlight(ProviderError):
+    """Another request under this idempotency key is still executing; this one did nothing and
+    nothing was saved for it: retry it later under the same key."""
+
+    status = 409
+    code = "idempotency_key_in_use"

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from provider_fake.clock import Clock
 from provider_fake.config import Account, CardCoConfig, demo_config
-from provider_fake.errors import InternalError, InvalidRequest, ProviderError, Unauthorized
+from provider_fake.errors import InternalError, InvalidRequest, KeyInFlight, ProviderError, Unauthorized
 from provider_fake.faults import FaultBook, FaultRule
 from provider_fake.objects import ProviderObject, Refund
 from provider_fake.replies import ErrorReply, Reply, refusal
@@ -176,11 +176,35 @@ class CardCo:
         """API.md: an idempotent create. Scope (account, key); the saved reply wins within
         retention (marked `replayed`), different parameters are refused (CardCo: 409); a reply is
         saved only when the effect ran. On a replay the response faults still apply but the saved
-        reply never changes. Without a key (Stripe's keys are optional) nothing is saved.
+        reply never changes. Without a key (Stripe's keys are optional) nothing is saved. A
+        `hold_key_ms` rule keeps the key executing that long before the effect: another request under
+        it meanwhile is answered 409 (`KeyInFlight`), nothing done and nothing saved for it.
         """
         refused = refusal(rule, errors)
         if refused is not None:
             return refused
+        if key is not None and (account.id, key) in self.store.in_flight:
+            return errors(KeyInFlight())
+        if key is not None and rule is not None and rule.action == "hold_key_ms":
+            self.store.in_flight.add((account.id, key))
+            try:
+                await asyncio.sleep(rule.delay_ms / 1000)
+                return await self._create_now(operation, account, key, params, rule, effect, errors)
+            finally:
+                self.store.in_flight.discard((account.id, key))
+        return await self._create_now(operation, account, key, params, rule, effect, errors)
+
+    async def _create_now(
+        self,
+        operation: str,
+        account: Account,
+        key: str | None,
+        params: BaseModel,
+        rule: FaultRule | None,
+        effect: Callable[[], Reply],
+        errors: ErrorReply,
+    ) -> Reply:
+        """The create itself, under the store's lock (see :meth:`create`)."""
         fingerprint = operation + ":" + json.dumps(params.model_dump(mode="json"), sort_keys=True)
         async with self.store.lock:
             now = self.clock.now()

@@ -47,6 +47,7 @@ REQUEST_ACTIONS = frozenset(
         "empty_body",
         "delay_ms",
         "not_found_for_s",
+        "hold_key_ms",
     }
 )
 OUTCOME_ACTIONS: dict[str, frozenset[str]] = {
@@ -91,6 +92,9 @@ class FaultRule(BaseModel):
     # document it). `should_retry`: the Stripe dialect's `Stripe-Should-Retry` header (null: none).
     retry_after_s: int | None = Field(default=1, ge=0)
     should_retry: bool | None = None
+    # `rate_limit` in the Stripe dialect: 400 with code `rate_limit`, as API versions before
+    # 2015-09-08 answered (CardCo always answers 429).
+    legacy_400: bool = False
 
     @model_validator(mode="after")
     def _action_fits_operation(self) -> FaultRule:

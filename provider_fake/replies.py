@@ -63,7 +63,7 @@ def refusal(rule: FaultRule | None, errors: ErrorReply = Reply.error) -> Reply |
     if rule is None or rule.action not in BEFORE_EFFECT:
         return None
     if rule.action == "rate_limit":
-        return errors(RateLimited(rule.retry_after_s, rule.should_retry))
+        return errors(RateLimited(rule.retry_after_s, rule.should_retry, rule.legacy_400))
     if rule.action == "reject_invalid":
         return errors(InvalidRequest())
     return errors(InternalError(), status=rule.status)

@@ -38,6 +38,8 @@ class Store:
     recalls: dict[str, PayoutRecall] = field(default_factory=dict)
     refunds: dict[str, Refund] = field(default_factory=dict)
     saved: dict[tuple[str, str], SavedReply] = field(default_factory=dict)
+    # (account, key) of creates still executing (a `hold_key_ms` rule): another request under the key is a 409.
+    in_flight: set[tuple[str, str]] = field(default_factory=set)
     requests: list[dict[str, Any]] = field(default_factory=list)
     # (kind, account, client reference) -> those objects by id, in the order they were stored.
     references: dict[tuple[str, str, str], dict[str, ProviderObject]] = field(default_factory=dict)

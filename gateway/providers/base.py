@@ -125,6 +125,15 @@ class Provider(Protocol):
         """The contract of a pipeline kind; raises :class:`UnsupportedOperation`."""
         ...
 
+    def rate_limited(self, status_code: int, body: bytes) -> bool:
+        """Whether a read's answer is a rate limit (a 429; Stripe's legacy 400 ``rate_limit`` too)."""
+        ...
+
+    def retry_after_s(self, headers: Mapping[str, str]) -> float | None:
+        """The wait an answer asks for, in seconds, when the provider documents its ``Retry-After``;
+        None otherwise (the resend backoff and the lookup pause then use paygate's own steps)."""
+        ...
+
     def resend_allowed(self, headers: Mapping[str, str]) -> bool:
         """False when a create's answer says not to send the request again (docs/decisions/0059)."""
         ...

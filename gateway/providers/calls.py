@@ -27,7 +27,6 @@ import httpx
 
 from gateway.clock import Clock
 from gateway.domain.outcomes import NoResponse, Observation, ProviderResponse
-from gateway.domain.provider_evidence import retry_after_s
 from gateway.domain.provider_listing import Page
 from gateway.domain.provider_listing import Unreadable as ListingUnreadable
 from gateway.instruments import provider_call
@@ -101,7 +100,7 @@ class ProviderCalls:
         if isinstance(response, Unanswered):
             return NoResponse(response.kind, response.reason)
         return ProviderResponse(response.status_code, response.content,
-                                retry_after_s(response.headers.get("retry-after")),
+                                self.provider.retry_after_s(response.headers),
                                 self.provider.resend_allowed(response.headers))
 
     async def read(self, operation: str, path: str, params: dict[str, str] | None = None,
@@ -122,8 +121,8 @@ class ProviderCalls:
         response = await self.read("list", request.path, request.params)
         if isinstance(response, Unanswered):
             return ListingUnreadable(response.reason)
-        if response.status_code == 429:
-            raise RateLimited(retry_after_s(response.headers.get("retry-after")) or 0.0)
+        if self.provider.rate_limited(response.status_code, response.content):
+            raise RateLimited(self.provider.retry_after_s(response.headers) or 0.0)
         page = self.provider.list_page(kind, response.status_code, response.content)
         if isinstance(page, ListingUnreadable):
             return page
@@ -143,8 +142,8 @@ class ProviderCalls:
         response = await self.read("lookup", path, params)
         if isinstance(response, Unanswered):
             return None
-        if response.status_code == 429:
-            raise RateLimited(retry_after_s(response.headers.get("retry-after")) or 0.0)
+        if self.provider.rate_limited(response.status_code, response.content):
+            raise RateLimited(self.provider.retry_after_s(response.headers) or 0.0)
         try:
             return response.json() if response.status_code == 200 else None
         except ValueError:

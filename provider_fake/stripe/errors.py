@@ -17,6 +17,7 @@ from provider_fake.errors import (
     IdempotencyKeyInUse,
     InternalError,
     InvalidRequest,
+    KeyInFlight,
     NotFound,
     ProviderError,
     RateLimited,
@@ -86,10 +87,21 @@ def _translate(error: ProviderError) -> StripeError:
     """The Stripe error for one of the shared machinery's CardCo errors."""
     if isinstance(error, StripeError):
         return error
+    if isinstance(error, KeyInFlight):
+        # Stripe's idempotency guide: a request that "conflicts with another that's executing
+        # concurrently" saves no result; it is safe to retry.
+        return StripeError(
+            409,
+            "idempotency_error",
+            "There is currently another in-progress request using this idempotency key (that also used "
+            "this API key). Try again later.",
+            code="idempotency_key_in_use",
+            headers={"Stripe-Should-Retry": "true"},
+        )
     if isinstance(error, RateLimited):
         advice = {} if error.should_retry is None else {"Stripe-Should-Retry": str(error.should_retry).lower()}
         return StripeError(
-            429,
+            400 if error.legacy_400 else 429,
             "invalid_request_error",
             "Request rate limit exceeded. Learn more about rate limits here https://stripe.com/docs/rate-limits.",
             code="rate_limit",

@@ -5,6 +5,8 @@ replays"; docs/rehearsing-incidents.md "Stripe dialect"), through the official `
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 import stripe
 
@@ -91,6 +93,37 @@ async def test_a_rate_limit_may_leave_out_retry_after_and_say_stripe_should_retr
     assert (limited.value.http_status, "retry-after" in headers, headers["stripe-should-retry"]) == (
         429, False, "false")
     assert await ledger(control) == []
+
+
+async def test_a_legacy_rate_limit_is_a_400_the_official_client_reads_as_a_rate_limit(stripe_client, control) -> None:
+    """`legacy_400`: a rate limit as API versions before 2015-09-08 answered it (Stripe's changelog,
+    2015-09-08), 400 with code `rate_limit`, which the official package still raises as
+    `RateLimitError`, not as an invalid request; no effect."""
+    await set_faults(control, {"operation": "create_payment", "action": "rate_limit", "legacy_400": True,
+                               "retry_after_s": None})
+    with pytest.raises(stripe.RateLimitError) as limited:
+        await create_intent(stripe_client, key="k")
+    assert (limited.value.http_status, limited.value.error.code) == (400, "rate_limit")
+    assert await ledger(control) == []
+
+
+async def test_a_request_under_a_key_still_executing_is_409_and_does_nothing(stripe_client, control) -> None:
+    """`hold_key_ms`: the first create keeps its key executing 300 ms; a concurrent one under the
+    same key is 409 `idempotency_key_in_use` with `Stripe-Should-Retry: true` (Stripe's idempotency
+    guide: a request that conflicts with one executing concurrently saves no result and is safe to
+    retry; the official package retries a 409 when it may retry at all); one charge, and the same
+    key afterwards replays the first request's answer."""
+    await set_faults(control, {"operation": "create_payment", "action": "hold_key_ms", "delay_ms": 300})
+    first = asyncio.create_task(create_intent(stripe_client, key="k"))
+    await asyncio.sleep(0.1)
+    with pytest.raises(stripe.APIError) as concurrent:
+        await create_intent(stripe_client, key="k")
+    error = concurrent.value
+    assert (error.http_status, error.error.type, error.error.code, error.headers["stripe-should-retry"]) == (
+        409, "idempotency_error", "idempotency_key_in_use", "true")
+    created = await first
+    assert (await create_intent(stripe_client, key="k")).id == created.id
+    assert len(await ledger(control)) == 1
 
 
 async def test_a_dropped_response_after_the_effect_then_the_same_key_finds_it(stripe_client, control) -> None:

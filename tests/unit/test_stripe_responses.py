@@ -12,6 +12,8 @@ import pytest
 
 from gateway.domain.outcomes import AttemptState, Expected, ProviderResponse, classify, classify_record
 from gateway.domain.provider_evidence import object_evidence
+from gateway.providers.cardco import CARDCO
+from gateway.providers.stripe import STRIPE
 from gateway.providers.stripe import answers as rules
 from gateway.providers.stripe.tables import PAYOUT_TABLE, REFUND_TABLE
 from tests.stripe_support import (
@@ -50,6 +52,9 @@ def body(document: object) -> bytes:
      None),
     (401, error("invalid_request_error"), "rejected", "invalid_request_error", None),
     (429, error("invalid_request_error", "rate_limit"), "rejected", "rate_limit", None),
+    # A rate limit as API versions before 2015-09-08 answered it: no effect, whatever its type says.
+    (400, error("invalid_request_error", "rate_limit"), "rejected", "rate_limit", None),
+    (400, error("api_error", "rate_limit"), "rejected", "rate_limit", None),
     (500, error("api_error"), "unknown", "provider.status-500", None),
     (418, error("teapot_error"), "unknown", "provider.undocumented.418.teapot_error", None),
     (200, {"object": "payment_intent"}, "unknown", "provider.malformed-body", None),
@@ -95,6 +100,7 @@ def test_the_create_body_is_form_encoded_with_confirm_and_the_reference_in_metad
     (200, search_result(), True, "not-found"),  # never proof of absence: only a same-key resend follows
     (200, search_result(payment_intent(), payment_intent(id="pi_2")), True, "ambiguous"),
     (429, error("invalid_request_error", "rate_limit"), True, "rate-limited"),
+    (400, error("invalid_request_error", "rate_limit"), False, "rate-limited"),  # the legacy rate limit
     (500, error("api_error"), False, "failed"),
     (404, error("invalid_request_error"), True, "failed"),
     (200, {"object": "search_result"}, True, "failed"),
@@ -140,6 +146,7 @@ def test_each_row_of_the_refund_table(status: str, state: str) -> None:
     (400, error("idempotency_error"), AttemptState.UNKNOWN, False),
     (409, error("invalid_request_error", "idempotency_key_in_use"), AttemptState.UNKNOWN, False),
     (429, error("invalid_request_error", "rate_limit"), AttemptState.STARTED, True),
+    (400, error("invalid_request_error", "rate_limit"), AttemptState.STARTED, True),  # legacy: a 429, not a Failed
     (400, error("invalid_request_error", "balance_insufficient"), AttemptState.FAILED, False),  # by its type
     (500, error("api_error"), AttemptState.UNKNOWN, False),
     (200, payout("paid"), AttemptState.SUCCEEDED, False),
@@ -184,3 +191,15 @@ NOW = datetime(2026, 12, 1, tzinfo=UTC)
 def test_a_payment_method_is_usable_until_its_card_expires(status: int, document: object, usable: bool | None) -> None:
     """Seed 004: resend only "while the payment method is still usable" (docs/decisions/0027)."""
     assert rules.payment_method_usable(status, body(document), NOW) is usable
+
+
+def test_stripes_retry_after_is_never_relied_on_and_cardcos_is() -> None:
+    """Stripe does not document ``Retry-After`` (its rate-limits guide asks for an exponential
+    backoff): the adapter never reads it, for a send (the resend waits paygate's doubling backoff)
+    nor for a lookup (the account pauses for its own backoff); CardCo's API.md documents it."""
+    limited = body(error("invalid_request_error", "rate_limit"))
+    assert STRIPE.retry_after_s({"retry-after": "7"}) is None
+    assert STRIPE.lookup_result(429, limited, "7", listing=True).retry_after_s is None
+    assert STRIPE.rate_limited(400, limited) and STRIPE.rate_limited(429, b"")
+    assert not STRIPE.rate_limited(400, body(error("invalid_request_error", "parameter_missing")))
+    assert CARDCO.retry_after_s({"retry-after": "7"}) == 7.0

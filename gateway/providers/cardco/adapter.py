@@ -23,7 +23,7 @@ from urllib.parse import quote
 from gateway.domain.attempt_kinds import PAYMENT_REFUND, PAYOUT, PAYOUT_RECALL
 from gateway.domain.attempts import Evidence
 from gateway.domain.effect_manifest import json_fields
-from gateway.domain.provider_evidence import Lookup, Notification, Unreadable
+from gateway.domain.provider_evidence import Lookup, Notification, Unreadable, retry_after_s
 from gateway.domain.provider_listing import Page, PageRequest
 from gateway.domain.provider_listing import Unreadable as ListingUnreadable
 from gateway.domain.timestamps import rfc3339
@@ -127,6 +127,12 @@ class CardCo:
         if kind not in OPERATIONS:
             raise UnsupportedOperation(f"cardco has no {kind} operation")
         return OPERATIONS[kind]
+
+    def rate_limited(self, status_code: int, body: bytes) -> bool:
+        return status_code == 429
+
+    def retry_after_s(self, headers: Mapping[str, str]) -> float | None:
+        return retry_after_s(headers.get("retry-after"))  # API.md: a 429 carries Retry-After
 
     def resend_allowed(self, headers: Mapping[str, str]) -> bool:
         return True  # CardCo documents no such advice: its classification table alone decides

@@ -118,6 +118,15 @@ class Stripe:
             raise UnsupportedOperation(f"stripe has no {kind} operation (docs/decisions/0047)")
         return OPERATIONS[kind]
 
+    def rate_limited(self, status_code: int, body: bytes) -> bool:
+        return stripe.rate_limited(status_code, stripe.document(body))
+
+    def retry_after_s(self, headers: Mapping[str, str]) -> float | None:
+        """Never: Stripe does not document ``Retry-After`` (its rate-limits guide asks for an
+        exponential backoff), so a resend waits paygate's doubling backoff inside the send deadline
+        (docs/decisions/0059) and a rate-limited lookup pauses the account for its own backoff."""
+        return None
+
     def resend_allowed(self, headers: Mapping[str, str]) -> bool:
         return stripe.resend_allowed(headers.get("stripe-should-retry"))
 
@@ -147,7 +156,7 @@ class Stripe:
         return f"{PAYMENT_INTENTS_PATH}/search", {"query": stripe.search_query(client_reference or "")}
 
     def lookup_result(self, status_code: int, body: bytes, retry_after: str | None, *, listing: bool) -> Lookup:
-        return stripe.lookup_result(status_code, body, retry_after, listing=listing)
+        return stripe.lookup_result(status_code, body, None, listing=listing)  # Retry-After: never relied on
 
     def payment_method_path(self, payment_method: str) -> str:
         return f"{PAYMENT_METHODS_PATH}/{quote(payment_method, safe='')}"

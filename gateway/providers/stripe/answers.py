@@ -20,7 +20,8 @@ decline (failed); 400 ``idempotency_error`` is our key reused with other paramet
 not yet known, escalated, docs/decisions/0009); 409 ``idempotency_key_in_use`` is a concurrent
 request under the same key (unknown: the other one may take effect); other 400s, 401, 403, 404 and
 429 are documented no-effect rejections (rate limiters and validation run before the idempotency
-layer); 5xx is indeterminate (Stripe: "treat requests that return 500 errors as indeterminate").
+layer; a legacy 400 ``rate_limit`` is a 429, :func:`rate_limited`); 5xx is indeterminate
+(Stripe: "treat requests that return 500 errors as indeterminate").
 """
 
 from __future__ import annotations
@@ -169,12 +170,28 @@ def payment_evidence(account: str, status_code: int, body: bytes) -> Evidence:
     if status_code == 409:
         # A request under the same key is still executing: it may yet take effect.
         return Evidence.unknown(account, f"provider.conflict.{code or kind or 'no-code'}", **details)
-    if status_code == 429 or (status_code in (400, 401, 403, 404) and kind in REJECTED_TYPES):
+    if rate_limited(status_code, document) or (status_code in (400, 401, 403, 404) and kind in REJECTED_TYPES):
         return Evidence(finding="rejected", provider_account=account, reason=str(code or kind or "rate_limit"),
                         details=details)
     if status_code >= 500:
         return Evidence.unknown(account, f"provider.status-{status_code}", **details)
     return Evidence.unknown(account, f"provider.undocumented.{status_code}.{code or kind or 'no-code'}", **details)
+
+
+def rate_limited(status_code: int, document: Any) -> bool:
+    """A 429, or the legacy 400 with code ``rate_limit`` that API versions before 2015-09-08
+    answered instead (Stripe's changelog, 2015-09-08: "Rate-limited requests now return an HTTP 429
+    error, no longer including the rate_limit field"): a rate limit, never a decline or a
+    validation failure. Stripe's limiters run before its idempotency layer: no effect."""
+    return status_code == 429 or (status_code == 400 and _error(document).get("code") == "rate_limit")
+
+
+def document(body: bytes) -> Any:
+    """A body as JSON, or None."""
+    try:
+        return json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
 
 
 def resend_allowed(should_retry: str | None) -> bool:
@@ -194,7 +211,10 @@ def lookup_result(status_code: int, body: bytes, retry_after: str | None, *, lis
     """Classify ``GET /v1/payment_intents/{id}`` (``listing`` False) or
     ``GET /v1/payment_intents/search`` (``listing`` True). Search results lag behind writes, so an
     empty search is "not found", never proof of absence: the recovery loop resends only under the
-    attempt's key, which Stripe answers with the saved result of any earlier send."""
+    attempt's key, which Stripe answers with the saved result of any earlier send. A legacy 400
+    ``rate_limit`` is rate-limited like a 429 (:func:`rate_limited`)."""
+    if rate_limited(status_code, document(body)):
+        status_code = 429
     return lookup_answer(status_code, body, retry_after, listing=listing, read=payment_intent)
 
 

@@ -21,6 +21,10 @@ ERROR_ROWS: dict[tuple[int, str], Row] = {
     (429, "rate_limit"): Row(AttemptState.STARTED, "provider.rate-limited",
                              "rate limiters run before the idempotency layer: no effect, transient; same-key "
                              "resend before the send deadline", resend=True),
+    # API versions before 2015-09-08 answered a rate limit 400 with this code (answers.rate_limited).
+    (400, "rate_limit"): Row(AttemptState.STARTED, "provider.rate-limited",
+                             "a legacy 400 rate limit: as a 429, no effect, transient; same-key resend before the "
+                             "send deadline", resend=True),
     (400, "invalid_request_error"): Row(AttemptState.FAILED, "provider.invalid-request",
                                         "validation refused the request (e.g. balance_insufficient): no effect"),
 }

@@ -99,8 +99,11 @@ async def test_a_failed_lookup_is_not_not_found_and_reschedules_on_the_backoff(
     assert len(shop.provider_requests()) == 1, "nothing was resent"
 
 
-async def test_a_429_pauses_lookups_for_that_account_only(shop: Shop, worker: WorkerFactory, clock: ManualClock) -> None:
-    """Seed 004 matrix: "A 429 in one provider account pauses lookups for that rate-limit scope only"."""
+async def test_a_429_pauses_lookups_for_that_account_only(shop: Shop, worker: WorkerFactory, clock: ManualClock,
+                                                        provider: str) -> None:
+    """Seed 004 matrix: "A 429 in one provider account pauses lookups for that rate-limit scope only".
+    The pause is CardCo's ``Retry-After`` (120 s); Stripe does not document the header, so on
+    Stripe it is the lookup backoff's first step (60 s) whatever the header says (docs/decisions/0072)."""
     from tests.conftest import LIVE_ACCOUNT
 
     test_attempt = await unknown_payment(shop, "ORD-T1", action="drop_response")
@@ -121,8 +124,9 @@ async def test_a_429_pauses_lookups_for_that_account_only(shop: Shop, worker: Wo
     states = {a["order_id"]: a["state"] for o in ("ORD-T1", "ORD-T2", "ORD-L1") for a in await shop.attempts(o)}
     assert states == {"ORD-T1": "Unknown", "ORD-T2": "Unknown", "ORD-L1": "Succeeded"}
     await shop.faults()
-    clock.advance(60)
-    assert (await worker().sweep()).outcomes is None, "the test account is still paused"
+    if provider == "cardco":
+        clock.advance(60)
+        assert (await worker().sweep()).outcomes is None, "the test account is still paused"
     clock.advance(60)
     # The pause is over; the 429 emptied the account's lookup bucket and it refills from the end of
     # the pause (docs/decisions/0042): the first claim waits, and the sweep claims no more of it.

@@ -64,3 +64,42 @@ async def test_a_stripe_429_saying_do_not_retry_is_failed_after_its_one_send(sho
     assert (attempt["state"], attempt["outcome_reason"], attempt["sends"]) == ("Failed", "provider.do-not-retry", 1)
     assert refunds_taken(shop) == []
     assert (await order(shop))["state"] == "Paid"
+
+
+async def _resend_waits(shop: Shop, clock: ManualClock) -> list[float]:
+    run = asyncio.create_task(run_refund(shop, await refund_job(shop)))
+    waits = []
+    while (wake := await next_wake(clock, run)) is not None:
+        waits.append((wake - clock.now()).total_seconds())
+        clock.set(wake)
+    assert await run == "Succeeded"
+    return waits
+
+
+async def test_a_stripe_429_is_resent_after_1_s_then_2_s_whatever_its_retry_after(
+        shop: Shop, clock: ManualClock) -> None:
+    """Stripe does not document ``Retry-After`` (its rate-limits guide asks for an exponential
+    backoff): paygate never relies on it, so two 429s saying ``Retry-After: 0`` are still resent
+    after 1 s and 2 s, under the same key, inside the send deadline (docs/decisions/0059, 0072);
+    one refund in all."""
+    shop.account = STRIPE_ACCOUNT
+    await _refund_requested(shop)
+    await shop.faults({"operation": "refund_payment", "action": "rate_limit", "retry_after_s": 0, "times": 2})
+    assert await _resend_waits(shop, clock) == [1, 2]
+    sent = [r for r in shop.cardco.store.requests if r["path"] == STRIPE_REFUNDS and r["method"] == "POST"]
+    assert len(sent) == 3 and len({r["headers"]["idempotency-key"] for r in sent}) == 1
+    assert len(refunds_taken(shop)) == 1 and (await order(shop))["state"] == "Refunded"
+
+
+async def test_a_stripe_legacy_400_rate_limit_is_a_rate_limit_not_a_failure(shop: Shop, clock: ManualClock) -> None:
+    """Before API version 2015-09-08 Stripe answered a rate limit 400 with code ``rate_limit``
+    (Stripe's changelog; the official package still raises it as ``RateLimitError``): it is resent
+    like a 429, never Failed as an invalid request."""
+    shop.account = STRIPE_ACCOUNT
+    await _refund_requested(shop)
+    await shop.faults({"operation": "refund_payment", "action": "rate_limit", "legacy_400": True,
+                       "retry_after_s": None})
+    assert await _resend_waits(shop, clock) == [1]
+    [attempt] = await refund_rows(shop, "payment_refund_attempts")
+    assert (attempt["state"], attempt["sends"]) == ("Succeeded", 2)
+    assert len(refunds_taken(shop)) == 1 and (await order(shop))["state"] == "Refunded"
