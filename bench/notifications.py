@@ -172,6 +172,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=int, default=10, help=f"seconds per load run (at most {MAX_DURATION_S})")
     parser.add_argument("--connections", type=int, nargs="+", default=[16, 64])
+    parser.add_argument("--mixes", nargs="+", choices=MIXES, default=list(MIXES), help="which mixes to run")
     parser.add_argument("--events", type=int, default=30_000, help="pre-signed requests per gateway run")
     parser.add_argument("--web-workers", type=int, default=2,
                         help="the gateway's web_workers (worker processes of its web process)")
@@ -189,7 +190,7 @@ def main() -> None:
             for connections in args.connections:
                 ceiling_db = pgbench_scripts.ceiling(url, "notification", work, connections, duration,
                                                      PGBENCH_ATTEMPTS)
-                for mix in MIXES:
+                for mix in args.mixes:
                     prefix = f"B{connections}{mix[0]}-"
                     requests_file = work / f"{prefix}requests.tsv"
                     events = REDELIVERED if mix == "redeliveries" else args.events
@@ -234,7 +235,7 @@ def report(runs: list[dict[str, Any]], duration: int, workers: int) -> None:
               f" {run['statements']:>5.1f} {run['gateway_cpu_us']:>6.0f} {run['gateway_cpu_us_one_client']:>8.0f}")
     unique = {run["senders"]: run["rate"] for run in runs if run["mix"] == "unique"}
     for run in runs:
-        if run["mix"] != "unique":
+        if run["mix"] != "unique" and run["senders"] in unique:
             times = run["rate"] / unique[run["senders"]]
             what = "50% duplicates" if run["mix"] == "duplicates" else "redeliveries only"
             print(f"{run['senders']} senders: {what} at {times:.2f}x the unique rate")

@@ -198,6 +198,12 @@ class Settings(_Model):
     # Notification keys each web process remembers once their recording committed; a redelivery
     # of one is answered 204 without the database (docs/decisions/0064). 0 asks the database always.
     notification_keys_remembered: int = Field(default=100_000, ge=0, le=10_000_000)
+    # Group commit of verified notifications (docs/decisions/0073), off at 1: at most
+    # ingest_batch_lanes recording transactions at once per web process, each taking up to
+    # ingest_batch_max of the deliveries that queued while they were busy, each in its own
+    # savepoint. A delivery that finds a lane free never waits.
+    ingest_batch_max: int = Field(default=1, ge=1, le=256)
+    ingest_batch_lanes: int = Field(default=2, ge=1, le=64)
     # Worker processes of one web process (docs/decisions/0049): each has its own pool of
     # db_pool_size connections. Up to the cores the gateway gets; 1 serves in the process itself.
     web_workers: int = Field(default=1, gt=0, le=64)

@@ -12,7 +12,10 @@ removed from the store of notifications, so a held key never goes stale.
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 class CommittedKeys:
@@ -51,3 +54,35 @@ class CommittedKeys:
 
     def __len__(self) -> int:
         return len(self._keys)
+
+
+class KeysInFlight:
+    """The keys this process is recording right now. A second delivery of one waits for the first's
+    transaction to end, in the process, instead of in PostgreSQL on its uncommitted insert (which
+    would hold a connection, or stall a shared transaction, for as long): then the key is either
+    committed (a duplicate, answered from :class:`CommittedKeys`) or not (it goes to the database)."""
+
+    def __init__(self) -> None:
+        self._ends: dict[tuple[str, str], asyncio.Event] = {}
+
+    async def wait_for_first(self, provider_account: str, key: str | None) -> bool:
+        """Wait until no delivery of this key is being recorded here; whether one was."""
+        end = self._ends.get((provider_account, key)) if key is not None else None
+        if end is None:
+            return False
+        await end.wait()
+        return True
+
+    @contextmanager
+    def recording(self, provider_account: str, key: str | None) -> Iterator[None]:
+        """While this delivery's transaction runs (the first of its key here, or an unkeyed one)."""
+        entry = (provider_account, key) if key is not None else None
+        if entry is None or entry in self._ends:
+            yield
+            return
+        end = self._ends[entry] = asyncio.Event()
+        try:
+            yield
+        finally:
+            del self._ends[entry]
+            end.set()

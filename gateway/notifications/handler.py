@@ -33,16 +33,19 @@ from gateway.domain.provider_evidence import Notification, Unreadable, object_ev
 from gateway.domain.webhook_verdicts import Rejected, Verified
 from gateway.escalations.store import raise_escalation
 from gateway.notifications import repository
-from gateway.notifications.committed_keys import CommittedKeys
+from gateway.notifications.committed_keys import CommittedKeys, KeysInFlight
 from gateway.payments.attempts import Attempts, retry_transaction
 from gateway.payouts import notifications as payout_notifications
 from gateway.providers import Provider, provider_for
 from gateway.refunds import notifications as refund_notifications
 from gateway.settings import ProviderAccount, Settings
 from gateway.store.db import Connection, Database, savepoint
+from gateway.store.group_commit import GroupCommit
 
 log = structlog.get_logger("gateway.notifications")
 ACTOR = "notification-handler"
+# In a shared transaction a delivery that would wait longer for a lock is done alone after it.
+INGEST_BATCH_LOCK_WAIT_MS = 100
 Outcome = Literal["duplicate", "applied", "unmatched", "identity-conflict", "unreadable", "foreign-version"]
 
 
@@ -88,6 +91,13 @@ class NotificationHandler:
         self._settings = settings
         self._attempts = attempts
         self._committed = CommittedKeys(settings.notification_keys_remembered)
+        self._in_flight = KeysInFlight()
+        # With ingest_batch_max > 1, deliveries that arrive while others are being committed share
+        # a transaction (docs/decisions/0073: off by default, it measured slower on this design);
+        # each is acknowledged only after the one that did it commits.
+        self._group: GroupCommit[tuple[_Context, Notification | Unreadable], Handled] | None = GroupCommit(
+            db, self._in_transaction, max_batch=settings.ingest_batch_max, lanes=settings.ingest_batch_lanes,
+            lock_wait_ms=INGEST_BATCH_LOCK_WAIT_MS) if settings.ingest_batch_max > 1 else None
         # Per endpoint, per provider: the verification material of each account (decoded once).
         self._endpoints: dict[str, dict[str, tuple[Provider, list[Any]]]] = {}
         for account in settings.provider_accounts:
@@ -120,23 +130,33 @@ class NotificationHandler:
             event_id=parsed.event_id, webhook_id=verified.webhook_id,
             fields=parsed.canonical_fields() if isinstance(parsed, Notification) else None,
             synthesize=account.synthesized_notification_keys, webhook_id_stable=account.webhook_id_stable)
-        if self._committed.holds(account.id, key):  # recorded and committed: the database would say so too
+        # Recorded and committed (maybe by a first delivery still in flight here a moment ago): the
+        # database would say duplicate too.
+        if self._committed.holds(account.id, key) or (
+                await self._in_flight.wait_for_first(account.id, key) and self._committed.holds(account.id, key)):
             log.info("notification_handled", outcome="duplicate", provider_account=account.id, notification_key=key,
                      webhook_id=verified.webhook_id, remembered=True)
             return Handled("duplicate")
-        context = _Context(account, key, verified.webhook_id)
-        async with self._db.transaction() as conn:
-            if isinstance(parsed, Unreadable):
-                handled = await self._unreadable(conn, context, parsed)
-            elif parsed.api_version is not None and parsed.api_version != account.api_version:
-                handled = await self._foreign_version(conn, context, parsed)
+        with self._in_flight.recording(account.id, key):
+            unit = (_Context(account, key, verified.webhook_id), parsed)
+            if self._group is None:
+                async with self._db.transaction() as conn:
+                    handled = await self._in_transaction(conn, unit)
             else:
-                handled = await self._readable(conn, context, parsed)
-        self._committed.committed(account.id, key)  # after COMMIT only: recorded here or by another
+                handled = await self._group.run(unit)  # once the transaction that did it has committed
+            self._committed.committed(account.id, key)  # after COMMIT only: recorded here or by another
         log.info("notification_handled", outcome=handled.outcome, provider_account=account.id,
                  notification_event_id=handled.notification_event_id, notification_key=key,
                  attempt_id=str(handled.attempt_id) if handled.attempt_id else None, webhook_id=verified.webhook_id)
         return handled
+
+    async def _in_transaction(self, conn: Connection, unit: tuple[_Context, Notification | Unreadable]) -> Handled:
+        context, parsed = unit
+        if isinstance(parsed, Unreadable):
+            return await self._unreadable(conn, context, parsed)
+        if parsed.api_version is not None and parsed.api_version != context.account.api_version:
+            return await self._foreign_version(conn, context, parsed)
+        return await self._readable(conn, context, parsed)
 
     def remembers(self, provider_account: str, key: str) -> bool:
         """Whether this process answers ``key`` of ``provider_account`` as a duplicate without the

@@ -139,6 +139,14 @@ async def _sync(conn: Connection) -> None:
             await pipeline.sync()
 
 
+async def settle(conn: Connection) -> None:
+    """Sync the pipeline ``conn`` is in, if any: every statement queued so far has run, and the
+    first error one of them met is raised here, not where a later statement reads its result."""
+    pipeline = conn._pipeline
+    if pipeline is not None:
+        await pipeline.sync()
+
+
 @asynccontextmanager
 async def savepoint(conn: Connection, name: str = "nested") -> AsyncIterator[None]:
     """A nested block inside :meth:`Database.transaction`: on an error, the transaction goes back

@@ -14,6 +14,7 @@ import itertools
 import json
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -189,6 +190,20 @@ class Webhooks:
         return await self.services.db.fetch_all(
             "SELECT escalation_id, escalation_key, reason, attempt_id, details, resolved_at"
             " FROM payment_escalations ORDER BY escalation_id")
+
+
+@asynccontextmanager
+async def another_process(settings: Settings, clock: ManualClock, provider: str = "cardco",
+                          **overrides: Any) -> AsyncIterator[Webhooks]:
+    """A second web process on the same database: its own services, so its own remembered keys,
+    keys in flight and group commit (``overrides`` change its settings)."""
+    services = await Services.open(settings.model_copy(update=overrides), clock)
+    transport = httpx.ASGITransport(app=create_app(services.settings, services=services), raise_app_exceptions=False)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as http:
+            yield Webhooks(http=http, services=services, clock=clock, provider=provider)
+    finally:
+        await services.close()
 
 
 @pytest.fixture

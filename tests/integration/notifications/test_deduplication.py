@@ -9,9 +9,11 @@ from typing import Any
 import psycopg
 import pytest
 
+from gateway.clock import ManualClock
 from gateway.services import Services
+from gateway.settings import Settings
 from tests.integration.conftest import CARDCO_ONLY
-from tests.integration.notifications.conftest import Webhooks
+from tests.integration.notifications.conftest import Webhooks, another_process
 
 
 async def test_a_redelivered_keyed_notification_is_recorded_once_and_queues_nothing_again(webhooks: Webhooks) -> None:
@@ -91,11 +93,35 @@ async def _until_waiting(services: Services, count: int) -> None:
     raise AssertionError(f"never saw {count} sessions waiting on a lock")
 
 
-async def test_two_concurrent_deliveries_produce_one_handling(webhooks: Webhooks, services: Services) -> None:
+async def test_two_concurrent_deliveries_produce_one_handling(webhooks: Webhooks, services: Services,
+                                                               settings: Settings, clock: ManualClock) -> None:
     """Matrix: "Two concurrent deliveries of the same notification produce one handling: the second
-    waits on the first's uncommitted insert and returns success after it commits". Two requests on
-    two connections; a third connection holds the order lock so the first delivery is inside its
-    transaction, its notification row inserted but uncommitted, when the second arrives."""
+    waits on the first's uncommitted insert and returns success after it commits". Two requests to
+    two web processes (one process waits in itself, the test below); a third connection holds the
+    order lock so the first delivery is inside its transaction, its notification row inserted but
+    uncommitted, when the second arrives."""
+    attempt = await webhooks.attempt()
+    event = webhooks.payment_event(attempt)
+    async with await psycopg.AsyncConnection.connect(services.settings.database_url) as blocker, \
+            another_process(settings, clock, webhooks.provider) as other:
+        await blocker.execute("SELECT 1 FROM orders WHERE order_id = %s FOR NO KEY UPDATE", (attempt["order_id"],))
+        first = asyncio.create_task(webhooks.deliver(event))
+        await _until_waiting(services, 1)   # first: recorded, waiting for the order lock
+        second = asyncio.create_task(other.deliver(event))
+        await _until_waiting(services, 2)   # second: waiting on the first's uncommitted key
+        await blocker.rollback()
+        responses = await asyncio.gather(first, second)
+    assert [r.status_code for r in responses] == [204, 204]
+    assert len(await webhooks.notifications()) == 1
+    assert await webhooks.transitions(attempt) == ["Succeeded"]
+    assert await webhooks.outbox() == [f"attempt:{attempt['attempt_id']}:order-confirmation"]
+
+
+async def test_a_second_delivery_to_the_same_process_waits_there_for_the_first(webhooks: Webhooks,
+                                                                                services: Services) -> None:
+    """The same matrix line within one web process (docs/decisions/0064): the second delivery waits
+    in the process for the first's transaction, holding no connection and no lock wait in
+    PostgreSQL, and is answered 204 once the first committed; nothing is recorded twice."""
     attempt = await webhooks.attempt()
     event = webhooks.payment_event(attempt)
     async with await psycopg.AsyncConnection.connect(services.settings.database_url) as blocker:
@@ -103,7 +129,9 @@ async def test_two_concurrent_deliveries_produce_one_handling(webhooks: Webhooks
         first = asyncio.create_task(webhooks.deliver(event))
         await _until_waiting(services, 1)   # first: recorded, waiting for the order lock
         second = asyncio.create_task(webhooks.deliver(event))
-        await _until_waiting(services, 2)   # second: waiting on the first's uncommitted key
+        for _ in range(20):
+            await asyncio.sleep(0.01)
+            assert await _waiters(services) == 1 and not second.done()
         await blocker.rollback()
     responses = await asyncio.gather(first, second)
     assert [r.status_code for r in responses] == [204, 204]

@@ -5,32 +5,16 @@ closing the web process's pool, after which anything that asks the database fail
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
-import httpx
 import psycopg
 import pytest
 
-from gateway.app import create_app
 from gateway.clock import ManualClock
 from gateway.services import Services
 from gateway.settings import Settings
 from tests.integration.conftest import cardco_only as provider  # noqa: F401  (CardCo alone: the set is provider-blind)
-from tests.integration.notifications.conftest import Webhooks
-
-
-@asynccontextmanager
-async def another_process(settings: Settings, clock: ManualClock, **overrides: Any) -> AsyncIterator[Webhooks]:
-    """A second web process on the same database: its own services and so its own remembered keys."""
-    services = await Services.open(settings.model_copy(update=overrides), clock)
-    transport = httpx.ASGITransport(app=create_app(services.settings, services=services), raise_app_exceptions=False)
-    try:
-        async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as http:
-            yield Webhooks(http=http, services=services, clock=clock)
-    finally:
-        await services.close()
+from tests.integration.notifications.conftest import Webhooks, another_process
 
 
 async def test_a_duplicate_after_commit_is_answered_204_without_the_database(webhooks: Webhooks,

@@ -1,0 +1,117 @@
+"""Group commit: units of work that arrive while others are being committed share one transaction
+(docs/decisions/0073).
+
+:meth:`GroupCommit.run` resolves only after the transaction that did the unit has COMMITTED, with
+what the unit returned (seed 000: acknowledge only after commit), or raises what stopped it. There
+is no timer: a unit that finds a lane free starts its transaction at once, alone, exactly as it
+would without grouping (a lone caller never waits); units that arrive while every lane is busy
+queue, and the next lane to free takes up to ``max_batch`` of them into one transaction, each in its
+own savepoint, synced at its end so that an error of its writes is its own. A unit that fails in its
+savepoint (or would wait for a lock longer than ``lock_wait_ms``) is rolled back to it, never
+failing the others, and is done again alone in its own transaction after the batch commits: that
+run's result or error is its answer. If the batch transaction itself fails (its COMMIT, the
+connection), every unit in it gets that error: nobody is told a unit committed that did not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+from gateway.store.db import Connection, Database, savepoint, settle
+from gateway.store.queries import load_queries
+
+_SQL = load_queries("gateway.store", "group_commit.sql")
+T = TypeVar("T")
+R = TypeVar("R")
+Work = Callable[[Connection, T], Awaitable[R]]
+
+
+class GroupCommit(Generic[T, R]):
+    """``work(conn, unit)`` for each unit, grouped as the module says, over ``lanes`` transactions
+    at most at once, ``max_batch`` units per transaction at most (1: every unit alone)."""
+
+    def __init__(self, db: Database, work: Work[T, R], *, max_batch: int, lanes: int, lock_wait_ms: int) -> None:
+        if max_batch < 1 or lanes < 1 or lock_wait_ms < 1:
+            raise ValueError("max_batch, lanes and lock_wait_ms must be >= 1")
+        self._db = db
+        self._work = work
+        self._max_batch = max_batch
+        self._free = lanes
+        self._lock_wait = f"{lock_wait_ms}ms"
+        self._pending: deque[tuple[T, asyncio.Future[R]]] = deque()
+        self._lanes: set[asyncio.Task[None]] = set()
+
+    async def run(self, unit: T) -> R:
+        """``work``'s result for ``unit`` once its transaction has committed."""
+        future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+        self._pending.append((unit, future))
+        if self._free > 0:
+            self._free -= 1
+            lane = asyncio.create_task(self._lane())
+            self._lanes.add(lane)
+            lane.add_done_callback(self._lanes.discard)
+        return await asyncio.shield(future)  # a caller that goes away does not cancel the others' batch
+
+    async def _lane(self) -> None:
+        try:
+            while self._pending:
+                batch = [self._pending.popleft() for _ in range(min(len(self._pending), self._max_batch))]
+                try:
+                    if len(batch) == 1:
+                        await self._alone(*batch[0])
+                    else:
+                        await self._together(batch)
+                except BaseException as error:  # cancelled (shut down): nobody waits for ever
+                    for _, future in batch:
+                        _settle(future, error=error)
+                    raise
+        finally:
+            self._free += 1
+
+    async def _alone(self, unit: T, future: asyncio.Future[R]) -> None:
+        try:
+            async with self._db.transaction() as conn:
+                result = await self._work(conn, unit)
+        except Exception as error:
+            _settle(future, error=error)
+        else:
+            _settle(future, result)
+
+    async def _together(self, batch: list[tuple[T, asyncio.Future[R]]]) -> None:
+        done: list[tuple[asyncio.Future[R], R]] = []
+        isolated: list[tuple[T, asyncio.Future[R]]] = []
+        try:
+            async with self._db.transaction() as conn:
+                await conn.execute(_SQL["batch_lock_timeout"], {"timeout": self._lock_wait})
+                for index, (unit, future) in enumerate(batch):
+                    try:
+                        async with savepoint(conn, f"unit_{index}"):
+                            result = await self._work(conn, unit)
+                            # Its queued writes run now: an error they meet is this unit's, rolled
+                            # back to its own savepoint, never surfacing in the next unit's.
+                            await settle(conn)
+                        done.append((future, result))
+                    except Exception:
+                        isolated.append((unit, future))
+        except Exception as error:
+            for _, future in batch:
+                _settle(future, error=error)
+            return
+        for future, result in done:
+            _settle(future, result)
+        for unit, future in isolated:
+            await self._alone(unit, future)
+
+
+def _settle(future: asyncio.Future[R], result: R | None = None, *, error: BaseException | None = None) -> None:
+    if future.done():
+        return
+    if isinstance(error, asyncio.CancelledError):
+        future.cancel()
+    elif error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)  # type: ignore[arg-type]

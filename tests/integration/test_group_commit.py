@@ -1,0 +1,185 @@
+"""Group commit over real PostgreSQL (gateway/store/group_commit.py, docs/decisions/0073; seed 000:
+acknowledge only after commit). Each row records its top-level transaction's id (txid_current(),
+the same in every savepoint): that is how a test sees which units shared a transaction. A lane is
+held busy with an event, never with a sleep."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import psycopg
+import pytest
+
+from gateway.store.db import Connection, Database
+from gateway.store.group_commit import GroupCommit
+
+
+class Poisoned(Exception):
+    pass
+
+
+BUSY: asyncio.Event  # set by unit 0 once its lane is inside its transaction (one per test, in its loop)
+
+
+@pytest.fixture
+async def probe(db: Database) -> AsyncIterator[Database]:
+    """A scratch table; its unique constraint is checked at COMMIT, so a batch can fail there."""
+    async with db.connection() as conn:
+        await conn.execute("CREATE TABLE gc_probe (n int NOT NULL, tx bigint NOT NULL DEFAULT txid_current(),"
+                           " CONSTRAINT gc_probe_n UNIQUE (n) DEFERRABLE INITIALLY DEFERRED)")
+    yield db
+
+
+async def _rows(db: Database) -> dict[int, str]:
+    """n -> the top-level transaction that inserted each row."""
+    return {row["n"]: row["tx"] for row in await db.fetch_all("SELECT n, tx FROM gc_probe")}
+
+
+def _inserting(gate: asyncio.Event | None = None, poison: Callable[[int], bool] = lambda n: False,
+               key: Callable[[int], int] = lambda n: n) -> Callable[[Connection, int], Awaitable[int]]:
+    """Work that inserts its unit's row; unit 0 first waits for ``gate`` (holding its lane busy);
+    a poisoned unit raises after its insert, which its savepoint must undo."""
+    async def work(conn: Connection, n: int) -> int:
+        await conn.execute("INSERT INTO gc_probe (n) VALUES (%(n)s)", {"n": key(n)})
+        if n == 0 and gate is not None:
+            BUSY.set()
+            await gate.wait()
+        if poison(n):
+            raise Poisoned(n)
+        return n
+    return work
+
+
+async def _batch_behind_a_busy_lane(group: GroupCommit[int, int], gate: asyncio.Event,
+                                    units: range) -> list[Any]:
+    """Unit 0 occupies the only lane; ``units`` queue behind it, then the lane is freed."""
+    global BUSY
+    BUSY = asyncio.Event()
+    first = asyncio.create_task(group.run(0))
+    await BUSY.wait()  # unit 0's lane is inside its transaction
+    rest = [asyncio.create_task(group.run(n)) for n in units]
+    await asyncio.sleep(0)
+    gate.set()
+    return list(await asyncio.gather(first, *rest, return_exceptions=True))
+
+
+async def test_a_lone_unit_is_committed_alone_at_once_and_answered_after_its_commit(probe: Database) -> None:
+    """Low load: nothing in flight, so each unit starts its own transaction (no waiting for company)."""
+    group = GroupCommit(probe, _inserting(), max_batch=16, lanes=1, lock_wait_ms=100)
+    for n in range(3):
+        assert await group.run(n) == n
+        assert n in await _rows(probe)  # committed by the time run() returned
+    assert len(set((await _rows(probe)).values())) == 3
+
+
+async def test_units_queued_behind_a_busy_lane_share_one_transaction(probe: Database) -> None:
+    gate = asyncio.Event()
+    group = GroupCommit(probe, _inserting(gate), max_batch=16, lanes=1, lock_wait_ms=100)
+    assert await _batch_behind_a_busy_lane(group, gate, range(1, 6)) == [0, 1, 2, 3, 4, 5]
+    rows = await _rows(probe)
+    assert len({rows[n] for n in range(1, 6)}) == 1 and rows[0] != rows[1]
+
+
+async def test_a_batch_takes_at_most_max_batch_units(probe: Database) -> None:
+    gate = asyncio.Event()
+    group = GroupCommit(probe, _inserting(gate), max_batch=2, lanes=1, lock_wait_ms=100)
+    assert await _batch_behind_a_busy_lane(group, gate, range(1, 6)) == [0, 1, 2, 3, 4, 5]
+    rows = await _rows(probe)
+    assert [rows[1] == rows[2], rows[3] == rows[4], rows[2] != rows[3], rows[4] != rows[5]] == [True] * 4
+
+
+async def test_a_poisoned_unit_never_fails_the_others_and_is_done_alone(probe: Database) -> None:
+    """It is rolled back to its savepoint (its insert undone), the others commit together, and it
+    runs again alone: still failing, it alone gets the error."""
+    gate = asyncio.Event()
+    group = GroupCommit(probe, _inserting(gate, poison=lambda n: n == 3), max_batch=16, lanes=1, lock_wait_ms=100)
+    results = await _batch_behind_a_busy_lane(group, gate, range(1, 6))
+    assert results[:3] == [0, 1, 2] and results[4:] == [4, 5]
+    assert isinstance(results[3], Poisoned)
+    rows = await _rows(probe)
+    assert sorted(rows) == [0, 1, 2, 4, 5]
+    assert len({rows[n] for n in (1, 2, 4, 5)}) == 1
+
+
+async def test_a_unit_that_fails_only_in_the_batch_succeeds_alone_in_its_own_transaction(probe: Database) -> None:
+    gate = asyncio.Event()
+    tries: dict[int, int] = {}
+
+    def once(n: int) -> bool:
+        tries[n] = tries.get(n, 0) + 1
+        return n == 2 and tries[n] == 1
+
+    group = GroupCommit(probe, _inserting(gate, poison=once), max_batch=16, lanes=1, lock_wait_ms=100)
+    assert await _batch_behind_a_busy_lane(group, gate, range(1, 4)) == [0, 1, 2, 3]
+    rows = await _rows(probe)
+    assert rows[1] == rows[3] != rows[2]
+    assert tries[2] == 2
+
+
+async def test_when_the_batch_transaction_fails_at_commit_nobody_is_answered_success(probe: Database) -> None:
+    """Units 1 and 2 insert the same n; the deferred constraint fails the batch's COMMIT: every
+    unit of the batch gets the error and none of its rows exists (unit 0, alone before, stays)."""
+    gate = asyncio.Event()
+    group = GroupCommit(probe, _inserting(gate, key=lambda n: 7 if n in (1, 2) else n), max_batch=16, lanes=1,
+                        lock_wait_ms=100)
+    results = await _batch_behind_a_busy_lane(group, gate, range(1, 5))
+    assert results[0] == 0
+    assert all(isinstance(r, psycopg.errors.UniqueViolation) for r in results[1:]), results
+    assert sorted(await _rows(probe)) == [0]
+
+
+async def test_when_the_batch_connection_dies_nobody_is_answered_success(probe: Database) -> None:
+    """The server ends the batch's session mid-transaction (a crash, as its client sees it)."""
+    gate = asyncio.Event()
+
+    async def work(conn: Connection, n: int) -> int:
+        await conn.execute("INSERT INTO gc_probe (n) VALUES (%(n)s)", {"n": n})
+        if n == 0:
+            BUSY.set()
+            await gate.wait()
+        if n == 3:
+            await probe.fetch_one("SELECT pg_terminate_backend(%(pid)s)", {"pid": conn.info.backend_pid})
+        return n
+
+    group = GroupCommit(probe, work, max_batch=16, lanes=1, lock_wait_ms=100)
+    results = await _batch_behind_a_busy_lane(group, gate, range(1, 5))
+    assert results[0] == 0
+    assert all(isinstance(r, psycopg.Error) for r in results[1:]), results
+    assert sorted(await _rows(probe)) == [0]
+
+
+async def test_a_unit_that_would_wait_for_a_lock_in_a_batch_waits_alone_after_it(probe: Database,
+                                                                              database_url: str) -> None:
+    """Another session holds a row lock unit 2 needs: in the batch it gives up after lock_wait_ms
+    (the others commit without waiting for it), then alone it waits until the lock is released."""
+    await probe.fetch_one("INSERT INTO gc_probe (n) VALUES (100) RETURNING n")
+    gate = asyncio.Event()
+
+    async def work(conn: Connection, n: int) -> int:
+        if n == 2:
+            await conn.execute("SELECT n FROM gc_probe WHERE n = 100 FOR UPDATE")
+        await conn.execute("INSERT INTO gc_probe (n) VALUES (%(n)s)", {"n": n})
+        if n == 0:
+            BUSY.set()
+            await gate.wait()
+        return n
+
+    group = GroupCommit(probe, work, max_batch=16, lanes=1, lock_wait_ms=50)
+    async with await psycopg.AsyncConnection.connect(database_url) as holder:
+        await holder.execute("SELECT n FROM gc_probe WHERE n = 100 FOR UPDATE")
+        global BUSY
+        BUSY = asyncio.Event()
+        first = asyncio.create_task(group.run(0))
+        await BUSY.wait()
+        rest = [asyncio.create_task(group.run(n)) for n in (1, 2, 3)]
+        await asyncio.sleep(0)
+        gate.set()
+        assert await asyncio.gather(first, rest[0], rest[2]) == [0, 1, 3]
+        assert not rest[1].done()  # alone now, waiting for the holder
+        rows = await _rows(probe)
+        assert 2 not in rows and rows[1] == rows[3]
+        await holder.rollback()
+    assert await rest[1] == 2
+    assert 2 in await _rows(probe)
