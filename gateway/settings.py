@@ -228,6 +228,10 @@ class Settings(_Model):
     # How long one outbox delivery may take; the claim's row locks are held that long at most.
     outbox_delivery_budget_s: Duration = 10
     clock_tick_s: Duration = 5
+    # Provider-side reconciliation (docs/decisions/0071): the clock starts a run per account this
+    # often, over the interval before it plus this overlap (an object at the seam is in both runs).
+    reconciliation_interval_s: Duration = 86_400
+    reconciliation_overlap_s: Duration = 3_600
     # How often a web process adds the events it counted to the fleet's sums in PostgreSQL
     # (docs/decisions/0041; workers add theirs after every message, every process before a scrape).
     metrics_flush_s: Duration = 5

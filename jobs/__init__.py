@@ -8,7 +8,8 @@ references only and are safe to run twice and on many machines at once.
 # isort: off
 # The broker first: installing it before any actor module is imported is the point of this order.
 from jobs.broker import broker
-from jobs import grants, heartbeat, outbox, payouts, recovery, redelivery, refunds, reminders
+from jobs import grants, heartbeat, outbox, payouts, reconciliation, recovery, redelivery, refunds, reminders
 # isort: on
 
-__all__ = ["broker", "grants", "heartbeat", "outbox", "payouts", "recovery", "redelivery", "refunds", "reminders"]
+__all__ = ["broker", "grants", "heartbeat", "outbox", "payouts", "reconciliation", "recovery", "redelivery", "refunds",
+           "reminders"]

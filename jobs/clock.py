@@ -22,6 +22,7 @@ from jobs import heartbeat as heartbeat_module
 from jobs.grants import expire_unused_grants
 from jobs.outbox import dispatch_outbox
 from jobs.payouts import reconcile_payouts, sweep_payouts
+from jobs.reconciliation import reconcile_providers
 from jobs.recovery import recover_attempts
 from jobs.redelivery import republish_due_jobs
 from jobs.refunds import reconcile_refunds, sweep_refunds
@@ -32,7 +33,7 @@ log = structlog.get_logger("jobs.clock")
 # Every actor the clock wakes on each tick; issues that add sweeps add them here.
 PERIODIC: tuple[dramatiq.Actor, ...] = (heartbeat_module.heartbeat, recover_attempts, dispatch_outbox, send_reminders,
                                         sweep_payouts, reconcile_payouts, sweep_refunds, reconcile_refunds,
-                                        expire_unused_grants, republish_due_jobs)
+                                        expire_unused_grants, republish_due_jobs, reconcile_providers)
 
 
 async def tick(db: Database, clock: Clock, periodic: tuple[dramatiq.Actor, ...] = PERIODIC) -> None:

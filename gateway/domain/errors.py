@@ -213,3 +213,21 @@ class AttemptNotFound(NotFound):
     """No such payment attempt."""
 
     code = "attempt.not_found"
+
+
+class ReconciliationRunNotFound(NotFound):
+    """No such provider-side reconciliation run."""
+
+    code = "reconciliation.run_not_found"
+
+
+class ReconciliationAccountUnknown(PaygateError):
+    """The run names a provider account that is not configured."""
+
+    code, status = "reconciliation.account_unknown", 422
+
+
+class ReconciliationWindowInvalid(PaygateError):
+    """The run's window is empty or reversed (``to`` must be after ``from``)."""
+
+    code, status = "reconciliation.window_invalid", 422

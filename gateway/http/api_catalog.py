@@ -29,6 +29,7 @@ from gateway.http import (
     ops_notifications,
     ops_outbox,
     ops_payouts,
+    ops_reconciliation,
     ops_refunds,
     orders,
     payouts,
@@ -160,6 +161,16 @@ CATALOG: dict[tuple[str, str], Operation] = {
     ("GET", "/v1/ops/refunds/{order_id}"): Operation(
         "An order's refunds with their decisions, grants, attempts and history", ("operator",),
         {200: Reply("The order, its refunds and their history", "OpsRefundHistory")}, (e.OrderNotFound,)),
+    ("POST", "/v1/ops/reconciliation/runs"): Operation(
+        "Start a provider-side reconciliation run over one account's window; a worker executes it",
+        ("operator",), {202: Reply("The Running run", "ReconciliationRun", ("Location",))},
+        (e.ReconciliationAccountUnknown, e.ReconciliationWindowInvalid), body=ops_reconciliation.NewRun),
+    ("GET", "/v1/ops/reconciliation/runs"): Operation(
+        "Provider-side reconciliation runs, by request time", ("operator",),
+        {200: Reply("Runs", "[ReconciliationRun]")}, query=ops_reconciliation.RunQuery, paged=True),
+    ("GET", "/v1/ops/reconciliation/runs/{run_id}"): Operation(
+        "One run with its counts and the findings a person may act on (all but matched)", ("operator",),
+        {200: Reply("The run and its findings", "ReconciliationRunFindings")}, (e.ReconciliationRunNotFound,)),
     ("GET", "/v1/ops/outbox"): Operation(
         "Outbox messages in one delivery state, oldest first", ("operator",),
         {200: Reply("Messages (never their payloads)", "[OutboxMessage]")}, query=ops_outbox.OutboxQuery, paged=True),

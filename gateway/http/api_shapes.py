@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.domain.overview import OUTCOMES
+from gateway.domain.reconciliation import CLASSES as RECONCILIATION_CLASSES
 
 Schema = dict[str, Any]
 
@@ -38,6 +39,13 @@ def array_of(name: str) -> Schema:
     return {"type": "array", "items": ref(name)}
 
 
+# A provider-side reconciliation run (docs/decisions/0071).
+_RUN: Schema = shape(
+    "run_id", "provider_account", "from", "to", "state", "counts", run_id={"type": "string", "format": "uuid"},
+    state={"enum": ["Running", "Finished", "Failed"]},
+    counts=shape(*RECONCILIATION_CLASSES, **{name: _COUNT for name in RECONCILIATION_CLASSES}),
+    objects_read=_COUNT, finished_at=_STRING_OR_NULL, failure=_STRING_OR_NULL)
+
 # The Overview's attempts started and settled by outcome, in one minute or over the hour.
 _PER_MINUTE: Schema = shape("started", *OUTCOMES, **{name: _COUNT for name in ("started", *OUTCOMES)})
 
@@ -63,6 +71,12 @@ SHAPES: dict[str, Schema] = {
         "escalation_id", "escalation_key", "reason", "attempt_id", "raised_at", "acknowledged_at", "reminder_count",
         "resolved_at", "details", escalation_id={"type": "integer"}, attempt_id=_STRING_OR_NULL,
         reminder_count={"type": "integer"}, details={"type": "object"}),
+    "ReconciliationRun": _RUN,
+    "ReconciliationRunFindings": {"allOf": [_RUN, shape("findings", findings={"type": "array", "items": shape(
+        "kind", "provider_object_id", "class", "attempt_id", "details", "found_at",
+        kind={"enum": ["payment", "payment_refund", "payout", "payout_recall"]},
+        **{"class": {"enum": ["evidence", "orphan", "disagreement", "missing"]}},
+        attempt_id=_STRING_OR_NULL, details={"type": "object"})})]},
     "OutboxMessage": shape("message_id", "dedup_key", "kind", "ordering_key", "delivery_attempts", "last_error",
                            "created_at", "dispatched_at", "dead_lettered_at", "discarded_at",
                            message_id={"type": "integer"}, delivery_attempts={"type": "integer"}),

@@ -35,6 +35,7 @@ from gateway.clock import Clock
 from gateway.domain.attempts import Evidence, seen
 from gateway.domain.evidence_rule import Seen
 from gateway.domain.outcomes import AttemptState
+from gateway.domain.paging import Keyset, PageRequest
 from gateway.domain.provider_evidence import PaymentObject, object_evidence
 from gateway.domain.provider_listing import Listed, Unreadable
 from gateway.domain.reconciliation import (
@@ -44,6 +45,7 @@ from gateway.domain.reconciliation import (
     escalation_key,
     finding,
     missing_before,
+    scheduled_window,
 )
 from gateway.escalations.store import raise_escalation
 from gateway.payments.attempts import Attempts, facts
@@ -56,11 +58,16 @@ from gateway.ratelimits.buckets import LookupTokens
 from gateway.refunds.attempts import REFUND
 from gateway.settings import ProviderAccount, Settings
 from gateway.store.db import Connection, Database, fetch_all, fetch_one
+from gateway.store.keyset import directed, page_params
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.reconciliation", "runs.sql")
 
 ACTOR = "provider-reconciliation"
+KEYSET = Keyset("reconciliation-runs", "requested_at", "run_id", uuid.UUID)
+_LIST = directed(_SQL["list_runs"])
+FINDINGS_SHOWN = 1000
+RUNS_PER_WAKE = 20
 RESERVE_SHARE = 0.5  # of the account's lookup burst, left in the bucket for recovery's lookups
 Row = dict[str, Any]
 Progress = Literal["finished", "failed", "waiting"]
@@ -105,6 +112,38 @@ class Runs:
 
     async def get(self, run_id: uuid.UUID) -> Row | None:
         return await self._db.fetch_one(_SQL["get_run"], {"run_id": run_id})
+
+    async def page(self, page: PageRequest, *, provider_account: str | None = None,
+                   state: str | None = None) -> list[Row]:
+        """A page of runs by :data:`KEYSET`, optionally of one account or in one state."""
+        return await self._db.fetch_all(_LIST[page.order], {"provider_account": provider_account, "state": state,
+                                                            **page_params(page)})
+
+    async def findings(self, run_id: uuid.UUID, limit: int = FINDINGS_SHOWN) -> list[Row]:
+        """The run's findings other than matched, in the order found (at most ``limit``)."""
+        return await self._db.fetch_all(_SQL["findings_of_run"], {"run_id": run_id, "limit": limit})
+
+    async def schedule(self) -> list[Row]:
+        """The clock's runs: one per configured account once ``reconciliation_interval_s`` has
+        passed since its last scheduled run, over that interval plus the overlap before it."""
+        started = []
+        now = self._clock.now()
+        interval_s = self._settings.reconciliation_interval_s
+        window_from, _ = scheduled_window(now, interval_s, self._settings.reconciliation_overlap_s)
+        for account in self._settings.provider_accounts:
+            async with self._db.transaction() as conn:
+                await conn.execute(_SQL["lock_schedule"], {"provider_account": account.id})
+                run = await fetch_one(conn, _SQL["start_scheduled"], {
+                    "run_id": uuid.uuid4(), "provider_account": account.id, "window_from": window_from,
+                    "now": now, "interval_s": interval_s})
+            if run is not None:
+                started.append(run)
+        return started
+
+    async def continue_running(self, max_pages: int) -> dict[uuid.UUID, Progress]:
+        """Every Running run continued for at most ``max_pages`` pages each, oldest first."""
+        rows = await self._db.fetch_all(_SQL["running_runs"], {"limit": RUNS_PER_WAKE})
+        return {row["run_id"]: await self.execute(row["run_id"], max_pages) for row in rows}
 
     async def execute(self, run_id: uuid.UUID, max_pages: int | None = None) -> Progress:
         """Page the run on from where it stands until it finishes, fails, or must wait (no token,

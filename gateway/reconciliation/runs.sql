@@ -81,3 +81,39 @@ SELECT a.kind, a.attempt_id, a.provider_id, a.client_reference, a.amount_minor, 
                     WHERE f.run_id = %(run_id)s AND f.kind = a.kind
                       AND f.provider_object_id = COALESCE(a.provider_id, a.client_reference))
  ORDER BY a.sent_at, a.attempt_id;
+
+-- name: list_runs
+-- The runs, by request time (docs/decisions/0036; gateway/store/keyset.py binds {beyond} and
+-- {direction}), optionally of one account or in one state.
+SELECT * FROM reconciliation_runs
+ WHERE (%(provider_account)s::text IS NULL OR provider_account = %(provider_account)s::text)
+   AND (%(state)s::text IS NULL OR state = %(state)s::text)
+   AND (%(cursor_at)s::timestamptz IS NULL
+        OR (requested_at, run_id) {beyond} (%(cursor_at)s::timestamptz, %(cursor_id)s::uuid))
+ ORDER BY requested_at {direction}, run_id {direction}
+ LIMIT %(limit)s;
+
+-- name: findings_of_run
+-- A run's findings a person may act on (every class but matched), in the order found.
+SELECT kind, provider_object_id, class, attempt_id, details, found_at
+  FROM reconciliation_findings
+ WHERE run_id = %(run_id)s AND class <> 'matched'
+ ORDER BY found_at, kind, provider_object_id
+ LIMIT %(limit)s;
+
+-- name: lock_schedule
+-- One scheduler at a time per account, for the transaction (two clock wake-ups on two workers).
+SELECT pg_advisory_xact_lock(hashtext('paygate-reconciliation-schedule'), hashtext(%(provider_account)s));
+
+-- name: start_scheduled
+-- The clock's run of the account, unless one was started within the interval.
+INSERT INTO reconciliation_runs (run_id, provider_account, window_from, window_to, state, started_by, requested_at)
+SELECT %(run_id)s, %(provider_account)s, %(window_from)s, %(now)s, 'Running', 'clock', %(now)s
+ WHERE NOT EXISTS (SELECT 1 FROM reconciliation_runs
+                    WHERE provider_account = %(provider_account)s AND started_by = 'clock'
+                      AND requested_at > %(now)s::timestamptz - make_interval(secs => %(interval_s)s))
+RETURNING *;
+
+-- name: running_runs
+-- Runs still Running, oldest first: each wake-up of the worker continues them.
+SELECT run_id FROM reconciliation_runs WHERE state = 'Running' ORDER BY requested_at, run_id LIMIT %(limit)s;

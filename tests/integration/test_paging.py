@@ -141,6 +141,17 @@ async def _refund(world: World) -> str:
     return str(grant_id)
 
 
+async def _run(world: World) -> str:
+    """A provider-side reconciliation run an operator started (docs/decisions/0071)."""
+    await world.attempt()  # registers the configured provider accounts
+    run_id, now = uuid.uuid4(), world.clock.now()
+    await world.db.fetch_one(
+        "INSERT INTO reconciliation_runs (run_id, provider_account, window_from, window_to, state, started_by,"
+        " requested_at) VALUES (%(r)s, %(a)s, %(from)s, %(now)s, 'Running', 'op-1', %(now)s) RETURNING run_id",
+        {"r": run_id, "a": world.settings.provider_accounts[0].id, "from": now - timedelta(hours=1), "now": now})
+    return str(run_id)
+
+
 LISTS: dict[str, Listed] = {
     "/v1/ops/escalations": Listed({"state": "open"}, "escalation_id", "raised_at", _escalation),
     "/v1/ops/attempts": Listed({"state": "Started"}, "attempt_id", "created_at", _attempt),
@@ -150,6 +161,7 @@ LISTS: dict[str, Listed] = {
     "/v1/ops/payout-approvals": Listed({}, "payout_id", "created_at", _awaiting),
     "/v1/ops/recalls": Listed({"state": "Unknown"}, "attempt_id", "claimed_at", _recall),
     "/v1/ops/refunds": Listed({"state": "Requested"}, "grant_id", "requested_at", _refund),
+    "/v1/ops/reconciliation/runs": Listed({"state": "Running"}, "run_id", "requested_at", _run),
 }
 
 
