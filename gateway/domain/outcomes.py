@@ -127,6 +127,7 @@ class ProviderResponse:
     body: bytes
     retry_after_s: float | None = None
     resend_allowed: bool = True
+    request_id: str | None = None  # the provider's id of this request (Stripe's ``Request-Id``), for support
 
 
 @dataclass(frozen=True)

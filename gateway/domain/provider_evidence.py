@@ -135,6 +135,7 @@ class Lookup:
     payment: PaymentObject | None = None
     reason: str | None = None
     retry_after_s: float | None = None
+    request_id: str | None = None  # the provider's id of the lookup request (Stripe's ``Request-Id``)
 
 
 def lookup_answer(status_code: int, body: bytes, retry_after: str | None, *, listing: bool,

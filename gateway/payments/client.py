@@ -14,6 +14,7 @@ alerting instead of being disguised as an outcome.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import httpx
@@ -87,7 +88,11 @@ class PaymentClient:
                                          budget_s)
         if isinstance(observation, NoResponse):
             return Evidence.unknown(account.id, observation.reason)
-        return calls.provider.payment_evidence(account.id, observation.status, observation.body)
+        evidence = calls.provider.payment_evidence(account.id, observation.status, observation.body)
+        if observation.request_id is None:
+            return evidence
+        # Kept in the attempt's history with the evidence: a support ticket names the request.
+        return dataclasses.replace(evidence, details={**evidence.details, "request_id": observation.request_id})
 
     async def find_payment(self, provider_account: str, *, provider_id: str | None = None,
                            client_reference: str | None = None, budget_s: float | None = None) -> Lookup:
@@ -101,8 +106,9 @@ class PaymentClient:
         response = await calls.read("lookup", path, params, budget_s)
         if isinstance(response, Unanswered):
             return Lookup("failed", reason=response.reason)
-        return calls.provider.lookup_result(response.status_code, response.content,
-                                            response.headers.get("retry-after"), listing=not provider_id)
+        found = calls.provider.lookup_result(response.status_code, response.content,
+                                             response.headers.get("retry-after"), listing=not provider_id)
+        return dataclasses.replace(found, request_id=response.headers.get("request-id"))
 
     async def payment_method_usable(self, provider_account: str, payment_method: str,
                                     budget_s: float | None = None) -> bool | None:

@@ -22,7 +22,14 @@ import structlog
 
 from gateway.clock import Clock
 from gateway.domain.attempt_timing import resend_fits, resend_wait_s
-from gateway.domain.outcomes import MISMATCH, AttemptState, Classification, ProviderIdClaimed, classify
+from gateway.domain.outcomes import (
+    MISMATCH,
+    AttemptState,
+    Classification,
+    ProviderIdClaimed,
+    ProviderResponse,
+    classify,
+)
 from gateway.effects.certify import Certifier
 from gateway.effects.gate import SendGate
 from gateway.pipeline import signals, transitions
@@ -138,6 +145,7 @@ class Executor:
             return False
 
         first: list[Request] = []  # the first send's request: every resend carries exactly its bytes
+        sent: list[str | None] = [None]  # the provider's id of the latest send's request, for its observation
 
         async def send_once() -> Classification | str:
             # Seed 001 (issue 8): every send re-derives the effect digest from the request it carries.
@@ -150,10 +158,11 @@ class Executor:
                 return f"request.not-buildable.{request}"
             first[:] = [request]
             observation = await calls.create(request.path, request.body, attempt["idempotency_key"], key)
+            sent[:] = [observation.request_id if isinstance(observation, ProviderResponse) else None]
             return classify(observation, self.kind.expected(attempt), operation(self.kind, account.id).table)
 
         classification = await send_bounded(self.clock, attempt["send_deadline"], counted, send_once,
-                                            lambda seen, send: self._observe(attempt, seen, send))
+                                            lambda seen, send: self._observe(attempt, seen, send, sent[0]))
         if isinstance(classification, str):
             return classification
         if classification.row.resend:  # sends exhausted, or no resend fits before the send deadline: Started
@@ -164,7 +173,8 @@ class Executor:
                             classification)
         return classification.state.value
 
-    async def _observe(self, attempt: Row, classification: Classification, send: int) -> None:
+    async def _observe(self, attempt: Row, classification: Classification, send: int,
+                       request_id: str | None = None) -> None:
         async with self.db.transaction() as conn:
             await self.kind.history(conn, attempt[self.kind.parent], "provider_observation",
                                     actor=self.presenter.service_id, now=self.clock.now(),
@@ -173,7 +183,8 @@ class Executor:
                                             "classification_table": classification.table,
                                             "attempt_state": classification.state.value,
                                             self.kind.rows.provider_id: classification.provider_id,
-                                            "provider_status": classification.provider_status})
+                                            "provider_status": classification.provider_status,
+                                            **({"request_id": request_id} if request_id else {})})
 
     async def _resolve(self, attempt: Row, epoch: int, state: AttemptState, reason: str, from_state: AttemptState,
                        classification: Classification | None = None) -> None:

@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 import httpx
+import structlog
 
 from gateway.clock import Clock
 from gateway.domain.outcomes import NoResponse, Observation, ProviderResponse
@@ -34,6 +35,8 @@ from gateway.providers.answers import CALLER, CEILING, Unanswered, answer
 from gateway.providers.base import destination_digest
 from gateway.providers.registry import provider_for
 from gateway.settings import ProviderAccount
+
+log = structlog.get_logger("gateway.providers")
 
 
 class CredentialUnavailable(Exception):
@@ -84,8 +87,14 @@ class ProviderCalls:
                 try:
                     async with self.clock.budget(budget_s):
                         # The default send reads the whole body, so truncation surfaces now, not later.
-                        return await answer(provider_call(call, kind=self.kind, operation=operation,
-                                                          account=self.account.id))
+                        answered = await answer(provider_call(call, kind=self.kind, operation=operation,
+                                                              account=self.account.id))
+                        if isinstance(answered, httpx.Response):
+                            # A support ticket names the request by the provider's id (Stripe's Request-Id).
+                            log.info("provider_answered", kind=self.kind, operation=operation,
+                                     provider_account=self.account.id, http_status=answered.status_code,
+                                     request_id=answered.headers.get("request-id"))
+                        return answered
                 except TimeoutError:
                     return Unanswered("timeout", CALLER)
         except TimeoutError:
@@ -101,7 +110,8 @@ class ProviderCalls:
             return NoResponse(response.kind, response.reason)
         return ProviderResponse(response.status_code, response.content,
                                 self.provider.retry_after_s(response.headers),
-                                self.provider.resend_allowed(response.headers))
+                                self.provider.resend_allowed(response.headers),
+                                response.headers.get("request-id"))
 
     async def read(self, operation: str, path: str, params: dict[str, str] | None = None,
                    budget_s: float | None = None) -> httpx.Response | Unanswered:

@@ -246,7 +246,8 @@ class Recovery:
         ambiguous = attempt["last_send_event"] == "send_intent"
         lookup_deadline = self._clock.now() + timedelta(seconds=account.call_budget_s)
         found = await self._look_up(attempt, account, lookup_deadline, allowance)
-        observation = {"outcome": found.outcome, "reason": found.reason, "ambiguous_send_boundary": ambiguous}
+        observation = {"outcome": found.outcome, "reason": found.reason, "ambiguous_send_boundary": ambiguous,
+                       **({"request_id": found.request_id} if found.request_id else {})}
         if found.outcome == "rate-limited":
             await self._tokens.pause(account.id, found.retry_after_s or lease.next_delay_s, "provider.rate-limited")
             allowance.revoke(account.id)
@@ -257,8 +258,9 @@ class Recovery:
             return await self._perform(attempt, lease, Step("escalate-and-finish", times.readonly_cadence_s,
                                                             "lookup-ambiguous"), ("lookup", observation))
         if found.payment is not None:
-            return await self._apply(attempt, object_evidence(account.id, found.payment, lookup="recovery"), lease,
-                                     times, kind="lookup")
+            evidence = object_evidence(account.id, found.payment, lookup="recovery",
+                                       **({"request_id": found.request_id} if found.request_id else {}))
+            return await self._apply(attempt, evidence, lease, times, kind="lookup")
         conditions = await self._conditions(attempt, account, lookup_deadline, allowance)
         step = after_not_found(view(attempt), conditions, times, self._clock.now())
         if step.kind != "reconcile":

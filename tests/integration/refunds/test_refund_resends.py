@@ -103,3 +103,16 @@ async def test_a_stripe_legacy_400_rate_limit_is_a_rate_limit_not_a_failure(shop
     [attempt] = await refund_rows(shop, "payment_refund_attempts")
     assert (attempt["state"], attempt["sends"]) == ("Succeeded", 2)
     assert len(refunds_taken(shop)) == 1 and (await order(shop))["state"] == "Refunded"
+
+
+async def test_each_stripe_answer_keeps_its_request_id_in_the_attempts_history(shop: Shop, clock: ManualClock) -> None:
+    """Support trail: every answer of a Stripe send is kept with Stripe's ``Request-Id`` (the fake's
+    Stripe dialect sends one with every answer) in the refund attempt's provider observations, so a
+    support ticket can name the request."""
+    shop.account = STRIPE_ACCOUNT
+    await _refund_requested(shop)
+    await shop.faults({"operation": "refund_payment", "action": "rate_limit", "retry_after_s": None})
+    assert await _resend_waits(shop, clock) == [1]
+    observed = [e["detail"]["request_id"] for e in await refund_rows(shop, "payment_refund_history")
+                if e["kind"] == "provider_observation"]
+    assert len(observed) == 2 and all(r.startswith("req_") for r in observed) and observed[0] != observed[1]
