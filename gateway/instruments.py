@@ -112,9 +112,21 @@ DECISIONS = _pipeline("paygate_payout_decisions", "Decisions by outcome and reas
                       outcome=("Allowed", "Denied", "Deferred", "AcknowledgmentRequired", "EscalationRecommended"),
                       reason="code")
 
+# Provider-side reconciliation runs (docs/decisions/0071), each counted once its transaction committed.
+RECONCILIATION_RUNS = Family("paygate_reconciliation_runs", "counter",
+                             "Provider-side reconciliation runs that ended, by outcome",
+                             {"outcome": ("finished", "failed")})
+RECONCILIATION_FINDINGS = Family(
+    "paygate_reconciliation_findings", "counter", "Provider objects a reconciliation run classified, by class",
+    {"class": ("matched", "evidence", "orphan", "disagreement", "missing")})
+RECONCILIATION_OBJECTS_READ = Family(
+    "paygate_reconciliation_objects_read", "counter", "Provider objects reconciliation runs listed, by kind",
+    {"kind": tuple(kind.name for kind in KINDS)})
+
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     VALIDATION_REFUSALS, DELIVERIES_POSTPONED, DUPLICATE_DELIVERIES, CLAIMS_LOST, FENCE_ROLLBACKS,
-    UNCONFIRMED_WRITES, LEASES_FENCED, EXECUTIONS, RECONCILIATIONS, PROVIDER_CALLS, DECISIONS)}
+    UNCONFIRMED_WRITES, LEASES_FENCED, EXECUTIONS, RECONCILIATIONS, PROVIDER_CALLS, DECISIONS,
+    RECONCILIATION_RUNS, RECONCILIATION_FINDINGS, RECONCILIATION_OBJECTS_READ)}
 
 # (sample name, sorted label items) -> delta not yet flushed. Sample names are the exposition's:
 # ``<counter>_total``, ``<histogram>_bucket`` (with ``le``), ``_sum``, ``_count``.

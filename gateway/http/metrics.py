@@ -24,6 +24,7 @@ from starlette.responses import Response
 from gateway import instruments
 from gateway.domain.attempt_kinds import KINDS, pipeline_kinds
 from gateway.http.app_services import services_of
+from gateway.reconciliation.runs import last_finished
 from gateway.store import overview
 from gateway.store.counters import fleet_counts, flush
 from gateway.store.gauges import DatabaseGauges, database_gauges
@@ -57,6 +58,9 @@ GAUGES = {
     "paygate_payouts": "Payouts by state",
     "paygate_provider_lookup_tokens": "Lookup tokens left in each configured provider account's bucket",
     "paygate_provider_paused": "1 while a configured provider account's lookups are paused after a 429, else 0",
+    "paygate_reconciliation_last_finished_age_seconds":
+        "Seconds since each configured account's last provider-side reconciliation run finished",
+    "paygate_reconciliation_interval_seconds": "How often the clock starts a reconciliation run per account",
 }
 # Each kind's histogram of Unknown ages: the pipeline's kinds share one, labelled by kind (listed first).
 UNKNOWN_AGES = {kind.name: "paygate_payout_unknown_attempt_age_seconds" if kind.pipeline
@@ -183,6 +187,12 @@ async def metrics(request: Request) -> Response:
         out.gauge("paygate_provider_paused", {"account": account}, 0.0 if level["paused_until"] is None else 1.0)
     for row in payouts:
         out.gauge("paygate_payouts", {"state": row["state"]}, row["payouts"])
+    settings = services.settings
+    since = await last_finished(services.db, [account.id for account in settings.provider_accounts])
+    for account, moment in since.items():
+        out.gauge("paygate_reconciliation_last_finished_age_seconds", {"account": account},
+                  max(0.0, (now - moment).total_seconds()))
+    out.gauge("paygate_reconciliation_interval_seconds", {}, settings.reconciliation_interval_s)
     _counted(out, await fleet_counts(services.db))
     scrape = CollectorRegistry(auto_describe=False)
     scrape.register(_Scrape(out.families.values()))

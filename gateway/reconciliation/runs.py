@@ -31,6 +31,7 @@ from typing import Any, Literal
 import httpx
 from psycopg.types.json import Jsonb
 
+from gateway import instruments
 from gateway.clock import Clock
 from gateway.domain.attempts import Evidence, seen
 from gateway.domain.evidence_rule import Seen
@@ -199,6 +200,8 @@ class Runs:
                 "run_id": run["run_id"], "kind_position": position, "page_cursor": page.cursor,
                 "listed": position >= len(kinds), "objects_read": len(inside),
                 **{name: counts[name] for name in CLASSES}})
+        instruments.count(instruments.RECONCILIATION_OBJECTS_READ, len(inside), kind=kind)
+        _count_findings(counts)
         return True
 
     async def _object(self, conn: Connection, run: Row, account: ProviderAccount, obj: Listed) -> str | None:
@@ -304,9 +307,27 @@ class Runs:
             await conn.execute(_SQL["advance"], {
                 "run_id": run["run_id"], "kind_position": current["kind_position"], "page_cursor": None,
                 "listed": True, "objects_read": 0, **{name: 0 for name in CLASSES}, "missing": missing})
-            await fetch_one(conn, _SQL["finish"], {"run_id": run["run_id"], "state": "Finished", "failure": None,
-                                                   "now": now})
+            finished = await fetch_one(conn, _SQL["finish"], {"run_id": run["run_id"], "state": "Finished",
+                                                              "failure": None, "now": now})
+        _count_findings(Counter(missing=missing))
+        if finished is not None:
+            instruments.count(instruments.RECONCILIATION_RUNS, outcome="finished")
 
     async def _finish(self, run_id: uuid.UUID, state: str, failure: str | None) -> None:
-        await self._db.fetch_one(_SQL["finish"], {"run_id": run_id, "state": state, "failure": failure,
-                                                  "now": self._clock.now()})
+        ended = await self._db.fetch_one(_SQL["finish"], {"run_id": run_id, "state": state, "failure": failure,
+                                                          "now": self._clock.now()})
+        if ended is not None:
+            instruments.count(instruments.RECONCILIATION_RUNS, outcome=state.lower())
+
+
+def _count_findings(counts: Counter[str]) -> None:
+    for name, found in counts.items():
+        if found:
+            instruments.count(instruments.RECONCILIATION_FINDINGS, found, **{"class": name})
+
+
+async def last_finished(db: Database, accounts: list[str]) -> dict[str, datetime]:
+    """Per account: when its last run finished, else when it was registered (the age a
+    never-finished account's alert counts from)."""
+    rows = await db.fetch_all(_SQL["last_finished"], {"accounts": accounts})
+    return {row["provider_account"]: row["since"] for row in rows}

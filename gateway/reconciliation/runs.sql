@@ -117,3 +117,12 @@ RETURNING *;
 -- name: running_runs
 -- Runs still Running, oldest first: each wake-up of the worker continues them.
 SELECT run_id FROM reconciliation_runs WHERE state = 'Running' ORDER BY requested_at, run_id LIMIT %(limit)s;
+
+-- name: last_finished
+-- /metrics: per configured account, when its last run finished, else when it was registered.
+SELECT a.provider_account,
+       COALESCE(max(r.finished_at) FILTER (WHERE r.state = 'Finished'), a.registered_at) AS since
+  FROM provider_accounts a
+  LEFT JOIN reconciliation_runs r ON r.provider_account = a.provider_account
+ WHERE a.provider_account = ANY(%(accounts)s)
+ GROUP BY a.provider_account, a.registered_at;
