@@ -137,7 +137,7 @@ async def test_a_notification_applied_later_is_part_of_the_attempts_history(
     assert body["attempt"]["state"] == "Succeeded"
 
 
-@pytest.mark.parametrize("attempt_id", [str(uuid.uuid4()), "not-a-uuid"])
+@pytest.mark.parametrize("attempt_id", [str(uuid.uuid4()), "not-a-uuid"], ids=["unknown-uuid", "not-a-uuid"])
 async def test_an_unknown_attempt_is_not_found(client: httpx.AsyncClient, operator: dict[str, str],
                                                attempt_id: str) -> None:
     response = await client.get(f"/v1/ops/attempts/{attempt_id}", headers=operator)
