@@ -2,11 +2,14 @@
 
 PostgreSQL: ``DATABASE_URL`` when given, else an embedded server for the session. The migrations
 run once into a template database (as ``paygate db migrate`` does); each test that asks for
-``database_url`` gets its own ``CREATE DATABASE ... TEMPLATE`` copy (about 30 ms), so tests never
+``database_url`` gets its own ``CREATE DATABASE ... TEMPLATE`` copy (about 50 ms), so tests never
 see each other's rows.
 Broker: ``REDIS_URL`` when given, else an embedded Valkey. Its URL is fixed when this file is
 imported, because ``jobs`` builds its broker from ``REDIS_URL`` at import (redis-py connects
 lazily, so the server only has to be up by the time a test uses it).
+Workers: the default run has two pytest-xdist workers (pyproject's addopts). A session is a
+worker's: each starts its own embedded PostgreSQL and Valkey on free ports and makes its own
+template database; workers sharing a given ``REDIS_URL`` each use their own database number.
 Time: ``clock`` is a :class:`ManualClock`; tests move it, they never sleep for deadlines.
 """
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import psycopg
@@ -36,10 +40,17 @@ from provider_fake.config import Account
 from provider_fake.inprocess import mount
 from tests.server_dirs import server_dir
 
+# The URL of the embedded Valkey an earlier import set (pytest-xdist's controller imports this file
+# too, and its workers inherit its environment): such a REDIS_URL was not given, and each worker
+# starts its own server.
+_OWN_REDIS_URL = "PAYGATE_TESTS_EMBEDDED_REDIS_URL"
 _EMBEDDED_VALKEY_PORT: int | None = None
-if not os.environ.get("REDIS_URL"):
+if os.environ.get("REDIS_URL", "") in ("", os.environ.get(_OWN_REDIS_URL)):
     _EMBEDDED_VALKEY_PORT = free_port()
-    os.environ["REDIS_URL"] = f"redis://127.0.0.1:{_EMBEDDED_VALKEY_PORT}/0"
+    os.environ["REDIS_URL"] = os.environ[_OWN_REDIS_URL] = f"redis://127.0.0.1:{_EMBEDDED_VALKEY_PORT}/0"
+elif _WORKER := os.environ.get("PYTEST_XDIST_WORKER"):
+    # A given server the workers share: each worker its own database number (gw0 -> 0, gw1 -> 1).
+    os.environ["REDIS_URL"] = urlunsplit(urlsplit(os.environ["REDIS_URL"])._replace(path=f"/{_WORKER.removeprefix('gw')}"))
 
 TEST_PEPPER = "test-pepper-not-secret"
 TEST_ACCOUNT = "cardco:acct_store:test"

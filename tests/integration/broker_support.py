@@ -39,8 +39,10 @@ async def until_held(broker: Any, held: int = 1, timeout_s: float = 20.0) -> Non
 
 
 def flushall(broker: Any) -> None:
-    """The broker loses every key: a restart without persistence, a failover, an operator's FLUSHALL."""
-    broker.client.flushall()
+    """The broker loses every key: a restart without persistence, a failover, an operator's FLUSHALL.
+    Only the database the tests' broker uses is emptied (FLUSHDB): a server given in ``REDIS_URL``
+    may be shared by pytest-xdist workers, each on its own database number."""
+    broker.client.flushdb()
 
 
 def queued(broker: Any) -> int:
