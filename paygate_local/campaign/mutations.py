@@ -93,7 +93,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              "AND expires_at > %(now)s",
              "seed 000: a grant is single-use",
              "a consumed grant presented again is refused by validation first (pipeline/grants.py: grant.consumed; "
-             "about 60 such redeliveries in a seed-3 300/30 run), and a claim racing the one that consumed it "
+             "44 to 60 such redeliveries in a seed-3 300/30 run), and a claim racing the one that consumed it "
              "fails on the payout's version (payouts/attempts.sql claim_payout; recalls and refunds: the "
              "unique grant_id of their attempts, uq_*_attempt_grant) and rolls back"),
     Mutation("recalled-read-as-failed", "recalls", "gateway/providers/cardco/tables.py",
