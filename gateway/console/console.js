@@ -6,12 +6,13 @@ import { TOKEN_KEY, api, el, problem, whenUnauthorized } from "./core.js";
 import { notifications, payout, payouts, recalls, refund, refunds } from "./views-money.js";
 import { attempt, attempts, escalations, health, outbox } from "./views-ops.js";
 import { overview } from "./views-overview.js";
+import { reconciliation, reconciliationRun } from "./views-reconciliation.js";
 
 const LIVE_S = 5;
 const HOME = "overview";
 const VIEWS = { overview, escalations, attempts, attempt, payouts, payout, recalls, notifications, refunds, refund, outbox,
-  health };
-const NAV_OF = { attempt: "attempts", payout: "payouts", refund: "refunds" };
+  reconciliation, "reconciliation-run": reconciliationRun, health };
+const NAV_OF = { attempt: "attempts", payout: "payouts", refund: "refunds", "reconciliation-run": "reconciliation" };
 const $ = (id) => document.getElementById(id);
 
 // ---------- sign-in ----------

@@ -24,7 +24,7 @@ from gateway.http.paging import listing
 from gateway.reconciliation.runs import KEYSET, Runs
 from gateway.services import Services
 
-RunState = Literal["Running", "Finished", "Failed"]
+RunState = Literal["Running", "Finished", "Failed", "all"]
 
 
 class NewRun(Body):
@@ -37,7 +37,7 @@ class RunQuery(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     provider_account: str | None = None
-    state: RunState | None = None
+    state: RunState = "all"
 
 
 def run_body(row: dict[str, Any]) -> dict[str, Any]:
@@ -94,7 +94,8 @@ async def get_run(request: Request) -> JSONResponse:
 
 
 async def _list(services: Services, query: RunQuery, page: PageRequest) -> list[dict[str, Any]]:
-    return await _runs(services).page(page, provider_account=query.provider_account, state=query.state)
+    state = None if query.state == "all" else query.state
+    return await _runs(services).page(page, provider_account=query.provider_account, state=state)
 
 
 def routes() -> list[BaseRoute]:

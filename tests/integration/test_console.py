@@ -9,7 +9,7 @@ from importlib import resources
 import httpx
 import pytest
 
-SCRIPTS = ("console.js", "core.js", "views-ops.js", "views-money.js", "views-overview.js")
+SCRIPTS = ("console.js", "core.js", "views-ops.js", "views-money.js", "views-overview.js", "views-reconciliation.js")
 CONSOLE_FILES = ("index.html", "console.css", *SCRIPTS)
 
 
