@@ -99,6 +99,9 @@ class ProviderAccount(_Model):
     # This account's own lookup rate and burst (docs/decisions/0042); None: the top-level setting.
     lookup_rate_per_s: LookupRate | None = None
     lookup_burst: LookupBurst | None = None
+    # Stripe Connect: the connected account (``acct_...``) every call acts on (``Stripe-Account``)
+    # and whose events (their ``account``) this account takes; None: the platform's own account.
+    stripe_account: str | None = Field(default=None, pattern=r"^acct_[A-Za-z0-9]+$")
 
     @model_validator(mode="after")
     def _coherent(self) -> ProviderAccount:
@@ -258,13 +261,29 @@ class Settings(_Model):
         ids = [account.id for account in self.provider_accounts]
         if len(ids) != len(set(ids)):
             raise ValueError("provider_accounts ids must be unique")
-        endpoints = [account.webhook_endpoint_id for account in self.provider_accounts]
-        if len(endpoints) != len(set(endpoints)):
-            raise ValueError("provider_accounts webhook_endpoint_id values must be unique")
+        self._endpoints_are_shared_only_by_connected_accounts()
         if self.outbox_backoff_initial_s > self.outbox_backoff_max_s:
             raise ValueError("outbox_backoff_initial_s must not exceed outbox_backoff_max_s")
         self._lease_outlasts_a_pass()
         return self
+
+    def _endpoints_are_shared_only_by_connected_accounts(self) -> None:
+        """One webhook endpoint per account, except a Stripe Connect endpoint: it delivers the
+        events of the platform and of its connected accounts (each event's ``account``), signed with
+        the endpoint's one secret, so accounts may share it when each names another
+        ``stripe_account`` (the platform's own none) and all list the same ``webhook_secrets``."""
+        by_endpoint: dict[str, list[ProviderAccount]] = {}
+        for account in self.provider_accounts:
+            by_endpoint.setdefault(account.webhook_endpoint_id, []).append(account)
+        for endpoint, sharing in by_endpoint.items():
+            connected = [account.stripe_account for account in sharing]
+            if len(connected) != len(set(connected)):
+                raise ValueError(f"provider_accounts webhook_endpoint_id values must be unique, unless the accounts "
+                                 f"sharing one each name another stripe_account ({endpoint!r})")
+            secrets = {tuple(s.get_secret_value() for s in account.webhook_secrets) for account in sharing}
+            if len(secrets) > 1:
+                raise ValueError(f"provider_accounts sharing webhook_endpoint_id {endpoint!r} must list the same "
+                                 "webhook_secrets (one endpoint, one signing secret)")
 
     def _lease_outlasts_a_pass(self) -> None:
         """Seed 004, "The Recovery Loop": the lease must be longer than the worst case of one pass,
@@ -286,6 +305,12 @@ class Settings(_Model):
         rate = self.lookup_rate_per_s if account.lookup_rate_per_s is None else account.lookup_rate_per_s
         burst = self.lookup_burst if account.lookup_burst is None else account.lookup_burst
         return rate, burst
+
+    def connected_account(self, endpoint_id: str, provider: str, stripe_account: str | None) -> ProviderAccount | None:
+        """The account of ``provider`` on webhook endpoint ``endpoint_id`` that takes the events of
+        connected account ``stripe_account`` (None: the platform's own), or None when none is configured."""
+        return next((a for a in self.provider_accounts if a.webhook_endpoint_id == endpoint_id
+                     and a.id.split(":", 1)[0] == provider and a.stripe_account == stripe_account), None)
 
     def account(self, account_id: str) -> ProviderAccount | None:
         """The configured account with this id, or None when it is not (or no longer) configured."""

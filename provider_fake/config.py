@@ -26,6 +26,8 @@ CONFIG_ENV = "CARDCO_CONFIG"
 # The API version a Stripe-dialect account is pinned to unless it says otherwise: the one the
 # official `stripe` package of the test extras sends (docs/decisions/0044).
 STRIPE_API_VERSION = "2026-10-28.endive"
+# Between a Stripe account's id and the connected account it acts for (Account.connected_as).
+CONNECTED = "/"
 
 
 class Account(BaseModel):
@@ -74,6 +76,18 @@ class Account(BaseModel):
         if key is not None and len(base64.b64decode(key, validate=True)) != 32:
             raise ValueError("webhook_signing_key is the base64 of a 32-byte Ed25519 seed")
         return key
+
+    def connected_as(self, connected_account: str) -> Account:
+        """This Stripe account acting for its connected account `acct_...` (Stripe Connect's
+        `Stripe-Account` header): its own id `<id>/<acct_...>` scopes the objects, idempotency keys,
+        lists and searches to the connected account, while the keys, secrets, version and webhook
+        endpoint stay the platform's (a Connect endpoint; events carry `account`)."""
+        return self.model_copy(update={"id": f"{self.id}{CONNECTED}{connected_account}"})
+
+    @property
+    def connected_account(self) -> str | None:
+        """The connected account this account acts for, or None (the platform itself)."""
+        return self.id.partition(CONNECTED)[2] or None
 
     def accepts_key(self, api_key: str) -> bool:
         return hmac.compare_digest(self.api_key.encode(), api_key.encode())
@@ -124,7 +138,13 @@ class CardCoConfig(BaseModel):
         return self
 
     def account(self, account_id: str) -> Account | None:
-        return next((a for a in self.accounts if a.id == account_id), None)
+        """The account with this id; `<stripe account id>/<acct_...>` is that Stripe account acting
+        for one of its connected accounts (`Account.connected_as`)."""
+        platform, _, connected = account_id.partition(CONNECTED)
+        found = next((a for a in self.accounts if a.id == platform), None)
+        if found is None or not connected:
+            return found
+        return found.connected_as(connected) if found.dialect == "stripe" else None
 
     def account_with_key(self, dialect: str, api_key: str) -> Account | None:
         """The account of `dialect` whose key this is (Stripe names no account: the key does)."""

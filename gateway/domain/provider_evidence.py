@@ -181,6 +181,8 @@ class Notification:
     subject: PaymentObject  # a PayoutObject for payouts, a PayoutRecallObject for recalls
     # The API version the provider rendered the event in, when the event says (Stripe's ``api_version``).
     api_version: str | None = None
+    # The connected account the event happened on (Stripe Connect's ``account``); None: the platform's own.
+    connected_account: str | None = None
 
     @property
     def kind(self) -> Literal["payment", "payout", "payout_recall", "refund"]:
@@ -212,7 +214,8 @@ class Notification:
                 "currency": self.subject.currency, "sequence": self.subject.sequence,
                 self.kind: self.subject.model_dump(mode="json"),
                 "canonical": self.canonical_fields().as_detail(),
-                **({"api_version": self.api_version} if self.api_version is not None else {})}
+                **({"api_version": self.api_version} if self.api_version is not None else {}),
+                **({"connected_account": self.connected_account} if self.connected_account is not None else {})}
 
 
 def refund_evidence(notification: Notification) -> Notification | None:
@@ -228,7 +231,8 @@ def refund_evidence(notification: Notification) -> Notification | None:
     return Notification(event_id=notification.event_id, event_type=notification.event_type, subject=RefundObject(
         object="refund", id=payment.refund.id, client_reference=payment.refund.client_reference,
         amount_minor=payment.amount_minor, currency=payment.currency, status="succeeded",
-        sequence=payment.sequence, payment=payment.id), api_version=notification.api_version)
+        sequence=payment.sequence, payment=payment.id), api_version=notification.api_version,
+        connected_account=notification.connected_account)
 
 
 @dataclass(frozen=True)
@@ -281,6 +285,7 @@ def from_detail(detail: dict[str, Any]) -> Notification | None:
         subject = model.model_validate(detail.get(str(kind)))
     except ValidationError:
         return None
-    version = detail.get("api_version")
+    version, connected = detail.get("api_version"), detail.get("connected_account")
     return Notification(event_id=present(detail.get("provider_event_id")), event_type=event_type, subject=subject,
-                        api_version=version if isinstance(version, str) else None)
+                        api_version=version if isinstance(version, str) else None,
+                        connected_account=connected if isinstance(connected, str) else None)

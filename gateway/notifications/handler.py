@@ -46,7 +46,7 @@ log = structlog.get_logger("gateway.notifications")
 ACTOR = "notification-handler"
 # In a shared transaction a delivery that would wait longer for a lock is done alone after it.
 INGEST_BATCH_LOCK_WAIT_MS = 100
-Outcome = Literal["duplicate", "applied", "unmatched", "identity-conflict", "unreadable", "foreign-version"]
+Outcome = Literal["duplicate", "applied", "unmatched", "identity-conflict", "unreadable", "held"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,7 @@ class _Context:
     account: ProviderAccount
     key: str | None
     webhook_id: str
+    connected_unconfigured: bool = False  # about a connected account no configured account takes
 
 
 Apply = Callable[[Connection, int], Awaitable[None]]  # (transaction, notification_event_id)
@@ -125,7 +126,15 @@ class NotificationHandler:
         account = self._settings.account(verified.account_id)
         if account is None:
             raise LookupError(f"provider account {verified.account_id} is no longer configured")
-        parsed = provider_for(account.id).parse(body)
+        provider = provider_for(account.id)
+        parsed = provider.parse(body)
+        connected_unconfigured = False
+        if isinstance(parsed, Notification):
+            # A Connect endpoint delivers the platform's events and its connected accounts' (the
+            # event's ``account``): each belongs to the account configured for it, never to another.
+            owner = self._settings.connected_account(account.webhook_endpoint_id, provider.name,
+                                                     parsed.connected_account)
+            account, connected_unconfigured = (owner, False) if owner is not None else (account, True)
         key = notification_key(
             event_id=parsed.event_id, webhook_id=verified.webhook_id,
             fields=parsed.canonical_fields() if isinstance(parsed, Notification) else None,
@@ -138,7 +147,7 @@ class NotificationHandler:
                      webhook_id=verified.webhook_id, remembered=True)
             return Handled("duplicate")
         with self._in_flight.recording(account.id, key):
-            unit = (_Context(account, key, verified.webhook_id), parsed)
+            unit = (_Context(account, key, verified.webhook_id, connected_unconfigured), parsed)
             if self._group is None:
                 async with self._db.transaction() as conn:
                     handled = await self._in_transaction(conn, unit)
@@ -154,9 +163,22 @@ class NotificationHandler:
         context, parsed = unit
         if isinstance(parsed, Unreadable):
             return await self._unreadable(conn, context, parsed)
+        if context.connected_unconfigured:
+            # Recorded under the account that verified it, escalated, never applied to it.
+            return await self._held(conn, context, parsed, "connected-account", "notification-connected-account", {
+                "connected_account": parsed.connected_account, "configured_stripe_account":
+                context.account.stripe_account})
         if parsed.api_version is not None and parsed.api_version != context.account.api_version:
-            return await self._foreign_version(conn, context, parsed)
+            # Rendered in another version than the account pins: its objects may mean something else.
+            return await self._held(conn, context, parsed, "api-version", "notification-api-version", {
+                "api_version": parsed.api_version, "configured_api_version": context.account.api_version})
         return await self._readable(conn, context, parsed)
+
+    def takes(self, provider_account: str, notification: Notification) -> bool:
+        """Whether ``provider_account`` may take ``notification``: the connected account it
+        happened on (None: the platform's own) is the one the account names."""
+        account = self._settings.account(provider_account)
+        return account is not None and account.stripe_account == notification.connected_account
 
     def remembers(self, provider_account: str, key: str) -> bool:
         """Whether this process answers ``key`` of ``provider_account`` as a duplicate without the
@@ -176,25 +198,26 @@ class NotificationHandler:
             "unreadable": parsed.reason})
         return Handled("unreadable", recorded.event_id)
 
-    async def _foreign_version(self, conn: Connection, context: _Context, parsed: Notification) -> Handled:
-        """An event rendered in an API version the account does not pin (its webhook endpoint was
-        created with, or upgraded to, another one): recorded with the version it carries and
-        escalated, never applied, since its objects may mean something else in that version; an
-        operator who has checked it applies it from the store (POST /v1/ops/notifications/{id}/apply),
-        and recovery's lookups, made in the pinned version, resolve its attempt meanwhile."""
+    async def _held(self, conn: Connection, context: _Context, parsed: Notification, problem: str, reason: str,
+                    facts: dict[str, Any]) -> Handled:
+        """A readable event the account must not apply as it stands: rendered in an API version the
+        account does not pin (its webhook endpoint was created with, or upgraded to, another one),
+        or about a connected account no account is configured for (a Connect endpoint's event is
+        never applied to the platform's account). Recorded as it came and escalated (``reason``),
+        never applied; an operator who has checked it applies it from the store
+        (POST /v1/ops/notifications/{id}/apply), and recovery's lookups resolve attempts meanwhile."""
         account_id = context.account.id
-        esc_key = escalation_key(account_id, "api-version", notification_key=context.key,
+        esc_key = escalation_key(account_id, problem, notification_key=context.key,
                                  provider_object_id=parsed.provider_object_id, client_reference=parsed.client_reference)
         recorded = await self._record(conn, context, None, {
             **parsed.detail(), "webhook_id": context.webhook_id, "escalation_key": esc_key})
         if isinstance(recorded, repository.Duplicate):
             return Handled("duplicate")
-        await self._raise(conn, esc_key, "notification-api-version", None, {
+        await self._raise(conn, esc_key, reason, None, {
             "provider_account": account_id, "notification_event_id": recorded.event_id,
             "provider_event_id": parsed.event_id, "notification_key": context.key, "type": parsed.event_type,
-            "client_reference": parsed.client_reference, "provider_payment_id": parsed.provider_object_id,
-            "api_version": parsed.api_version, "configured_api_version": context.account.api_version})
-        return Handled("foreign-version", recorded.event_id)
+            "client_reference": parsed.client_reference, "provider_payment_id": parsed.provider_object_id, **facts})
+        return Handled("held", recorded.event_id)
 
     async def _readable(self, conn: Connection, context: _Context, parsed: Notification) -> Handled:
         account_id = context.account.id

@@ -70,6 +70,10 @@ class NotificationReconciliation:
                 # A test-mode notification never resolves a live attempt, whoever asks.
                 raise NotificationNotApplicable("the notification belongs to another provider account",
                                                 notification_event_id=event_id)
+            if not self._handler.takes(account, notification):
+                # A connected account's event never resolves the platform's attempt, nor another's.
+                raise NotificationNotApplicable("the notification belongs to another connected account",
+                                                notification_event_id=event_id)
             if not await repository.record_application(conn, event_id=event_id, attempt_id=attempt_id,
                                                        actor=actor, now=now):
                 raise NotificationAlreadyApplied(notification_event_id=event_id)

@@ -4,7 +4,9 @@ dialect", docs/decisions/0044).
 Point a Stripe client's API base at `<fake>/stripe`. Every request is logged for
 `GET /_control/requests` and applies due scheduled changes first, like CardCo's mount; then:
 - authentication by the secret key alone (`Authorization: Bearer sk_...`, or Basic with the key
-  as user name), 401 otherwise: the key names the account;
+  as user name), 401 otherwise: the key names the account; with `Stripe-Account: acct_...` (Stripe
+  Connect) the request acts for that connected account: its own objects, idempotency keys, lists
+  and searches, and its events carry `account` (403 for a header that names no account);
 - `Stripe-Version` accepted (a malformed one is a 400) and echoed, the account's `api_version`
   when the request sends none; every answer carries a `Request-Id`;
 - POSTs are idempotent by the optional `Idempotency-Key` (scope: the account; 24 h, the shared
@@ -54,6 +56,7 @@ from provider_fake.stripe.search import parse
 
 PREFIX = "/stripe"
 API_VERSION = re.compile(r"\d{4}-\d{2}-\d{2}(\.[a-z_]+)?")
+CONNECTED_ACCOUNT = re.compile(r"acct_[A-Za-z0-9]+")
 
 Params = TypeVar("Params", bound=StripeParams)
 Found = TypeVar("Found", bound=ProviderObject)
@@ -152,7 +155,15 @@ class StripeApi:
         account = self.fake.config.account_with_key("stripe", key)
         if account is None:
             raise StripeError(401, "invalid_request_error", f"Invalid API Key provided: {key[:8]}****{key[-4:]}")
-        return account
+        connected = request.headers.get("stripe-account")
+        if connected is None:
+            return account
+        if not CONNECTED_ACCOUNT.fullmatch(connected):
+            raise StripeError(403, "invalid_request_error",
+                              f"The provided key '{key[:8]}****{key[-4:]}' does not have access to account "
+                              f"'{connected}' (or that account does not exist). Application access may have been "
+                              "revoked.")
+        return account.connected_as(connected)
 
     def _endpoint(self, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         """Log, settle, authenticate, check the version, handle; render with Stripe's headers."""

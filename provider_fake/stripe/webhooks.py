@@ -45,6 +45,8 @@ class StripeEvents:
             "pending_webhooks": 1,
             "request": {"id": None, "idempotency_key": None},
             "type": event.type,
+            # Stripe Connect: an event of a connected account names it (a Connect endpoint's events).
+            **({"account": account.connected_account} if account and account.connected_account else {}),
         }
 
     def headers(self, account: Account, body: bytes, timestamp: int, forged: bool) -> dict[str, str]:

@@ -16,7 +16,7 @@ from gateway.providers import provider_for
 from gateway.providers.cardco import CARDCO
 from gateway.providers.registry import check_accounts
 from gateway.refunds.attempts import REFUND
-from gateway.settings import Settings, build_settings
+from gateway.settings import ConfigError, Settings, build_settings
 from jobs import runtime
 
 
@@ -126,3 +126,37 @@ def test_a_stripe_account_without_its_pinned_api_version_fails_start_up_saying_w
 def test_a_stripe_account_pinning_a_version_stripe_never_issued_fails_start_up(version: str, problem: str) -> None:
     with pytest.raises(ValueError, match=f"stripe:acct_store:test: api_version '{version}' {problem}"):
         check_accounts(configured({"id": "stripe:acct_store:test", "api_version": version}))
+
+
+def _connect(*accounts: dict[str, object]) -> Settings:
+    return configured(*({"webhook_endpoint_id": "stripe-connect", "webhook_secrets": ["whsec_connect"], **a}
+                        for a in accounts))
+
+
+def test_accounts_share_a_connect_endpoint_only_each_naming_another_connected_account() -> None:
+    """Stripe Connect: one endpoint delivers the platform's events and its connected accounts'
+    (each event's ``account``), signed with the endpoint's one secret."""
+    settings = _connect({"id": "stripe:acct_platform:test"},
+                        {"id": "stripe:acct_shopa:test", "stripe_account": "acct_1ShopA"})
+    assert settings.connected_account("stripe-connect", "stripe", "acct_1ShopA").id == "stripe:acct_shopa:test"
+    assert settings.connected_account("stripe-connect", "stripe", None).id == "stripe:acct_platform:test"
+    assert settings.connected_account("stripe-connect", "stripe", "acct_1Other") is None
+    with pytest.raises(ConfigError, match="must be unique, unless the accounts sharing one each name another"):
+        _connect({"id": "stripe:acct_shopa:test", "stripe_account": "acct_1ShopA"},
+                 {"id": "stripe:acct_shopb:test", "stripe_account": "acct_1ShopA"})
+    with pytest.raises(ConfigError, match="must list the same webhook_secrets"):
+        _connect({"id": "stripe:acct_platform:test"},
+                 {"id": "stripe:acct_shopa:test", "stripe_account": "acct_1ShopA", "webhook_secrets": ["whsec_x"]})
+    with pytest.raises(ConfigError, match="stripe_account"):
+        _connect({"id": "stripe:acct_shopa:test", "stripe_account": "shop-a"})
+
+
+def test_every_call_of_a_connected_account_carries_stripe_account_and_cardco_has_none() -> None:
+    """Stripe's "Making API calls for connected accounts": the platform's key, the connected
+    account in ``Stripe-Account``; the platform's own account sends none; CardCo has no Connect."""
+    shop, platform = _connect({"id": "stripe:acct_shopa:test", "stripe_account": "acct_1ShopA"},
+                              {"id": "stripe:acct_platform:test"}).provider_accounts
+    assert provider_for(shop.id).headers(shop, "sk")["Stripe-Account"] == "acct_1ShopA"
+    assert "Stripe-Account" not in provider_for(platform.id).headers(platform, "sk")
+    with pytest.raises(ValueError, match="cardco:acct_store:test: stripe_account is a Stripe Connect setting"):
+        check_accounts(configured({"id": "cardco:acct_store:test", "stripe_account": "acct_1ShopA"}))

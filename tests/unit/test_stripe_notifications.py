@@ -5,6 +5,8 @@ and escalated by the handler, seed 004), never an exception."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from gateway.domain.notification_keys import notification_key
@@ -115,3 +117,16 @@ def test_the_events_api_version_travels_with_it_into_the_stored_detail_and_back(
     assert parsed.detail()["api_version"] == "2025-09-30.clover"
     restored = from_detail(parsed.detail())
     assert restored is not None and restored.api_version == "2025-09-30.clover"
+
+
+def test_a_connect_events_account_travels_with_it_and_a_platform_event_names_none() -> None:
+    """Stripe Connect: an event of a connected account carries its ``account``; the handler gives
+    it to the account configured for that connected account, never to the platform's."""
+    document = json.loads(event("payment_intent.succeeded", payment_intent()))
+    connected = _read(json.dumps({**document, "account": "acct_1ShopA"}).encode())
+    assert connected.connected_account == "acct_1ShopA"
+    assert connected.detail()["connected_account"] == "acct_1ShopA"
+    restored = from_detail(connected.detail())
+    assert restored is not None and restored.connected_account == "acct_1ShopA"
+    platform = _read(event("payment_intent.succeeded", payment_intent()))
+    assert platform.connected_account is None and "connected_account" not in platform.detail()

@@ -117,7 +117,8 @@ class CardCo:
     timings = ProviderTimings(key_window_s=86_400, visibility_delay_s=0, request_expiry_enforced=True)
 
     def account_problem(self, account: ProviderAccount) -> str | None:
-        return None  # the settings' default api_version is CardCo's (API.md)
+        # The settings' default api_version is CardCo's (API.md); CardCo has no connected accounts.
+        return "stripe_account is a Stripe Connect setting" if account.stripe_account is not None else None
 
     def headers(self, account: ProviderAccount, credential: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {credential}", "CardCo-Account": account.id,

@@ -110,8 +110,12 @@ class Stripe:
         return versions.version_problem(account.api_version if "api_version" in account.model_fields_set else None)
 
     def headers(self, account: ProviderAccount, credential: str) -> dict[str, str]:
+        """The platform's secret key and pinned version; with Connect, the connected account every
+        call acts on (Stripe's "Making API calls for connected accounts": the ``Stripe-Account``
+        header), its objects, idempotency keys and lists being that account's."""
+        connected = {"Stripe-Account": account.stripe_account} if account.stripe_account else {}
         return {"Authorization": f"Bearer {credential}", "Stripe-Version": account.api_version,
-                "Content-Type": "application/x-www-form-urlencoded"}
+                "Content-Type": "application/x-www-form-urlencoded", **connected}
 
     def operation(self, kind: str) -> Operation:
         if kind not in OPERATIONS:

@@ -7,7 +7,9 @@ carry one). The event's object is read into the common shape (gateway.providers.
 type does not agree with its object's status is not evidence (``type-status-mismatch``). Every other
 type is recorded and escalated (``unknown-type``): README, "Stripe", lists the events to enable. The
 event's ``api_version`` (the version its endpoint renders events in) travels with it: the handler
-applies only events in the version the account pins (gateway.providers.stripe.versions).
+applies only events in the version the account pins (gateway.providers.stripe.versions). A Connect
+event's ``account`` (the connected account it happened on) travels too: the handler gives it to
+the configured account naming that ``stripe_account``, never to the platform's.
 """
 
 from __future__ import annotations
@@ -111,6 +113,7 @@ def parse(body: bytes) -> Notification | Unreadable:
         return unreadable("malformed-object", body, document)
     if isinstance(subject, str):
         return unreadable(subject, body, document)
-    version = document.get("api_version")
+    version, connected = document.get("api_version"), document.get("account")
     return Notification(event_id=present(document.get("id")), event_type=event_type, subject=subject,
-                        api_version=version if isinstance(version, str) else None)
+                        api_version=version if isinstance(version, str) else None,
+                        connected_account=connected if isinstance(connected, str) else None)
