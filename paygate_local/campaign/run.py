@@ -28,12 +28,13 @@ import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from paygate_local.campaign import faults, invariants, schedule, snapshot
+from paygate_local.campaign import faults, invariants, provider_check, schedule, snapshot
 from paygate_local.campaign.client import Gateway
 from paygate_local.campaign.disruptions import Disruptions
 from paygate_local.campaign.fleet import Fleet
@@ -106,6 +107,7 @@ def run(options: Options) -> int:
 
 async def _campaign(options: Options, fleet: Fleet, progress: Progress, logs: Path) -> Result:
     doc = fleet.document
+    window_from = datetime.now(UTC) - timedelta(minutes=5)  # the whole run, for the reconciliation at the end
     async with httpx.AsyncClient(timeout=httpx.Timeout(15.0, connect=2.0),
                                  limits=httpx.Limits(max_connections=64)) as http, \
             httpx.AsyncClient(timeout=CONTROL_TIMEOUT_S) as cardco:
@@ -152,13 +154,17 @@ async def _campaign(options: Options, fleet: Fleet, progress: Progress, logs: Pa
         still_moving = await _settle(fleet, cardco, progress)
         observed = await snapshot.read(cardco, doc, fleet.database_url, logs,
                                        dict(load.cancelled))
+        # After the snapshot: what it forges at CardCo is not the run's and must not meet the invariants.
+        reconciled, reconciliation = await provider_check.check(gateway, cardco, doc, window_from, tag, progress)
+        failed_steps += reconciled
         observed = dataclasses.replace(
             observed, still_moving=still_moving, unhealthy=await _unhealthy(fleet, http),
             asked={"checkouts": options.checkouts, "payouts": options.payouts},
             made={"checkouts": load.made["checkout"], "payouts": load.made["payout"]},
             failed_steps=tuple(failed_steps), dead_letter_rounds=tuple(disruptions.dead_letter_rounds),
             unexpected_5xx=gateway.server_errors_outside(disruptions.windows, RECONNECT_GRACE_S))
-    notes = {**gateway.counts, **disruptions.notes, "sink-redeliveries": invariants.sink_redeliveries(observed)}
+    notes = {**gateway.counts, **disruptions.notes, **reconciliation,
+             "sink-redeliveries": invariants.sink_redeliveries(observed)}
     return Result(seed=options.seed, checkouts=options.checkouts, payouts=options.payouts,
                   operations=load.operations, faults=fault_counts, kills=fleet.kills, restarts=fleet.restarts,
                   violations=invariants.check(observed), wall_s=time.monotonic() - progress.started, notes=notes,
