@@ -11,7 +11,8 @@ worktrees are unregistered too). Both are set up first, then the benchmark runs 
 each with the same arguments (``--json`` always; anything after ``--`` is passed on, e.g.
 ``-- --duration 5 --connections 16``). With ``--rounds N`` it runs N times, alternating the order
 (A B, B A, ...) so neither revision always runs on the warmer machine; the figures are the means.
-``--same-bench`` runs B's bench/ scripts on A's code too, for a figure only B's scripts measure.
+``--same-bench`` runs B's bench/ scripts on A's code too, for a figure only B's scripts measure
+(they must import only what A has: a script that needs a module B added fails on A).
 
 Printed: each figure for A and B and B/A (a rate's ratio above 1 means B is faster; a latency's or
 a CPU figure's below 1 means B is cheaper). ``--json`` writes both revisions' commits and figures

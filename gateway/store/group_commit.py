@@ -47,6 +47,7 @@ class GroupCommit(Generic[T, R]):
     async def run(self, unit: T) -> R:
         """``work``'s result for ``unit`` once its transaction has committed."""
         future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+        future.add_done_callback(_retrieved)  # a caller gone before its answer leaves no unread error
         self._pending.append((unit, future))
         if self._free > 0:
             self._free -= 1
@@ -115,3 +116,8 @@ def _settle(future: asyncio.Future[R], result: R | None = None, *, error: BaseEx
         future.set_exception(error)
     else:
         future.set_result(result)  # type: ignore[arg-type]
+
+
+def _retrieved(future: asyncio.Future[R]) -> None:
+    if not future.cancelled():
+        future.exception()

@@ -183,3 +183,23 @@ async def test_a_unit_that_would_wait_for_a_lock_in_a_batch_waits_alone_after_it
         await holder.rollback()
     assert await rest[1] == 2
     assert 2 in await _rows(probe)
+
+
+async def test_a_caller_that_goes_away_neither_cancels_the_shared_transaction_nor_its_own_unit(
+        probe: Database) -> None:
+    """A queued unit whose caller is cancelled (a client that hung up) is still done with the
+    others: the batch was accepted work, and the others are answered as usual."""
+    global BUSY
+    BUSY = asyncio.Event()
+    gate = asyncio.Event()
+    group = GroupCommit(probe, _inserting(gate), max_batch=16, lanes=1, lock_wait_ms=100)
+    first = asyncio.create_task(group.run(0))
+    await BUSY.wait()
+    rest = [asyncio.create_task(group.run(n)) for n in (1, 2, 3)]
+    await asyncio.sleep(0)
+    rest[1].cancel()
+    gate.set()
+    results = await asyncio.gather(first, *rest, return_exceptions=True)
+    assert results[:2] == [0, 1] and results[3] == 3 and isinstance(results[2], asyncio.CancelledError)
+    rows = await _rows(probe)
+    assert sorted(rows) == [0, 1, 2, 3] and rows[1] == rows[2] == rows[3]
