@@ -102,6 +102,10 @@ class ProviderAccount(_Model):
     # Stripe Connect: the connected account (``acct_...``) every call acts on (``Stripe-Account``)
     # and whose events (their ``account``) this account takes; None: the platform's own account.
     stripe_account: str | None = Field(default=None, pattern=r"^acct_[A-Za-z0-9]+$")
+    # How a Stripe payment is looked up by its reference: the Search API, or, where Search is not
+    # available (an older API version, a country without it), by listing the PaymentIntents
+    # created since the attempt and matching the metadata reference.
+    payment_lookup: Literal["search", "list"] = "search"
 
     @model_validator(mode="after")
     def _coherent(self) -> ProviderAccount:

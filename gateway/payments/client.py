@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from datetime import datetime
 
 import httpx
 
@@ -95,19 +96,23 @@ class PaymentClient:
         return dataclasses.replace(evidence, details={**evidence.details, "request_id": observation.request_id})
 
     async def find_payment(self, provider_account: str, *, provider_id: str | None = None,
-                           client_reference: str | None = None, budget_s: float | None = None) -> Lookup:
-        """A non-mutating lookup by provider payment ID, or by account + client reference."""
+                           client_reference: str | None = None, since: datetime | None = None,
+                           budget_s: float | None = None) -> Lookup:
+        """A non-mutating lookup by provider payment ID, or by account + client reference (of a
+        payment created no earlier than ``since``, the attempt's creation, where the account looks
+        payments up by listing them)."""
         account = self._settings.account(provider_account)
         if account is None:
             return Lookup("failed", reason="request.not-buildable.account-not-configured")
         calls = self._calls(account)
-        path, params = calls.provider.payment_lookup(provider_id=provider_id,
-                                                     client_reference=client_reference)
+        path, params = calls.provider.payment_lookup(provider_id=provider_id, client_reference=client_reference,
+                                                     account=account, since=since)
         response = await calls.read("lookup", path, params, budget_s)
         if isinstance(response, Unanswered):
             return Lookup("failed", reason=response.reason)
         found = calls.provider.lookup_result(response.status_code, response.content,
-                                             response.headers.get("retry-after"), listing=not provider_id)
+                                             response.headers.get("retry-after"), listing=not provider_id,
+                                             client_reference=client_reference)
         return dataclasses.replace(found, request_id=response.headers.get("request-id"))
 
     async def payment_method_usable(self, provider_account: str, payment_method: str,

@@ -157,13 +157,17 @@ class Provider(Protocol):
         """Classify the answer to a create-payment request."""
         ...
 
-    def payment_lookup(self, *, provider_id: str | None,
-                       client_reference: str | None) -> tuple[str, dict[str, str] | None]:
-        """The path and query of a lookup by provider id, else by client reference."""
+    def payment_lookup(self, *, provider_id: str | None, client_reference: str | None,
+                       account: ProviderAccount | None = None,
+                       since: datetime | None = None) -> tuple[str, dict[str, str] | None]:
+        """The path and query of a lookup by provider id, else by client reference (on ``account``,
+        for a payment created no earlier than ``since``, when the account looks payments up by
+        listing them)."""
         ...
 
-    def lookup_result(self, status_code: int, body: bytes, retry_after: str | None, *, listing: bool) -> Lookup:
-        """Classify a lookup's answer (``listing``: it was by client reference)."""
+    def lookup_result(self, status_code: int, body: bytes, retry_after: str | None, *, listing: bool,
+                      client_reference: str | None = None) -> Lookup:
+        """Classify a lookup's answer (``listing``: it was by client reference, ``client_reference``)."""
         ...
 
     def payment_method_path(self, payment_method: str) -> str: ...

@@ -239,6 +239,7 @@ class Recovery:
                 return by_id
         await allowance.spend(account)
         return await self._client.find_payment(account.id, client_reference=attempt["client_reference"],
+                                               since=attempt["created_at"],
                                                budget_s=self._left(deadline))
 
     async def _reconcile(self, attempt: dict[str, Any], account: ProviderAccount, times: Timings,

@@ -160,3 +160,12 @@ def test_every_call_of_a_connected_account_carries_stripe_account_and_cardco_has
     assert "Stripe-Account" not in provider_for(platform.id).headers(platform, "sk")
     with pytest.raises(ValueError, match="cardco:acct_store:test: stripe_account is a Stripe Connect setting"):
         check_accounts(configured({"id": "cardco:acct_store:test", "stripe_account": "acct_1ShopA"}))
+
+
+def test_an_account_pinning_a_version_before_search_must_look_payments_up_by_listing() -> None:
+    """Stripe's Search guide: "The minimum supported API Version to use search is 2020-08-27"; such
+    an account looks payments up by listing PaymentIntents (``payment_lookup = "list"``)."""
+    with pytest.raises(ValueError, match=r"predates the Search API \(2020-08-27\): set payment_lookup = \"list\""):
+        check_accounts(configured({"id": "stripe:acct_store:test", "api_version": "2019-12-03"}))
+    check_accounts(configured({"id": "stripe:acct_store:test", "api_version": "2019-12-03", "payment_lookup": "list"}))
+    check_accounts(configured({"id": "stripe:acct_store:test", "api_version": "2020-08-27"}))

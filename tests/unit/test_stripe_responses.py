@@ -16,10 +16,12 @@ from gateway.providers.cardco import CARDCO
 from gateway.providers.stripe import STRIPE
 from gateway.providers.stripe import answers as rules
 from gateway.providers.stripe.tables import PAYOUT_TABLE, REFUND_TABLE
+from gateway.settings import ProviderAccount
 from tests.stripe_support import (
     card_declined,
     declined_intent,
     error,
+    listing,
     payment_intent,
     payout,
     refund,
@@ -203,3 +205,34 @@ def test_stripes_retry_after_is_never_relied_on_and_cardcos_is() -> None:
     assert STRIPE.rate_limited(400, limited) and STRIPE.rate_limited(429, b"")
     assert not STRIPE.rate_limited(400, body(error("invalid_request_error", "parameter_missing")))
     assert CARDCO.retry_after_s({"retry-after": "7"}) == 7.0
+
+
+@pytest.mark.parametrize("document, outcome", [
+    (listing(payment_intent(id="pi_other", client_reference="ORD-1-a1"), payment_intent(), url="/v1/payment_intents"),
+     "found"),
+    (listing(payment_intent(id="pi_other", client_reference="ORD-1-a1"), url="/v1/payment_intents"), "not-found"),
+    (listing(payment_intent(id="pi_other", client_reference="ORD-1-a1"), url="/v1/payment_intents", has_more=True),
+     "failed"),  # more pages: the list cannot show the payment is absent
+    (listing(payment_intent(), payment_intent(id="pi_2"), url="/v1/payment_intents"), "ambiguous"),
+])
+def test_a_listing_lookup_matches_the_metadata_reference(document: object, outcome: str) -> None:
+    """Where Search is unavailable, a lookup by reference is one page of ``GET /v1/payment_intents``
+    created since the attempt, matched by ``metadata['client_reference']``, as payouts are."""
+    found = rules.lookup_result(200, body(document), None, listing=True, client_reference="ORD-5521-a1")
+    assert found.outcome == outcome
+    if outcome == "found":
+        assert found.payment is not None and found.payment.id == "pi_3Q0abc"
+
+
+def test_an_account_looking_payments_up_by_listing_lists_from_the_attempts_creation() -> None:
+    account = ProviderAccount(id=ACCOUNT, base_url="https://api.stripe.com", api_key="sk", webhook_endpoint_id="e",
+                              api_version="2025-09-30.clover", payment_lookup="list")
+    since = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+    assert STRIPE.payment_lookup(provider_id=None, client_reference="ORD-5521-a1", account=account, since=since) == (
+        "/v1/payment_intents", {"created[gte]": str(int(since.timestamp()) - 300), "limit": "100"})
+    searching = account.model_copy(update={"payment_lookup": "search"})
+    assert STRIPE.payment_lookup(provider_id=None, client_reference="ORD-5521-a1", account=searching,
+                                 since=since)[0] == "/v1/payment_intents/search"
+    cardco = ProviderAccount(id="cardco:acct_store:test", base_url="https://x", api_key="k", webhook_endpoint_id="c",
+                             payment_lookup="list")
+    assert CARDCO.account_problem(cardco) == "payment_lookup is a Stripe setting"

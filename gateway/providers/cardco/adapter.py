@@ -117,8 +117,11 @@ class CardCo:
     timings = ProviderTimings(key_window_s=86_400, visibility_delay_s=0, request_expiry_enforced=True)
 
     def account_problem(self, account: ProviderAccount) -> str | None:
-        # The settings' default api_version is CardCo's (API.md); CardCo has no connected accounts.
-        return "stripe_account is a Stripe Connect setting" if account.stripe_account is not None else None
+        # The settings' default api_version is CardCo's (API.md); CardCo has no connected accounts,
+        # and its lookup by reference is its own listing.
+        if account.stripe_account is not None:
+            return "stripe_account is a Stripe Connect setting"
+        return "payment_lookup is a Stripe setting" if account.payment_lookup != "search" else None
 
     def headers(self, account: ProviderAccount, credential: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {credential}", "CardCo-Account": account.id,
@@ -159,13 +162,15 @@ class CardCo:
     def payment_evidence(self, account_id: str, status_code: int, body: bytes) -> Evidence:
         return answers.payment_evidence(account_id, status_code, body)
 
-    def payment_lookup(self, *, provider_id: str | None,
-                       client_reference: str | None) -> tuple[str, dict[str, str] | None]:
+    def payment_lookup(self, *, provider_id: str | None, client_reference: str | None,
+                       account: ProviderAccount | None = None,
+                       since: datetime | None = None) -> tuple[str, dict[str, str] | None]:
         if provider_id:
             return f"{PAYMENTS_PATH}/{provider_id}", None
         return PAYMENTS_PATH, {"client_reference": client_reference or ""}
 
-    def lookup_result(self, status_code: int, body: bytes, retry_after: str | None, *, listing: bool) -> Lookup:
+    def lookup_result(self, status_code: int, body: bytes, retry_after: str | None, *, listing: bool,
+                      client_reference: str | None = None) -> Lookup:
         return answers.lookup_result(status_code, body, retry_after, listing=listing)
 
     def payment_method_path(self, payment_method: str) -> str:

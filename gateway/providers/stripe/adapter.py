@@ -106,8 +106,12 @@ class Stripe:
 
     def account_problem(self, account: ProviderAccount) -> str | None:
         """A Stripe account pins its API version explicitly (the settings' default is CardCo's), in
-        a form Stripe issues (gateway.providers.stripe.versions)."""
-        return versions.version_problem(account.api_version if "api_version" in account.model_fields_set else None)
+        a form Stripe issues, and one the Search API answers unless it looks payments up by listing
+        them (gateway.providers.stripe.versions)."""
+        problem = versions.version_problem(account.api_version if "api_version" in account.model_fields_set else None)
+        if problem is None and account.payment_lookup == "search":
+            return versions.search_problem(account.api_version)
+        return problem
 
     def headers(self, account: ProviderAccount, credential: str) -> dict[str, str]:
         """The platform's secret key and pinned version; with Connect, the connected account every
@@ -153,14 +157,23 @@ class Stripe:
     def payment_evidence(self, account_id: str, status_code: int, body: bytes) -> Evidence:
         return stripe.payment_evidence(account_id, status_code, body)
 
-    def payment_lookup(self, *, provider_id: str | None,
-                       client_reference: str | None) -> tuple[str, dict[str, str] | None]:
+    def payment_lookup(self, *, provider_id: str | None, client_reference: str | None,
+                       account: ProviderAccount | None = None,
+                       since: datetime | None = None) -> tuple[str, dict[str, str] | None]:
+        """By id; else through the Search API, or, on an account whose ``payment_lookup`` is
+        ``list`` (Search needs a recent API version and is not offered everywhere), the list of
+        PaymentIntents created since ``since`` (the attempt's creation, minus the hosts' skew), one
+        page, matched by the metadata reference (:func:`answers.listed_lookup`), as payouts are."""
         if provider_id:
             return f"{PAYMENT_INTENTS_PATH}/{quote(provider_id, safe='')}", None
+        if account is not None and account.payment_lookup == "list" and since is not None:
+            return PAYMENT_INTENTS_PATH, {"created[gte]": str(int((since - CREATED_SLACK).timestamp())), "limit": PAGE}
         return f"{PAYMENT_INTENTS_PATH}/search", {"query": stripe.search_query(client_reference or "")}
 
-    def lookup_result(self, status_code: int, body: bytes, retry_after: str | None, *, listing: bool) -> Lookup:
-        return stripe.lookup_result(status_code, body, None, listing=listing)  # Retry-After: never relied on
+    def lookup_result(self, status_code: int, body: bytes, retry_after: str | None, *, listing: bool,
+                      client_reference: str | None = None) -> Lookup:
+        # Retry-After: never relied on (retry_after_s).
+        return stripe.lookup_result(status_code, body, None, listing=listing, client_reference=client_reference)
 
     def payment_method_path(self, payment_method: str) -> str:
         return f"{PAYMENT_METHODS_PATH}/{quote(payment_method, safe='')}"

@@ -207,15 +207,40 @@ def search_query(client_reference: str) -> str:
     return f"metadata['client_reference']:'{escaped}'"
 
 
-def lookup_result(status_code: int, body: bytes, retry_after: str | None, *, listing: bool) -> Lookup:
+def lookup_result(status_code: int, body: bytes, retry_after: str | None, *, listing: bool,
+                  client_reference: str | None = None) -> Lookup:
     """Classify ``GET /v1/payment_intents/{id}`` (``listing`` False) or
     ``GET /v1/payment_intents/search`` (``listing`` True). Search results lag behind writes, so an
     empty search is "not found", never proof of absence: the recovery loop resends only under the
     attempt's key, which Stripe answers with the saved result of any earlier send. A legacy 400
     ``rate_limit`` is rate-limited like a 429 (:func:`rate_limited`)."""
-    if rate_limited(status_code, document(body)):
+    found = document(body)
+    if rate_limited(status_code, found):
         status_code = 429
+    if status_code == 200 and listing and isinstance(found, dict) and found.get("object") == "list":
+        return listed_lookup(found, client_reference)
     return lookup_answer(status_code, body, retry_after, listing=listing, read=payment_intent)
+
+
+def listed_lookup(listed: dict[str, Any], client_reference: str | None) -> Lookup:
+    """A page of ``GET /v1/payment_intents`` read as a lookup by reference: the intents whose
+    ``metadata['client_reference']`` is the attempt's; none on a page with more after it is a
+    failed lookup (the list cannot show the payment is absent), as for payouts (:func:`matching`)."""
+    data = listed.get("data")
+    if not isinstance(data, list) or client_reference is None:
+        return Lookup("failed", reason="provider.lookup-unreadable")
+    try:
+        found = [payment_intent(item) for item in data
+                 if isinstance(item, dict) and _metadata_reference(item) == client_reference]
+    except (ValueError, ValidationError):
+        return Lookup("failed", reason="provider.lookup-unreadable")
+    if len(found) > 1:
+        return Lookup("ambiguous", reason="provider.lookup-ambiguous")
+    if found:
+        return Lookup("found", found[0])
+    if listed.get("has_more") is not False:
+        return Lookup("failed", reason="provider.lookup-list-incomplete")
+    return Lookup("not-found")
 
 
 def payment_method_usable(status_code: int, body: bytes, now: datetime) -> bool | None:

@@ -21,6 +21,9 @@ VERSION = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})(?:\.(?P<name>[a-z]+))?")
 # The first version Stripe released with a name (Stripe's API reference, "Versioning": "Starting
 # with the 2024-09-30.acacia release, Stripe follows a new API release process").
 NAMED_SINCE = date(2024, 9, 30)
+# The first version the Search API answers (Stripe's Search guide, "Limitations": "The minimum
+# supported API Version to use search is 2020-08-27").
+SEARCH_SINCE = date(2020, 8, 27)
 WHERE_TO_FIND = ("the version your integration was tested with is shown in the Stripe Dashboard under "
                  "Developers -> API version (Workbench, https://dashboard.stripe.com/workbench), "
                  "e.g. '2025-09-30.clover'")
@@ -44,4 +47,14 @@ def version_problem(value: str | None) -> str | None:
     if released < NAMED_SINCE and match["name"] is not None:
         return f"api_version {value!r} names a release, which no version before 2024-09-30.acacia has: " \
                f"{WHERE_TO_FIND}"
+    return None
+
+
+def search_problem(value: str) -> str | None:
+    """Why an account pinning ``value`` (a version :func:`version_problem` accepts) cannot look
+    payments up through the Search API, or None."""
+    match = VERSION.fullmatch(value)
+    if match is not None and date.fromisoformat(match["date"]) < SEARCH_SINCE:
+        return (f"api_version {value!r} predates the Search API (2020-08-27): set payment_lookup = \"list\" to look "
+                "payments up by listing them")
     return None
