@@ -80,7 +80,8 @@ async def test_a_key_without_an_account_is_rejected_by_the_database(services: Se
 
 
 async def _waiters(services: Services) -> int:
-    row = await services.db.fetch_one("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
+    row = await services.db.fetch_one("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                            " AND datname = current_database()")
     return int(row["n"]) if row else 0
 
 

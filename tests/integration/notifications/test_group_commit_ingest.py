@@ -23,7 +23,8 @@ from tests.integration.notifications.conftest import Webhooks, another_process
 
 
 async def _lock_waiters(services: Services) -> int:
-    row = await services.db.fetch_one("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
+    row = await services.db.fetch_one("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                            " AND datname = current_database()")
     return int(row["n"]) if row else 0
 
 
