@@ -114,14 +114,20 @@ def test_a_campaign_of_300_checkouts_pauses_a_worker_past_its_lease_crashes_post
         tmp_path: Path, data_dir: Path) -> None:
     """Issue 22, "Scale": --checkouts 300 --payouts 30 "includes at least one pause past a lease,
     one PostgreSQL crash (-m immediate), one broker outage and one sink outage, besides the kills
-    and restarts it has today"."""
+    and restarts it has today": every fault kind fires at least once."""
     document = _campaign(tmp_path, data_dir, "--checkouts", "300", "--payouts", "30", timeout_s=1100)
     _check(document, 300, 30)
     assert sum(document["pauses"].values()) >= 1  # type: ignore[attr-defined]
     outages: dict[str, Any] = document["outages"]  # type: ignore[assignment]
     assert outages["postgres"]["crashes"] >= 1 and outages["postgres"]["down_s"] >= 10
     assert outages["broker"]["restarts"] >= 2 and outages["broker"]["down_s"] >= 10
-    assert outages["sinks"]["merchant"]["downs"] + outages["sinks"]["alert"]["downs"] >= 1
+    for fault in ("errors", "hangs", "downs"):
+        assert outages["sinks"]["merchant"][fault] + outages["sinks"]["alert"][fault] >= 1
+    assert outages["provider"]["lookup_storms"] >= 1
+    kills: dict[str, int] = document["kills"]  # type: ignore[assignment]
+    assert kills["worker"] >= 3  # one, then both at once
+    fired: dict[str, int] = document["faults_fired"]  # type: ignore[assignment]
+    assert sum(n for kind, n in fired.items() if kind.endswith(":rate_limit")) >= 1
 
 
 @pytest.mark.campaign
