@@ -22,8 +22,9 @@ import structlog
 
 from gateway.clock import Clock
 from gateway.domain.attempt_timing import resend_fits, resend_wait_s
+from gateway.domain.evidence_rule import Escalate, Seen, Write, answered, verdict
 from gateway.domain.outcomes import (
-    MISMATCH,
+    IN_FLIGHT,
     AttemptState,
     Classification,
     ProviderIdClaimed,
@@ -39,7 +40,7 @@ from gateway.pipeline.kind import AttemptKind, Claimed, Job, Postponed, Presente
 from gateway.providers.base import Request
 from gateway.providers.calls import CredentialUnavailable, ProviderCalls
 from gateway.settings import ProviderAccount, Settings
-from gateway.store.db import Database
+from gateway.store.db import Connection, Database
 
 MAX_SENDS = 3
 log = structlog.get_logger("gateway.pipeline")
@@ -166,12 +167,10 @@ class Executor:
         if isinstance(classification, str):
             return classification
         if classification.row.resend:  # sends exhausted, or no resend fits before the send deadline: Started
-            # with a recorded send failure; recovery follows
+            # with a recorded send failure, its sender's until the lease lapses (seed 000 §11)
             signals.executed(self.kind, AttemptState.STARTED.value)
             return classification.reason
-        await self._resolve(attempt, epoch, classification.state, classification.reason, AttemptState.STARTED,
-                            classification)
-        return classification.state.value
+        return await self._apply(attempt, epoch, classification)
 
     async def _observe(self, attempt: Row, classification: Classification, send: int,
                        request_id: str | None = None) -> None:
@@ -186,30 +185,84 @@ class Executor:
                                             "provider_status": classification.provider_status,
                                             **({"request_id": request_id} if request_id else {})})
 
-    async def _resolve(self, attempt: Row, epoch: int, state: AttemptState, reason: str, from_state: AttemptState,
-                       classification: Classification | None = None) -> None:
+    async def _apply(self, attempt: Row, epoch: int, answer: Classification) -> str:
+        """The send's answer is one more piece of evidence (seed 000 §13; seed 004, "Persisting the
+        Attempt"): under the attempt's row lock, the one evidence rule decides from the attempt as
+        it stands, read as its sender's answer while the lease epoch is still this executor's
+        (``evidence_rule.answered``), and it is written through the one narrow evidence write; an
+        answer naming another provider id than the recorded one, or one another attempt holds, is
+        escalated as a mismatch, a contradiction of a settled outcome as a contradiction. The
+        state the attempt is left in, or the answer's when nothing could be recorded."""
         now = self.clock.now()
-        next_check_at = None
-        if state in (AttemptState.STARTED, AttemptState.UNKNOWN):  # the reconciler's first look
-            next_check_at = self.kind.timings(self.settings, stored_account(self.settings, attempt)).next_check(now, 0)
-        # A record that is not this attempt's (MISMATCH) lends it no provider id (seed 004).
-        provider_id = classification.provider_id if classification and classification.row is not MISMATCH \
-            else None
         try:
             async with self.db.transaction() as conn:
-                try:
-                    written = await transitions.resolve(
-                        self.kind, conn, now, attempt, state, reason, actor=self.presenter.service_id,
-                        from_states=[from_state], epoch=epoch, provider_id=provider_id,
-                        provider_status=classification.provider_status if classification else None,
-                        next_check_at=next_check_at, certifier=Certifier.of(self.settings))  # seed 001 (issue 8)
-                except ProviderIdClaimed as claimed:
-                    # The answer names another attempt's object: both stay as they are (seed 004),
-                    # this one Started until its lease lapses and the reconciler looks it up.
-                    await transitions.escalate_mismatch(self.kind, conn, now, attempt, claimed.provider_id,
-                                                        reminder_interval_s=self.settings.reminder_interval_s)
-                    log.warning(f"{self.kind.name}_provider_id_claimed", attempt_id=str(attempt["attempt_id"]))
-                    return
+                current = await self.kind.rows.lock(conn, attempt["attempt_id"])
+                if current is None:  # attempts are never deleted: only a broken invariant gets here
+                    raise RuntimeError(f"{self.kind.label} attempt {attempt['attempt_id']} vanished")
+                owner = current["lease_epoch"] == epoch
+                seen = answered(answer, owner=owner)
+                ruled = verdict(AttemptState(current["state"]), current[self.kind.rows.provider_id], seen)
+                found = seen.provider_id
+                if isinstance(ruled, Write):
+                    try:
+                        await self._write(conn, now, current, ruled, answer, seen, epoch if owner else None)
+                    except ProviderIdClaimed as claimed:  # another attempt's object: both stay as they are
+                        ruled, found = Escalate("mismatch"), claimed.provider_id
+                    else:
+                        signals.executed(self.kind, ruled.state.value)
+                        return ruled.state.value
+                if isinstance(ruled, Escalate):
+                    await self._escalate(conn, now, current, ruled, found, answer)
+                return str(current["state"])
+        except Exception as error:  # noqa: BLE001 - the lease lapses and the sweeper records Unknown
+            log.warning(f"{self.kind.name}_record_failed", attempt_id=str(attempt["attempt_id"]),
+                        error_type=type(error).__name__)
+            signals.unconfirmed(self.kind, "record")
+            return answer.state.value
+
+    async def _write(self, conn: Connection, now: datetime, current: Row, ruled: Write, answer: Classification,
+                     seen: Seen, epoch: int | None) -> None:
+        next_check_at = None
+        if ruled.state in IN_FLIGHT:  # the reconciler's first look
+            next_check_at = self.kind.timings(self.settings, stored_account(self.settings, current)).next_check(now, 0)
+        written = await transitions.resolve(
+            self.kind, conn, now, current, ruled.state, answer.reason, actor=self.presenter.service_id,
+            from_states=ruled.from_states, epoch=epoch,
+            provider_id=seen.provider_id if seen.matches else None,  # a record not the attempt's lends no id
+            provider_status=answer.provider_status if seen.matches else None, next_check_at=next_check_at,
+            certifier=Certifier.of(self.settings))  # seed 001 (issue 8)
+        if written is None:  # the row is locked and the rule decided from it: only a broken invariant
+            raise RuntimeError(f"{self.kind.label} attempt {current['attempt_id']} moved under its own lock")
+
+    async def _escalate(self, conn: Connection, now: datetime, current: Row, ruled: Escalate, found: str | None,
+                        answer: Classification) -> None:
+        """An answer naming another provider id (the rule's ``other-id``) or another attempt's is a
+        ``mismatch`` for a pipeline kind (docs/decisions/0061), naming both ids; one contradicting a
+        settled outcome is a ``contradiction``. The attempt stays as it is."""
+        if ruled.cause == "contradiction":
+            await transitions.escalate(self.kind, conn, now, current, "contradiction",
+                                       reminder_interval_s=self.settings.reminder_interval_s,
+                                       status=answer.provider_status,
+                                       **{f"answered_{self.kind.rows.provider_id}": found})
+        else:
+            await transitions.escalate_mismatch(self.kind, conn, now, current, found,
+                                                reminder_interval_s=self.settings.reminder_interval_s)
+        log.warning(f"{self.kind.name}_answer_escalated", attempt_id=str(current["attempt_id"]), cause=ruled.cause)
+
+    async def _resolve(self, attempt: Row, epoch: int, state: AttemptState, reason: str,
+                       from_state: AttemptState) -> None:
+        """The executor's own stopping write, before any answer: Claimed to NotStarted (no credential),
+        Started to Unknown (a request that cannot be built). Conditional on the owner's epoch."""
+        now = self.clock.now()
+        next_check_at = None
+        if state is AttemptState.UNKNOWN:  # the reconciler's first look
+            next_check_at = self.kind.timings(self.settings, stored_account(self.settings, attempt)).next_check(now, 0)
+        try:
+            async with self.db.transaction() as conn:
+                written = await transitions.resolve(
+                    self.kind, conn, now, attempt, state, reason, actor=self.presenter.service_id,
+                    from_states=[from_state], epoch=epoch, next_check_at=next_check_at,
+                    certifier=Certifier.of(self.settings))  # seed 001 (issue 8)
         except Exception as error:  # noqa: BLE001 - the lease lapses and the sweeper records Unknown
             log.warning(f"{self.kind.name}_record_failed", attempt_id=str(attempt["attempt_id"]),
                         error_type=type(error).__name__)

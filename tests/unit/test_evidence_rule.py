@@ -70,3 +70,22 @@ def test_checkout_names_another_provider_id_a_contradiction() -> None:
     decision = attempts.decide(facts, attempts.Evidence(finding="succeeded", provider_account="cardco:a:test",
                                                         provider_id="p2"), only_send=True)
     assert decision.escalation is not None and decision.escalation.key == "attempt:A1:contradiction"
+
+
+@pytest.mark.parametrize(("state", "seen", "expected"), [
+    (S.STARTED, Seen(S.STARTED, "p1", sender=True), Write(S.STARTED, (S.STARTED,))),
+    (S.STARTED, Seen(S.STARTED, "p1"), Keep("already-recorded")),
+    (S.STARTED, Seen(S.UNKNOWN, matches=False, sender=True), Write(S.UNKNOWN, (S.STARTED,))),
+    (S.STARTED, Seen(S.UNKNOWN, matches=False), Escalate("mismatch")),
+    (S.STARTED, Seen(S.SUCCEEDED, "p1", sender=True), Write(S.SUCCEEDED, IN_FLIGHT)),
+    (S.SUCCEEDED, Seen(S.FAILED, "p1", sender=True), Escalate("contradiction")),
+])
+def test_a_send_answer_read_by_the_sender_that_owns_the_attempt_hands_it_on(state: AttemptState, seen: Seen,
+                                                                            expected: object) -> None:
+    """Seed 000 §11: an accepted answer leaves the attempt Started, to "wait for a status check or
+    notification": the sender's Started is written again with the provider id it names (another
+    writer's repeat of Started is already recorded), and a record in the answer that is not the
+    attempt's proves nothing about the request that reached the provider: Unknown, which the
+    reconciler looks up and escalates if it finds the mismatch (§13), where evidence from any other
+    source escalates at once. Past its sender the answer is evidence like any other."""
+    assert verdict(state, None, seen) == expected

@@ -12,14 +12,17 @@ from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 import respx
 from pydantic import SecretStr
 
+from gateway.clock import ManualClock
 from gateway.domain.outcomes import AttemptState
 from gateway.payouts.attempts import PAYOUT
 from gateway.payouts.config import payout_account
+from gateway.payouts.sweeper import sweep_once
 from gateway.pipeline import effects, transitions
 from gateway.providers.calls import ProviderCalls
 from gateway.providers.cardco.tables import PAYOUT_TABLE_VERSION
@@ -338,3 +341,46 @@ async def test_an_answer_naming_another_attempts_payout_id_is_refused_by_the_ind
     assert escalation["escalation_key"] == f"payout-attempt:{attempt['attempt_id']}:mismatch"
     assert escalation["details"]["found_provider_payout_id"] == owner["provider_payout_id"]
     assert (await _attempt(world, "PAY-3107"))["provider_payout_id"] == owner["provider_payout_id"]
+
+
+
+def _answer_after_the_sweeper(world: World, cardco_http: respx.MockRouter) -> None:
+    """CardCo takes the send as usual; before its answer reaches the executor, the executor's lease
+    lapses and the sweeper fences it (the seed's paused worker): the answer arrives late. The
+    sweeper runs on a clock 400 s ahead (past the lease); the executor's own clock stays, so its
+    call budget does not cut the answer off."""
+    [route] = list(cardco_http.routes)  # the CardCo mount (provider_fake.inprocess.mount)
+    served = route.side_effect
+
+    async def side_effect(request: httpx.Request) -> httpx.Response:
+        response: httpx.Response = await served(request)  # type: ignore[misc, operator]
+        if request.method == "POST" and request.url.path == "/v1/payouts":
+            later = ManualClock(world.clock.now() + timedelta(seconds=400))
+            assert (await sweep_once(world.services.db, later))["attempts_fenced"] == 1
+        return response
+
+    route.side_effect = side_effect
+
+
+async def test_a_send_answer_arriving_after_the_sweeper_is_evidence_and_restores_no_ownership(
+        world: World, cardco_http: respx.MockRouter) -> None:
+    """Seed 000 §13: "If the provider's late response ... reaches the platform first, it may resolve
+    ATT-1 through the same narrow evidence write, conditional on the attempt still being Unknown. It
+    records what happened to a request already sent; it does not restore any worker's ownership."
+    The executor's answer goes through the one evidence rule (gateway.domain.evidence_rule.answered,
+    verdict) as the attempt stands under its row lock: CardCo declined the payout (destination_closed)
+    while the sweeper made the attempt Unknown, so the answer settles it Failed, on the sweeper's
+    epoch. An executor that applied its answer only to its own Started, by its own epoch, left it
+    Unknown (the write missed) for the reconciler."""
+    await world.faults({"operation": "create_payout", "action": "decline", "code": "destination_closed"})
+    _answer_after_the_sweeper(world, cardco_http)
+    job = await world.approved()
+    assert await world.run(job) == "Failed"
+    attempt = await _attempt(world)
+    assert (attempt["state"], attempt["outcome_reason"]) == ("Failed", "destination_closed")
+    assert (attempt["lease_epoch"], attempt["lease_expires_at"]) == (2, None)  # the sweeper's fence stands
+    assert (await world.payout())["state"] == "Failed"
+    assert await world.totals() == (0, 0)  # the reservation released with the resolution
+    transitions_seen = [(h["actor"], h["detail"]["attempt_state"]) for h in await world.history()
+                        if h["kind"] == "transition" and "attempt_state" in h["detail"]]
+    assert transitions_seen[-2:] == [("payout-sweeper", "Unknown"), ("svc-payout-worker", "Failed")]
