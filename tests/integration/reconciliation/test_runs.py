@@ -7,8 +7,11 @@ rate the provider's limits allow"; "Escalations")."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
+
+import pytest
 
 from gateway.clock import ManualClock
 from gateway.ratelimits.buckets import LookupTokens
@@ -169,3 +172,41 @@ async def test_a_rate_limited_account_leaves_recovery_its_share_of_lookup_tokens
     await shop.faults()
     clock.advance(60 + burst / rate)
     assert await runs.execute(run["run_id"]) == "finished"
+
+
+async def test_a_run_killed_inside_a_page_writes_nothing_of_it_and_resumes_with_one_escalation(
+        shop: Shop, runs: Runs, provider_api: Provider, clock: ManualClock) -> None:
+    """The run's task dies while its page transaction waits for an order's lock, after recording
+    the Unknown attempt's finding (and, on CardCo, oldest first, the orphan's escalation): nothing
+    of the page stays; resumed, the page is written once, one escalation, the attempt resolved."""
+    start = clock.now()
+    orphan = await provider_api.payment("NOT-OURS-K")
+    await shop.order("ORD-K")
+    await shop.faults({"operation": "create_payment", "action": "drop_response"})
+    assert (await shop.pay("ORD-K")).json()["state"] == "Unknown"
+    await shop.faults()
+    clock.advance(LAG_S)
+    run = await runs.start(shop.account, *window(start, clock.now()), "test")
+    db = shop.services.db
+    async with db.transaction() as holder:
+        await holder.execute("SELECT 1 FROM orders WHERE order_id = 'ORD-K' FOR UPDATE")
+        task = asyncio.create_task(runs.execute(run["run_id"]))
+        for _ in range(200):
+            waiting = await db.fetch_one("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                         " AND datname = current_database()")
+            if waiting and waiting["n"]:
+                break
+            await asyncio.sleep(0.05)
+        assert waiting and waiting["n"], "the page transaction never reached the order's lock"
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    half = await runs.get(run["run_id"]) or {}
+    assert (half["state"], half["kind_position"], half["objects_read"]) == ("Running", 0, 0)
+    assert await findings(shop, run["run_id"]) == {} and await escalations(shop) == []
+    assert await runs.execute(run["run_id"]) == "finished"
+    done = await runs.get(run["run_id"]) or {}
+    assert (done["orphan"], done["evidence"], done["objects_read"]) == (1, 1, 2)
+    assert [e["details"]["provider_object_id"] for e in await escalations(shop)] == [orphan]
+    [attempt] = await shop.attempts("ORD-K")
+    assert attempt["state"] == "Succeeded"
