@@ -29,7 +29,7 @@ from gateway.payments.client import StoredRequest, payments_endpoint
 from gateway.payments.evidence_lock import LOCK_FOR_EVIDENCE
 from gateway.payments.leases import Lease, finish
 from gateway.payments.sends import persist_payment
-from gateway.providers import provider_for
+from gateway.providers import checkout, provider_for
 from gateway.refunds.decisions import RefundPolicy, decide_after_cancel
 from gateway.settings import ProviderAccount, Settings
 from gateway.store.db import Connection, Database, fetch_one, pipelined
@@ -58,7 +58,7 @@ def stored_request(attempt: Attempt) -> StoredRequest:
 def request_body(account: ProviderAccount, order: dict[str, Any], client_reference: str) -> str:
     """The exact bytes every send of the attempt carries, in the account's provider's encoding
     (gateway.providers): a payment-method token, never card data."""
-    return provider_for(account.id).payment_body(amount_minor=order["amount_minor"], currency=order["currency"],
+    return checkout(provider_for(account.id)).body(amount_minor=order["amount_minor"], currency=order["currency"],
                                                  payment_method=order["payment_method"],
                                                  client_reference=client_reference)
 

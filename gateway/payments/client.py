@@ -25,7 +25,7 @@ from gateway.domain.attempt_kinds import PAYMENT
 from gateway.domain.attempts import Evidence
 from gateway.domain.outcomes import NoResponse
 from gateway.domain.provider_evidence import Lookup
-from gateway.providers import provider_for
+from gateway.providers import checkout, provider_for
 from gateway.providers.answers import Unanswered
 from gateway.providers.calls import ProviderCalls
 from gateway.settings import ProviderAccount, Settings
@@ -47,7 +47,7 @@ class NotBuildable(Exception):
 
 
 def payments_endpoint(account: ProviderAccount) -> str:
-    return provider_for(account.id).payments_endpoint(account)
+    return checkout(provider_for(account.id)).endpoint(account)
 
 
 
@@ -89,7 +89,7 @@ class PaymentClient:
                                          budget_s)
         if isinstance(observation, NoResponse):
             return Evidence.unknown(account.id, observation.reason)
-        evidence = calls.provider.payment_evidence(account.id, observation.status, observation.body)
+        evidence = checkout(calls.provider).evidence(account.id, observation.status, observation.body)
         if observation.request_id is None:
             return evidence
         # Kept in the attempt's history with the evidence: a support ticket names the request.
@@ -105,14 +105,14 @@ class PaymentClient:
         if account is None:
             return Lookup("failed", reason="request.not-buildable.account-not-configured")
         calls = self._calls(account)
-        path, params = calls.provider.payment_lookup(provider_id=provider_id, client_reference=client_reference,
-                                                     account=account, since=since)
+        contract = checkout(calls.provider)
+        path, params = contract.lookup(provider_id=provider_id, client_reference=client_reference, account=account,
+                                       since=since)
         response = await calls.read("lookup", path, params, budget_s)
         if isinstance(response, Unanswered):
             return Lookup("failed", reason=response.reason)
-        found = calls.provider.lookup_result(response.status_code, response.content,
-                                             response.headers.get("retry-after"), listing=not provider_id,
-                                             client_reference=client_reference)
+        found = contract.lookup_result(response.status_code, response.content, response.headers.get("retry-after"),
+                                       listing=not provider_id, client_reference=client_reference)
         return dataclasses.replace(found, request_id=response.headers.get("request-id"))
 
     async def payment_method_usable(self, provider_account: str, payment_method: str,
@@ -123,8 +123,8 @@ class PaymentClient:
         if account is None:
             return None
         calls = self._calls(account)
-        response = await calls.read("payment_method", calls.provider.payment_method_path(payment_method),
-                                    budget_s=budget_s)
+        contract = checkout(calls.provider)
+        response = await calls.read("payment_method", contract.method_path(payment_method), budget_s=budget_s)
         if isinstance(response, Unanswered):
             return None
-        return calls.provider.payment_method_usable(response.status_code, response.content, self._clock.now())
+        return contract.method_usable(response.status_code, response.content, self._clock.now())

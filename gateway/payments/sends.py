@@ -20,7 +20,7 @@ from gateway.domain.effect_protocol import ProtocolState
 from gateway.effects import ledger
 from gateway.effects.gate import SendGate
 from gateway.payments.client import PaymentClient, StoredRequest
-from gateway.providers import provider_for
+from gateway.providers import checkout, provider_for
 from gateway.store.db import Connection
 
 
@@ -28,7 +28,7 @@ def payment_intent(stored: StoredRequest, attempt_id: Any) -> ledger.Intent:
     """The intent as the stored request states it, its business fields read by the account's
     provider; raises ManifestUnbuildable for a body that is not the provider's payment request."""
     transport = Transport(stored.provider_account, stored.endpoint, stored.api_version, stored.idempotency_key)
-    fields = provider_for(stored.provider_account).payment_fields(stored.request_body)
+    fields = checkout(provider_for(stored.provider_account)).fields(stored.request_body)
     return ledger.Intent(PAYMENT.name, attempt_id, transport, payment_manifest(transport, stored.request_body, fields))
 
 

@@ -10,7 +10,7 @@ another one: the pipeline raises ``account-not-configured`` and leaves the attem
 from __future__ import annotations
 
 from gateway.pipeline.kind import AttemptKind, Row
-from gateway.providers import Operation, provider_for
+from gateway.providers import Operation, contract, provider_for
 from gateway.settings import ProviderAccount, Settings
 
 NOT_CONFIGURED = "account-not-configured"
@@ -24,4 +24,4 @@ def stored_account(settings: Settings, attempt: Row) -> ProviderAccount | None:
 def operation(kind: AttemptKind, account_id: str) -> Operation:
     """The kind's contract with the provider of ``account_id`` (gateway.providers); raises
     ``UnsupportedOperation`` where that provider has none (docs/decisions/0047)."""
-    return provider_for(account_id).operation(kind.name)
+    return contract(provider_for(account_id), kind.name, Operation)

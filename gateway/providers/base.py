@@ -5,16 +5,17 @@ Everything that makes paygate safe (record before send, Unknown, lookups before 
 verified and deduplicated notifications, reconciliation) is provider-independent and stays above
 the seam. A :class:`Provider` states the rest:
 
-- the create requests: a checkout payment's stored body (:meth:`Provider.payment_body`, built once
-  when the attempt is inserted and sent byte for byte on every send), and for each pipeline kind an
-  :class:`Operation` (``payout``, ``payout_recall``, ``payment_refund``): the exact request of a
-  send, the business fields its seed 001 manifest commits to, the lookup the reconciler makes, and
-  the versioned classification table (seed 000, "Production Adaptation");
+- one contract per attempt kind it supports, in :attr:`Provider.operations` by the kind's name:
+  for each pipeline kind an :class:`Operation` (``payout``, ``payout_recall``, ``payment_refund``):
+  the exact request of a send, the business fields its seed 001 manifest commits to, the lookup
+  the reconciler makes, and the versioned classification table (seed 000, "Production
+  Adaptation"); for checkout (``payment``) a :class:`PaymentOperation`: the stored body built once
+  at insert and sent byte for byte on every send, its fields, the create's answer as
+  :class:`~gateway.domain.attempts.Evidence`, the lookup and the payment-method check. A new kind
+  is one more entry per provider, never a new method of the protocol;
 - the transport: the headers a send carries on the account stored on the attempt (credential,
   account, pinned API version, content type); the attempt's key goes as ``Idempotency-Key``;
-- answers: a create's answer classified into common :class:`~gateway.domain.attempts.Evidence`,
-  a lookup into :class:`~gateway.domain.provider_evidence.Lookup` ("failed", never "not found",
-  when the lookup itself failed);
+- answers that every kind shares: a rate limit, ``Retry-After``, whether a create may be sent again;
 - notifications: signature verification against the endpoint's accounts and parsing into the
   common :class:`~gateway.domain.provider_evidence.Notification` (its event id is the dedup key;
   the synthesized-key rule applies where the provider has none);
@@ -32,8 +33,9 @@ import hmac
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from gateway.domain.attempt_kinds import PAYMENT
 from gateway.domain.attempts import Evidence
 from gateway.domain.outcomes import StatusTable
 from gateway.domain.provider_evidence import Lookup, Notification, Unreadable
@@ -87,6 +89,53 @@ class Operation:
     lookup: LookupRecords
 
 
+class PaymentLookup(Protocol):
+    def __call__(self, *, provider_id: str | None, client_reference: str | None,
+                 account: ProviderAccount | None = None,
+                 since: datetime | None = None) -> tuple[str, dict[str, str] | None]:
+        """The path and query of a lookup by provider id, else by client reference (on ``account``,
+        for a payment created no earlier than ``since``, when the account looks payments up by
+        listing them)."""
+        ...
+
+
+class LookupReader(Protocol):
+    def __call__(self, status_code: int, body: bytes, retry_after: str | None, *, listing: bool,
+                 client_reference: str | None = None) -> Lookup:
+        """Classify a lookup's answer ("failed", never "not found", when the lookup itself failed;
+        ``listing``: it was by client reference, ``client_reference``)."""
+        ...
+
+
+@dataclass(frozen=True)
+class PaymentOperation:
+    """The checkout kind's contract with one provider (seed 004), as a pipeline kind's is an
+    :class:`Operation`: what checkout's sends, lookups and resend conditions need of it.
+
+    ``path`` is the create's (``POST`` on the account's base URL, :meth:`endpoint`);
+    ``body(amount_minor=, currency=, payment_method=, client_reference=)`` the exact body every send
+    of an attempt carries, built once at insert and stored; ``fields(body)`` reads it back into the
+    business fields a manifest commits to, in common names (``ManifestUnbuildable`` if unreadable);
+    ``payment_method(body)`` the payment method it names, or None (then it is never resent);
+    ``evidence(account_id, status, body)`` classifies a create's answer; ``lookup`` and
+    ``lookup_result`` are the lookup (:class:`PaymentLookup`, :class:`LookupReader`); ``method_path``
+    and ``method_usable(status, body, now)`` are the payment-method check (None: the check failed)."""
+
+    path: str
+    body: Callable[..., str]
+    fields: Callable[[str], dict[str, Any]]
+    payment_method: Callable[[str], str | None]
+    evidence: Callable[[str, int, bytes], Evidence]
+    lookup: PaymentLookup
+    lookup_result: LookupReader
+    method_path: Callable[[str], str]
+    method_usable: Callable[[int, bytes, datetime], bool | None]
+
+    def endpoint(self, account: ProviderAccount) -> str:
+        """The create's URL on ``account``."""
+        return account.base_url.rstrip("/") + self.path
+
+
 @dataclass(frozen=True)
 class ProviderTimings:
     """What the provider documents about time (issue 16: "the timings that belong to the provider").
@@ -106,10 +155,17 @@ class ProviderTimings:
 
 
 class Provider(Protocol):
-    """One provider's adapter; see the module docstring."""
+    """One provider's adapter; see the module docstring. The same shape for every attempt kind: a
+    kind's own needs are its contract in :attr:`operations`, never a method here."""
 
     name: str
     timings: ProviderTimings
+
+    @property
+    def operations(self) -> Mapping[str, Operation | PaymentOperation]:
+        """Every attempt kind's contract with the provider, by the registered kind's name
+        (gateway.domain.attempt_kinds); a kind it lacks is absent (:func:`contract` raises)."""
+        ...
 
     def account_problem(self, account: ProviderAccount) -> str | None:
         """Why the provider cannot serve ``account`` as configured (its pinned API version above
@@ -119,10 +175,6 @@ class Provider(Protocol):
     def headers(self, account: ProviderAccount, credential: str) -> dict[str, str]:
         """What every call on ``account`` carries besides the idempotency key (a send's body
         content type included)."""
-        ...
-
-    def operation(self, kind: str) -> Operation:
-        """The contract of a pipeline kind; raises :class:`UnsupportedOperation`."""
         ...
 
     def rate_limited(self, status_code: int, body: bytes) -> bool:
@@ -136,44 +188,6 @@ class Provider(Protocol):
 
     def resend_allowed(self, headers: Mapping[str, str]) -> bool:
         """False when a create's answer says not to send the request again (docs/decisions/0059)."""
-        ...
-
-    # Checkout payments (seed 004).
-    def payments_endpoint(self, account: ProviderAccount) -> str: ...
-
-    def payment_body(self, *, amount_minor: int, currency: str, payment_method: str, client_reference: str) -> str:
-        """The exact body every send of a checkout attempt carries, built once at insert."""
-        ...
-
-    def payment_fields(self, request_body: str) -> dict[str, Any]:
-        """The business fields of a stored body, in common names; ManifestUnbuildable if unreadable."""
-        ...
-
-    def payment_method(self, request_body: str) -> str | None:
-        """The payment method a stored body names, or None (then it can never be resent)."""
-        ...
-
-    def payment_evidence(self, account_id: str, status_code: int, body: bytes) -> Evidence:
-        """Classify the answer to a create-payment request."""
-        ...
-
-    def payment_lookup(self, *, provider_id: str | None, client_reference: str | None,
-                       account: ProviderAccount | None = None,
-                       since: datetime | None = None) -> tuple[str, dict[str, str] | None]:
-        """The path and query of a lookup by provider id, else by client reference (on ``account``,
-        for a payment created no earlier than ``since``, when the account looks payments up by
-        listing them)."""
-        ...
-
-    def lookup_result(self, status_code: int, body: bytes, retry_after: str | None, *, listing: bool,
-                      client_reference: str | None = None) -> Lookup:
-        """Classify a lookup's answer (``listing``: it was by client reference, ``client_reference``)."""
-        ...
-
-    def payment_method_path(self, payment_method: str) -> str: ...
-
-    def payment_method_usable(self, status_code: int, body: bytes, now: datetime) -> bool | None:
-        """True / False from the provider's answer at ``now``; None when the check itself failed."""
         ...
 
     # Listing by creation time (a provider-side reconciliation; gateway.domain.provider_listing).
@@ -200,3 +214,21 @@ class Provider(Protocol):
     def parse(self, body: bytes) -> Notification | Unreadable:
         """A verified body as common evidence, or why it cannot be read."""
         ...
+
+
+Contract = TypeVar("Contract", Operation, PaymentOperation)
+
+
+def contract(provider: Provider, kind: str, shape: type[Contract]) -> Contract:
+    """The contract of the attempt kind called ``kind`` with ``provider``, of the ``shape`` that
+    kind has (:class:`Operation` for a pipeline kind, :class:`PaymentOperation` for checkout);
+    raises :class:`UnsupportedOperation` where the provider has none (docs/decisions/0047)."""
+    found = provider.operations.get(kind)
+    if not isinstance(found, shape):
+        raise UnsupportedOperation(f"{provider.name} has no {kind} operation")
+    return found
+
+
+def checkout(provider: Provider) -> PaymentOperation:
+    """The checkout kind's contract with ``provider``."""
+    return contract(provider, PAYMENT.name, PaymentOperation)

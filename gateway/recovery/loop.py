@@ -40,7 +40,7 @@ from gateway.payments.attempts import Attempts, VersionConflict, stored_request
 from gateway.payments.client import NotBuildable, PaymentClient
 from gateway.payments.leases import Lease, Leases
 from gateway.payments.sends import PaymentSends
-from gateway.providers import provider_for
+from gateway.providers import checkout, provider_for
 from gateway.ratelimits.buckets import Allowance, LookupTokens, NoToken
 from gateway.settings import ProviderAccount, Settings
 from gateway.store.db import Database
@@ -288,7 +288,7 @@ class Recovery:
         """Whether the stored request's payment method is still usable, asked of the provider within
         the pass's lookup budget (seed 004 resend conditions; docs/decisions/0027). A stored body
         naming no payment method cannot be resent."""
-        method = provider_for(account.id).payment_method(attempt["request_body"])
+        method = checkout(provider_for(account.id)).payment_method(attempt["request_body"])
         if method is None:
             return False
         await allowance.spend(account)

@@ -36,7 +36,7 @@ def test_every_derived_table_has_exactly_the_registered_kinds() -> None:
     assert set(metrics.UNKNOWN_AGES) == {kind.name for kind in KINDS}
     assert instruments.PIPELINE_KINDS == tuple(kind.name for kind in pipeline_kinds())
     assert metrics.JOB_KINDS == {kind.job: kind.name for kind in pipeline_kinds()}
-    assert set(CARDCO_OPERATIONS) == PIPELINE, "CardCo supports every pipeline kind"
+    assert set(CARDCO_OPERATIONS) == {kind.name for kind in KINDS}, "CardCo supports every kind"
     pipeline_gauges, unknown_ages = gauges.PIPELINE_GAUGES.as_string(None), gauges.UNKNOWN_AGES.as_string(None)
     for kind in KINDS:
         assert (f"'{kind.name}'::text" in pipeline_gauges) is kind.pipeline

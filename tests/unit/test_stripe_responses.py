@@ -12,6 +12,7 @@ import pytest
 
 from gateway.domain.outcomes import AttemptState, Expected, ProviderResponse, classify, classify_record
 from gateway.domain.provider_evidence import object_evidence
+from gateway.providers import checkout
 from gateway.providers.cardco import CARDCO
 from gateway.providers.stripe import STRIPE
 from gateway.providers.stripe import answers as rules
@@ -201,7 +202,7 @@ def test_stripes_retry_after_is_never_relied_on_and_cardcos_is() -> None:
     nor for a lookup (the account pauses for its own backoff); CardCo's API.md documents it."""
     limited = body(error("invalid_request_error", "rate_limit"))
     assert STRIPE.retry_after_s({"retry-after": "7"}) is None
-    assert STRIPE.lookup_result(429, limited, "7", listing=True).retry_after_s is None
+    assert checkout(STRIPE).lookup_result(429, limited, "7", listing=True).retry_after_s is None
     assert STRIPE.rate_limited(400, limited) and STRIPE.rate_limited(429, b"")
     assert not STRIPE.rate_limited(400, body(error("invalid_request_error", "parameter_missing")))
     assert CARDCO.retry_after_s({"retry-after": "7"}) == 7.0
@@ -228,10 +229,10 @@ def test_an_account_looking_payments_up_by_listing_lists_from_the_attempts_creat
     account = ProviderAccount(id=ACCOUNT, base_url="https://api.stripe.com", api_key="sk", webhook_endpoint_id="e",
                               api_version="2025-09-30.clover", payment_lookup="list")
     since = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
-    assert STRIPE.payment_lookup(provider_id=None, client_reference="ORD-5521-a1", account=account, since=since) == (
+    assert checkout(STRIPE).lookup(provider_id=None, client_reference="ORD-5521-a1", account=account, since=since) == (
         "/v1/payment_intents", {"created[gte]": str(int(since.timestamp()) - 300), "limit": "100"})
     searching = account.model_copy(update={"payment_lookup": "search"})
-    assert STRIPE.payment_lookup(provider_id=None, client_reference="ORD-5521-a1", account=searching,
+    assert checkout(STRIPE).lookup(provider_id=None, client_reference="ORD-5521-a1", account=searching,
                                  since=since)[0] == "/v1/payment_intents/search"
     cardco = ProviderAccount(id="cardco:acct_store:test", base_url="https://x", api_key="k", webhook_endpoint_id="c",
                              payment_lookup="list")

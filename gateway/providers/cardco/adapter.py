@@ -20,15 +20,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from gateway.domain.attempt_kinds import PAYMENT_REFUND, PAYOUT, PAYOUT_RECALL
-from gateway.domain.attempts import Evidence
+from gateway.domain.attempt_kinds import PAYMENT, PAYMENT_REFUND, PAYOUT, PAYOUT_RECALL
 from gateway.domain.effect_manifest import json_fields
 from gateway.domain.provider_evidence import Lookup, Notification, Unreadable, retry_after_s
 from gateway.domain.provider_listing import Page, PageRequest
 from gateway.domain.provider_listing import Unreadable as ListingUnreadable
 from gateway.domain.timestamps import rfc3339
 from gateway.domain.webhook_verdicts import Rejected, Verified
-from gateway.providers.base import LookupRecords, Operation, ProviderTimings, Request, Row, UnsupportedOperation
+from gateway.providers.base import LookupRecords, Operation, PaymentOperation, ProviderTimings, Request, Row
 from gateway.providers.cardco import answers, listing, notifications, signatures
 from gateway.providers.cardco.signatures import AccountKeys
 from gateway.providers.cardco.tables import PAYOUT_TABLE, RECALL_TABLE, REFUND_TABLE
@@ -93,7 +92,41 @@ def _payout_request(attempt: Row, token: str | None) -> Request:
     return Request(PAYOUTS_PATH, payout_body(attempt, token))
 
 
-OPERATIONS = {
+def payment_body(*, amount_minor: int, currency: str, payment_method: str, client_reference: str) -> str:
+    """Compact JSON, keys in a fixed order, a payment-method token and never card data."""
+    return json.dumps({"amount_minor": amount_minor, "currency": currency, "payment_method": payment_method,
+                       "client_reference": client_reference}, separators=(",", ":"))
+
+
+def payment_method(request_body: str) -> str | None:
+    try:
+        method = json.loads(request_body)["payment_method"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return method if isinstance(method, str) else None
+
+
+def payment_lookup(*, provider_id: str | None, client_reference: str | None, account: ProviderAccount | None = None,
+                   since: datetime | None = None) -> tuple[str, dict[str, str] | None]:
+    """``GET /v1/payments/{id}``, else ``GET /v1/payments?client_reference=``."""
+    if provider_id:
+        return f"{PAYMENTS_PATH}/{provider_id}", None
+    return PAYMENTS_PATH, {"client_reference": client_reference or ""}
+
+
+def lookup_result(status_code: int, body: bytes, retry_after: str | None, *, listing: bool,
+                  client_reference: str | None = None) -> Lookup:
+    return answers.lookup_result(status_code, body, retry_after, listing=listing)
+
+
+CHECKOUT = PaymentOperation(
+    PAYMENTS_PATH, payment_body, lambda body: json_fields(body.encode("utf-8")), payment_method,
+    answers.payment_evidence, payment_lookup, lookup_result,
+    lambda method: f"{PAYMENT_METHODS_PATH}/{quote(method, safe='')}",
+    lambda status_code, body, now: answers.payment_method_usable(status_code, body))  # CardCo says "expired" itself
+
+OPERATIONS: dict[str, Operation | PaymentOperation] = {
+    PAYMENT.name: CHECKOUT,
     PAYOUT.name: Operation(PAYOUT_TABLE, _payout_request, json_fields, by_client_reference(PAYOUTS_PATH)),
     PAYOUT_RECALL.name: Operation(
         RECALL_TABLE, lambda attempt, secret: Request(recall_path(attempt["provider_payout_id"]),
@@ -115,6 +148,7 @@ class CardCo:
     # config of the same name), and CardCo documents none of its own; requests carry ``expires_at``,
     # which CardCo enforces with its skew (``request_expired``).
     timings = ProviderTimings(key_window_s=86_400, visibility_delay_s=0, request_expiry_enforced=True)
+    operations = OPERATIONS
 
     def account_problem(self, account: ProviderAccount) -> str | None:
         # The settings' default api_version is CardCo's (API.md); CardCo has no connected accounts,
@@ -127,11 +161,6 @@ class CardCo:
         return {"Authorization": f"Bearer {credential}", "CardCo-Account": account.id,
                 "CardCo-Version": account.api_version, "Content-Type": "application/json"}
 
-    def operation(self, kind: str) -> Operation:
-        if kind not in OPERATIONS:
-            raise UnsupportedOperation(f"cardco has no {kind} operation")
-        return OPERATIONS[kind]
-
     def rate_limited(self, status_code: int, body: bytes) -> bool:
         return status_code == 429
 
@@ -140,44 +169,6 @@ class CardCo:
 
     def resend_allowed(self, headers: Mapping[str, str]) -> bool:
         return True  # CardCo documents no such advice: its classification table alone decides
-
-    def payments_endpoint(self, account: ProviderAccount) -> str:
-        return account.base_url.rstrip("/") + PAYMENTS_PATH
-
-    def payment_body(self, *, amount_minor: int, currency: str, payment_method: str, client_reference: str) -> str:
-        """Compact JSON, keys in a fixed order, a payment-method token and never card data."""
-        return json.dumps({"amount_minor": amount_minor, "currency": currency, "payment_method": payment_method,
-                           "client_reference": client_reference}, separators=(",", ":"))
-
-    def payment_fields(self, request_body: str) -> dict[str, Any]:
-        return json_fields(request_body.encode("utf-8"))
-
-    def payment_method(self, request_body: str) -> str | None:
-        try:
-            method = json.loads(request_body)["payment_method"]
-        except (ValueError, KeyError, TypeError):
-            return None
-        return method if isinstance(method, str) else None
-
-    def payment_evidence(self, account_id: str, status_code: int, body: bytes) -> Evidence:
-        return answers.payment_evidence(account_id, status_code, body)
-
-    def payment_lookup(self, *, provider_id: str | None, client_reference: str | None,
-                       account: ProviderAccount | None = None,
-                       since: datetime | None = None) -> tuple[str, dict[str, str] | None]:
-        if provider_id:
-            return f"{PAYMENTS_PATH}/{provider_id}", None
-        return PAYMENTS_PATH, {"client_reference": client_reference or ""}
-
-    def lookup_result(self, status_code: int, body: bytes, retry_after: str | None, *, listing: bool,
-                      client_reference: str | None = None) -> Lookup:
-        return answers.lookup_result(status_code, body, retry_after, listing=listing)
-
-    def payment_method_path(self, payment_method: str) -> str:
-        return f"{PAYMENT_METHODS_PATH}/{quote(payment_method, safe='')}"
-
-    def payment_method_usable(self, status_code: int, body: bytes, now: datetime) -> bool | None:
-        return answers.payment_method_usable(status_code, body)  # CardCo says "expired" itself
 
     listed_kinds: tuple[str, ...] = ("payment", "payment_refund", "payout", "payout_recall")
 

@@ -18,13 +18,12 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from gateway.domain.attempt_kinds import PAYMENT_REFUND, PAYOUT
-from gateway.domain.attempts import Evidence
+from gateway.domain.attempt_kinds import PAYMENT, PAYMENT_REFUND, PAYOUT
 from gateway.domain.provider_evidence import Lookup, Notification, Unreadable
 from gateway.domain.provider_listing import Page, PageRequest
 from gateway.domain.provider_listing import Unreadable as ListingUnreadable
 from gateway.domain.webhook_verdicts import Rejected, Verified
-from gateway.providers.base import Operation, ProviderTimings, Request, Row, UnsupportedOperation
+from gateway.providers.base import Operation, PaymentOperation, ProviderTimings, Request, Row
 from gateway.providers.stripe import answers as stripe
 from gateway.providers.stripe import listing, notifications, signatures, versions
 from gateway.providers.stripe.signatures import EndpointSecrets
@@ -87,7 +86,39 @@ async def _refunds(calls: ProviderCalls, attempt: Row) -> list[Row] | None:
                            lambda refund: stripe.record(refund, payment=refund.get("payment_intent")))
 
 
-OPERATIONS = {
+def payment_method(request_body: str) -> str | None:
+    try:
+        return stripe.form_fields(request_body).get("payment_method")
+    except ValueError:
+        return None
+
+
+def payment_lookup(*, provider_id: str | None, client_reference: str | None, account: ProviderAccount | None = None,
+                   since: datetime | None = None) -> tuple[str, dict[str, str] | None]:
+    """By id; else through the Search API, or, on an account whose ``payment_lookup`` is
+    ``list`` (Search needs a recent API version and is not offered everywhere), the list of
+    PaymentIntents created since ``since`` (the attempt's creation, minus the hosts' skew), one
+    page, matched by the metadata reference (:func:`answers.listed_lookup`), as payouts are."""
+    if provider_id:
+        return f"{PAYMENT_INTENTS_PATH}/{quote(provider_id, safe='')}", None
+    if account is not None and account.payment_lookup == "list" and since is not None:
+        return PAYMENT_INTENTS_PATH, {"created[gte]": str(int((since - CREATED_SLACK).timestamp())), "limit": PAGE}
+    return f"{PAYMENT_INTENTS_PATH}/search", {"query": stripe.search_query(client_reference or "")}
+
+
+def lookup_result(status_code: int, body: bytes, retry_after: str | None, *, listing: bool,
+                  client_reference: str | None = None) -> Lookup:
+    # Retry-After: never relied on (Stripe.retry_after_s).
+    return stripe.lookup_result(status_code, body, None, listing=listing, client_reference=client_reference)
+
+
+CHECKOUT = PaymentOperation(
+    PAYMENT_INTENTS_PATH, stripe.payment_body, stripe.common_fields, payment_method, stripe.payment_evidence,
+    payment_lookup, lookup_result,
+    lambda method: f"{PAYMENT_METHODS_PATH}/{quote(method, safe='')}", stripe.payment_method_usable)
+
+OPERATIONS: dict[str, Operation | PaymentOperation] = {
+    PAYMENT.name: CHECKOUT,
     PAYOUT.name: Operation(PAYOUT_TABLE, _payout_request, _payout_fields, _payouts),
     PAYMENT_REFUND.name: Operation(REFUND_TABLE,
                                 lambda attempt, secret: Request(REFUNDS_PATH, refund_body(attempt)),
@@ -103,6 +134,7 @@ class Stripe:
     # can lag further during outages; no request expiry; Search allows 20 reads per second.
     timings = ProviderTimings(key_window_s=86_400, visibility_delay_s=60, request_expiry_enforced=False,
                               lookups_per_s=20)
+    operations = OPERATIONS  # no payout_recall (docs/decisions/0047)
 
     def account_problem(self, account: ProviderAccount) -> str | None:
         """A Stripe account pins its API version explicitly (the settings' default is CardCo's), in
@@ -121,11 +153,6 @@ class Stripe:
         return {"Authorization": f"Bearer {credential}", "Stripe-Version": account.api_version,
                 "Content-Type": "application/x-www-form-urlencoded", **connected}
 
-    def operation(self, kind: str) -> Operation:
-        if kind not in OPERATIONS:
-            raise UnsupportedOperation(f"stripe has no {kind} operation (docs/decisions/0047)")
-        return OPERATIONS[kind]
-
     def rate_limited(self, status_code: int, body: bytes) -> bool:
         return stripe.rate_limited(status_code, stripe.document(body))
 
@@ -137,49 +164,6 @@ class Stripe:
 
     def resend_allowed(self, headers: Mapping[str, str]) -> bool:
         return stripe.resend_allowed(headers.get("stripe-should-retry"))
-
-    def payments_endpoint(self, account: ProviderAccount) -> str:
-        return account.base_url.rstrip("/") + PAYMENT_INTENTS_PATH
-
-    def payment_body(self, *, amount_minor: int, currency: str, payment_method: str, client_reference: str) -> str:
-        return stripe.payment_body(amount_minor=amount_minor, currency=currency, payment_method=payment_method,
-                                   client_reference=client_reference)
-
-    def payment_fields(self, request_body: str) -> dict[str, Any]:
-        return stripe.common_fields(request_body)
-
-    def payment_method(self, request_body: str) -> str | None:
-        try:
-            return stripe.form_fields(request_body).get("payment_method")
-        except ValueError:
-            return None
-
-    def payment_evidence(self, account_id: str, status_code: int, body: bytes) -> Evidence:
-        return stripe.payment_evidence(account_id, status_code, body)
-
-    def payment_lookup(self, *, provider_id: str | None, client_reference: str | None,
-                       account: ProviderAccount | None = None,
-                       since: datetime | None = None) -> tuple[str, dict[str, str] | None]:
-        """By id; else through the Search API, or, on an account whose ``payment_lookup`` is
-        ``list`` (Search needs a recent API version and is not offered everywhere), the list of
-        PaymentIntents created since ``since`` (the attempt's creation, minus the hosts' skew), one
-        page, matched by the metadata reference (:func:`answers.listed_lookup`), as payouts are."""
-        if provider_id:
-            return f"{PAYMENT_INTENTS_PATH}/{quote(provider_id, safe='')}", None
-        if account is not None and account.payment_lookup == "list" and since is not None:
-            return PAYMENT_INTENTS_PATH, {"created[gte]": str(int((since - CREATED_SLACK).timestamp())), "limit": PAGE}
-        return f"{PAYMENT_INTENTS_PATH}/search", {"query": stripe.search_query(client_reference or "")}
-
-    def lookup_result(self, status_code: int, body: bytes, retry_after: str | None, *, listing: bool,
-                      client_reference: str | None = None) -> Lookup:
-        # Retry-After: never relied on (retry_after_s).
-        return stripe.lookup_result(status_code, body, None, listing=listing, client_reference=client_reference)
-
-    def payment_method_path(self, payment_method: str) -> str:
-        return f"{PAYMENT_METHODS_PATH}/{quote(payment_method, safe='')}"
-
-    def payment_method_usable(self, status_code: int, body: bytes, now: datetime) -> bool | None:
-        return stripe.payment_method_usable(status_code, body, now)
 
     listed_kinds: tuple[str, ...] = ("payment", "payment_refund", "payout")
 

@@ -24,6 +24,7 @@ from gateway.payouts.attempts import PAYOUT
 from gateway.payouts.config import payout_account
 from gateway.payouts.sweeper import sweep_once
 from gateway.pipeline import effects, transitions
+from gateway.providers import Operation, contract
 from gateway.providers.calls import ProviderCalls
 from gateway.providers.cardco.tables import PAYOUT_TABLE_VERSION
 from gateway.store.db import Connection, Database
@@ -316,7 +317,7 @@ async def test_a_paused_worker_that_sends_after_expiry_is_rejected_with_no_effec
     provider = ProviderCalls(payout_account(world.settings), world.clock, world.services.http, "pepper",
                              kind="payout")
     # The paused worker had passed every local check before it paused; now it wakes and sends.
-    request = provider.provider.operation(PAYOUT.name).request(attempt, "dst_tok_secret_77")
+    request = contract(provider.provider, PAYOUT.name, Operation).request(attempt, "dst_tok_secret_77")
     answer = await provider.create(request.path, request.body, attempt["idempotency_key"], provider.credential())
     assert getattr(answer, "status", None) == 400
     assert world.ledger() == []
