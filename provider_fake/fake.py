@@ -185,42 +185,37 @@ class CardCo:
             return refused
         if key is not None and (account.id, key) in self.store.in_flight:
             return errors(KeyInFlight())
-        if key is not None and rule is not None and rule.action == "hold_key_ms":
-            self.store.in_flight.add((account.id, key))
-            try:
-                await asyncio.sleep(rule.delay_ms / 1000)
-                return await self._create_now(operation, account, key, params, rule, effect, errors)
-            finally:
-                self.store.in_flight.discard((account.id, key))
-        return await self._create_now(operation, account, key, params, rule, effect, errors)
+        async with self._holding(account.id, key, rule):
+            fingerprint = operation + ":" + json.dumps(params.model_dump(mode="json"), sort_keys=True)
+            async with self.store.lock:
+                now = self.clock.now()
+                try:
+                    saved = None if key is None else self.store.saved_reply(account.id, key, fingerprint, now)
+                    if saved is not None:
+                        answer = _after_effect(saved, rule, errors)
+                        return dataclasses.replace(saved, replayed=True) if answer is saved else answer
+                    reply = _after_effect(effect(), rule, errors)
+                except ProviderError as error:
+                    return errors(error)
+                if key is not None:
+                    self.store.save_reply(
+                        account.id, key, fingerprint, reply, now, self.config.idempotency_retention_s
+                    )
+                return reply
 
-    async def _create_now(
-        self,
-        operation: str,
-        account: Account,
-        key: str | None,
-        params: BaseModel,
-        rule: FaultRule | None,
-        effect: Callable[[], Reply],
-        errors: ErrorReply,
-    ) -> Reply:
-        """The create itself, under the store's lock (see :meth:`create`)."""
-        fingerprint = operation + ":" + json.dumps(params.model_dump(mode="json"), sort_keys=True)
-        async with self.store.lock:
-            now = self.clock.now()
-            try:
-                saved = None if key is None else self.store.saved_reply(account.id, key, fingerprint, now)
-                if saved is not None:
-                    answer = _after_effect(saved, rule, errors)
-                    return dataclasses.replace(saved, replayed=True) if answer is saved else answer
-                reply = _after_effect(effect(), rule, errors)
-            except ProviderError as error:
-                return errors(error)
-            if key is not None:
-                self.store.save_reply(
-                    account.id, key, fingerprint, reply, now, self.config.idempotency_retention_s
-                )
-            return reply
+    @contextlib.asynccontextmanager
+    async def _holding(self, account_id: str, key: str | None, rule: FaultRule | None) -> AsyncIterator[None]:
+        """`hold_key_ms`: the key is executing (`Store.in_flight`) for the rule's `delay_ms` before
+        the create goes on, and until it ends."""
+        if key is None or rule is None or rule.action != "hold_key_ms":
+            yield
+            return
+        self.store.in_flight.add((account_id, key))
+        try:
+            await asyncio.sleep(rule.delay_ms / 1000)
+            yield
+        finally:
+            self.store.in_flight.discard((account_id, key))
 
     async def read(
         self, rule: FaultRule | None, produce: Callable[[], Reply], errors: ErrorReply = Reply.error

@@ -31,18 +31,23 @@ async def _refund_requested(shop: Shop) -> None:
     assert response.status_code == 200, response.text
 
 
-async def test_a_refund_429_without_retry_after_is_resent_after_1_s_then_2_s(shop: Shop, clock: ManualClock) -> None:
-    """CardCo answers two 429s without Retry-After, then refunds: the resends, under the same key,
-    wait 1 s and 2 s on the injected clock; one refund in all, and the order ends Refunded."""
-    await _refund_requested(shop)
-    await shop.faults({"operation": "refund_payment", "action": "rate_limit", "retry_after_s": None, "times": 2})
+async def _resend_waits(shop: Shop, clock: ManualClock) -> list[float]:
+    """Run the refund on the injected clock: the waits before each of its resends."""
     run = asyncio.create_task(run_refund(shop, await refund_job(shop)))
     waits = []
     while (wake := await next_wake(clock, run)) is not None:
         waits.append((wake - clock.now()).total_seconds())
         clock.set(wake)
     assert await run == "Succeeded"
-    assert waits == [1, 2]
+    return waits
+
+
+async def test_a_refund_429_without_retry_after_is_resent_after_1_s_then_2_s(shop: Shop, clock: ManualClock) -> None:
+    """CardCo answers two 429s without Retry-After, then refunds: the resends, under the same key,
+    wait 1 s and 2 s on the injected clock; one refund in all, and the order ends Refunded."""
+    await _refund_requested(shop)
+    await shop.faults({"operation": "refund_payment", "action": "rate_limit", "retry_after_s": None, "times": 2})
+    assert await _resend_waits(shop, clock) == [1, 2]
     sent = refund_calls(shop)
     assert len(sent) == 3 and len({r["headers"]["idempotency-key"] for r in sent}) == 1
     assert len(refunds_taken(shop)) == 1
@@ -64,16 +69,6 @@ async def test_a_stripe_429_saying_do_not_retry_is_failed_after_its_one_send(sho
     assert (attempt["state"], attempt["outcome_reason"], attempt["sends"]) == ("Failed", "provider.do-not-retry", 1)
     assert refunds_taken(shop) == []
     assert (await order(shop))["state"] == "Paid"
-
-
-async def _resend_waits(shop: Shop, clock: ManualClock) -> list[float]:
-    run = asyncio.create_task(run_refund(shop, await refund_job(shop)))
-    waits = []
-    while (wake := await next_wake(clock, run)) is not None:
-        waits.append((wake - clock.now()).total_seconds())
-        clock.set(wake)
-    assert await run == "Succeeded"
-    return waits
 
 
 async def test_a_stripe_429_is_resent_after_1_s_then_2_s_whatever_its_retry_after(
