@@ -15,6 +15,10 @@ production (a signing key is configured).
   payment call at 1 client (measured from this process, one call after another);
 - **round trips / statements per checkout** as PostgreSQL sees them (bench/support.py WireCounter:
   checkouts one at a time through a counting proxy);
+- **gateway CPU per checkout against its CPU per unique notification** (``checkout_cpu_ratio``): the
+  same gateway process takes, one at a time after its checkouts, as many verified CardCo
+  notifications (bench/notifications.py's signed ``payment.succeeded`` for Started attempts), each
+  recording its event and resolving its attempt; both CPU figures come from ``/proc/<pid>/stat``;
 - **ratio** to pgbench running the same three transactions (bench/pgbench_scripts.py ``checkout``,
   generated from the product's named SQL) with the same
   clients on the same database in the same run. 1.0 would mean the gateway adds nothing.
@@ -41,7 +45,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import pgbench_scripts  # noqa: E402
+from bench import notifications, pgbench_scripts  # noqa: E402
 from bench.support import (  # noqa: E402
     ACCOUNT,
     BENCH,
@@ -68,7 +72,8 @@ CARDCO_SAMPLES = 1000  # CardCo payment calls timed one after another
 
 def gateway_env(url: str, cardco: str) -> dict[str, str]:
     key = {"key_id": "bench-1", "active": True, "private_key": base64.b64encode(secrets.token_bytes(32)).decode()}
-    account = {"id": ACCOUNT, "base_url": cardco, "api_key": API_KEY, "webhook_endpoint_id": "cardco-test"}
+    account = {"id": ACCOUNT, "base_url": cardco, "api_key": API_KEY, "webhook_endpoint_id": notifications.ENDPOINT,
+               "webhook_secrets": [notifications.SECRET]}
     return {"DATABASE_URL": url, "REDIS_URL": f"redis://127.0.0.1:{free_port()}/0", "PAYGATE_TOKEN_PEPPER": PEPPER,
             "PAYGATE_LOG_LEVEL": "warning", "PAYGATE_PROVIDER_ACCOUNTS": json.dumps([account]),
             "PAYGATE_CERTIFICATE_KEYS": json.dumps([key])}
@@ -115,8 +120,11 @@ def cardco_p50_ms(cardco: str) -> float:
 
 def wire_trips(url: str, cardco: str, token: str) -> dict[str, float]:
     """Round trips and statements per checkout as PostgreSQL sees them, and the gateway's CPU per
-    checkout, ``WIRE_COUNT`` checkouts one at a time."""
+    checkout, ``WIRE_COUNT`` checkouts one at a time; then, in the same process, its CPU per unique
+    verified notification, ``WIRE_COUNT`` of them one at a time, and the ratio of the two."""
     insert_orders(url, "W-", WIRE_COUNT)
+    notifications.prepare_attempts(url, "WN-", WIRE_COUNT)
+    signed = [line.split("\t") for line in notifications.signed_lines("WN-", WIRE_COUNT, False)]
     with WireCounter(url) as counter, uvicorn(["--factory", "gateway.app:app_from_environment"],
                                               gateway_env(counter.url, cardco)) as base, \
             httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:
@@ -127,8 +135,16 @@ def wire_trips(url: str, cardco: str, token: str) -> dict[str, float]:
             http.post(f"/v1/orders/W-{n}/payment").raise_for_status()
         after_trips, after_statements = counter.count()
         count = WIRE_COUNT - 1
+        checkout_cpu_us = (cpu_seconds(SERVER_PIDS[base]) - cpu_before) * 1e6 / count
+        cpu_before = cpu_seconds(SERVER_PIDS[base])
+        for path, msg_id, timestamp, signature, body in signed:
+            http.post(path, content=body, headers={
+                "content-type": "application/json", "webhook-id": msg_id, "webhook-timestamp": timestamp,
+                "webhook-signature": signature}).raise_for_status()
+        notification_cpu_us = (cpu_seconds(SERVER_PIDS[base]) - cpu_before) * 1e6 / len(signed)
         return {"round_trips": (after_trips - trips) / count, "statements": (after_statements - statements) / count,
-                "cpu_us_one_client": (cpu_seconds(SERVER_PIDS[base]) - cpu_before) * 1e6 / count}
+                "cpu_us_one_client": checkout_cpu_us, "notification_cpu_us_one_client": notification_cpu_us,
+                "checkout_cpu_ratio": checkout_cpu_us / notification_cpu_us}
 
 
 def main() -> None:
@@ -185,6 +201,8 @@ def report(f: dict[str, Any], duration: int) -> None:
     print(f"  round trips / statements  {f['round_trips']:>9.1f} / {f['statements']:.1f} per checkout (on the wire)")
     print(f"  gateway CPU per checkout  {f['gateway_cpu_us']:>9.0f} us loaded, {f['cpu_us_one_client']:.0f} us "
           "at 1 client")
+    print(f"  ... per notification      {f['notification_cpu_us_one_client']:>9.0f} us at 1 client (a unique verified "
+          f"one, same process): checkout / notification {f['checkout_cpu_ratio']:.2f}")
     print(f"  pgbench, 3 txns           {f['pgbench_tps']:>9.0f} tps  "
           "(bench/pgbench_scripts.py checkout, same clients)")
     print(f"  ratio                     {f['ratio_pgbench']:>9.2f}")

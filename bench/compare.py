@@ -37,7 +37,7 @@ BENCHES = ("notifications", "checkout")
 # The figures of each benchmark's --json that a comparison shows (bench/README.md, the JSON table).
 NOTIFICATION_KEYS = ("rate", "p99_ms", "ratio_pgbench", "gateway_cpu_us")
 CHECKOUT_KEYS = ("rate", "p50_ms", "p99_ms", "gateway_p50_ms", "ratio_pgbench", "gateway_cpu_us",
-                 "cpu_us_one_client", "one_client_rate")
+                 "cpu_us_one_client", "one_client_rate", "notification_cpu_us_one_client", "checkout_cpu_ratio")
 
 
 @dataclass(frozen=True)
