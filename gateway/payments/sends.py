@@ -9,6 +9,7 @@ customer's POST, so its ledger runs PROPOSED -> POLICY_EVALUATED -> APPROVED -> 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -24,9 +25,16 @@ from gateway.providers import checkout, provider_for
 from gateway.store.db import Connection
 
 
+@functools.lru_cache(maxsize=256)
 def payment_intent(stored: StoredRequest, attempt_id: Any) -> ledger.Intent:
     """The intent as the stored request states it, its business fields read by the account's
-    provider; raises ManifestUnbuildable for a body that is not the provider's payment request."""
+    provider; raises ManifestUnbuildable for a body that is not the provider's payment request.
+
+    A pure function of every field of ``stored`` and the attempt id, so the process keeps the last
+    few: the endpoint's send gate, right after the transaction that persisted the record, derives
+    its digest from the stored request read back, and an identical request gives the identical
+    intent without a second RFC 8785 canonicalisation; any byte of difference is another key and
+    is derived afresh (seed 001, "Stable identity and exact bytes")."""
     transport = Transport(stored.provider_account, stored.endpoint, stored.api_version, stored.idempotency_key)
     fields = checkout(provider_for(stored.provider_account)).fields(stored.request_body)
     return ledger.Intent(PAYMENT.name, attempt_id, transport, payment_manifest(transport, stored.request_body, fields))
