@@ -12,6 +12,7 @@ from gateway.clock import Clock, SystemClock
 from gateway.notifications.handler import NotificationHandler
 from gateway.notifications.reconciliation import NotificationReconciliation
 from gateway.orders.repository import Orders
+from gateway.outbound import outbound_client
 from gateway.payments.attempts import Attempts
 from gateway.payments.checkout import Checkout
 from gateway.payments.client import PaymentClient
@@ -38,18 +39,19 @@ class Services:
     reconciliation: NotificationReconciliation
 
     @classmethod
-    async def open(cls, settings: Settings, clock: Clock | None = None) -> Services:
+    async def open(cls, settings: Settings, clock: Clock | None = None,
+                   transport: httpx.AsyncBaseTransport | None = None) -> Services:
         """Connect to PostgreSQL (refused when it lacks a migration of this build) and the broker,
-        and register the configured provider accounts."""
+        and register the configured provider accounts. Provider calls go over ``transport`` when
+        one is injected (the tests' httpx transport, which respx mocks), else over aiohttp
+        (gateway.outbound)."""
         clock = clock or SystemClock()
         check_accounts(settings)
         db = await open_current(settings.database_url, size=settings.db_pool_size, name="paygate")
         await register_provider_accounts(db, clock, settings.provider_accounts)
         redis = aioredis.Redis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)
         tokens = Tokens(db, clock, settings.token_pepper.get_secret_value(), cache_s=settings.token_cache_s)
-        # No client-side timeout and no retries: budgets on the injected clock cut calls off, and
-        # only the checkout flow and recovery decide when a request goes out (seed 004).
-        http = httpx.AsyncClient(timeout=httpx.Timeout(None), follow_redirects=False)
+        http = outbound_client(transport)
         attempts = Attempts(db, clock, settings)
         payments = PaymentClient(settings, clock, http)
         notifications = NotificationHandler(db, clock, settings, attempts)

@@ -11,6 +11,7 @@ and before the pool closes (docs/decisions/0041).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ from dramatiq.asyncio import get_event_loop_thread
 from dramatiq.broker import MessageProxy
 
 from gateway.clock import Clock, SystemClock
+from gateway.outbound import outbound_client
 from gateway.outbox.lanes import Lanes
 from gateway.providers.registry import check_accounts
 from gateway.settings import Settings, load_settings
@@ -33,25 +35,27 @@ class Runtime:
     settings: Settings
     clock: Clock
     db: Database
-    # Outgoing HTTP to the providers. No client-side timeout: budgets on the clock cut calls off.
+    # Outgoing HTTP to the providers (gateway.outbound): budgets on the clock cut calls off.
     http: httpx.AsyncClient
     # The outbox's deliveries: a keep-alive connection per delivery in flight (issue 13).
     outbox: Lanes
 
 
-_configured: tuple[Settings, Clock] | None = None
+_configured: tuple[Settings, Clock, Callable[[], httpx.AsyncBaseTransport] | None] | None = None
 _current: Runtime | None = None
 # Created with the runtime and dropped with it: an asyncio lock belongs to one event loop.
 _opening: asyncio.Lock | None = None
 
 
-def configure(settings: Settings | None, clock: Clock | None = None) -> None:
-    """Run actors with ``settings`` and ``clock`` (None: back to the environment and wall clock).
-    The previous runtime must have been closed with :func:`close`."""
+def configure(settings: Settings | None, clock: Clock | None = None,
+              transport: Callable[[], httpx.AsyncBaseTransport] | None = None) -> None:
+    """Run actors with ``settings``, ``clock``, and provider calls and outbox lanes over transports
+    ``transport`` makes (None: back to the environment, the wall clock and aiohttp,
+    gateway.outbound). The previous runtime must have been closed with :func:`close`."""
     global _configured
     if _current is not None:
         raise RuntimeError("close the current runtime before configuring another")
-    _configured = None if settings is None else (settings, clock or SystemClock())
+    _configured = None if settings is None else (settings, clock or SystemClock(), transport)
 
 
 async def current() -> Runtime:
@@ -61,15 +65,14 @@ async def current() -> Runtime:
         _opening = asyncio.Lock()
     async with _opening:  # two actor threads starting together must open one pool, not two
         if _current is None:
-            settings, clock = _configured or (load_settings(), SystemClock())
+            settings, clock, transport = _configured or (load_settings(), SystemClock(), None)
             check_accounts(settings)  # as the web process does: an account no adapter serves safely
             # A database that lacks a migration of this build is refused: every actor fails until
             # `paygate db migrate` ran (docs/migrations.md); its messages are retried, the sweeps
             # find the work again in the database.
             db = await open_current(settings.database_url, size=4, name="paygate-jobs")
-            http = httpx.AsyncClient(timeout=httpx.Timeout(None), follow_redirects=False,
-                                     limits=httpx.Limits(max_connections=None, max_keepalive_connections=50))
-            _current = Runtime(settings=settings, clock=clock, db=db, http=http, outbox=Lanes())
+            _current = Runtime(settings=settings, clock=clock, db=db,
+                               http=outbound_client(transport() if transport else None), outbox=Lanes(transport))
         return _current
 
 

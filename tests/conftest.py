@@ -166,7 +166,8 @@ async def db(database_url: str) -> AsyncIterator[Database]:
 
 @pytest.fixture
 async def services(settings: Settings, clock: ManualClock) -> AsyncIterator[Services]:
-    opened = await Services.open(settings, clock)
+    # httpx's own transport, which respx mocks (the process's default is aiohttp: gateway.outbound).
+    opened = await Services.open(settings, clock, httpx.AsyncHTTPTransport())
     try:
         yield opened
     finally:

@@ -20,12 +20,14 @@ from types import TracebackType
 
 import httpx
 
+from gateway.outbound import AiohttpTransport
+
 
 def lane_transport(verify: ssl.SSLContext) -> httpx.AsyncBaseTransport:
-    """One lane: httpx's own transport with a single connection, kept alive. No timeout (the
-    delivery budget on the injected clock cuts a delivery off); ``verify`` is shared by the lanes
-    (loading the CA bundle costs ~30 ms of CPU per context)."""
-    return httpx.AsyncHTTPTransport(verify=verify, limits=httpx.Limits(max_connections=1, max_keepalive_connections=1))
+    """One lane: a single connection over aiohttp (gateway.outbound, docs/decisions/0077), kept
+    alive. No timeout (the delivery budget on the injected clock cuts a delivery off); ``verify``
+    is shared by the lanes (loading the CA bundle costs ~30 ms of CPU per context)."""
+    return AiohttpTransport(verify=verify, connections=1)
 
 
 # Idle lanes kept alive: a batch's concurrent deliveries (dispatcher.BATCH_SIZE). Several

@@ -72,7 +72,7 @@ async def _relay(world: World) -> None:
     """The outbox relay, as ``dispatch_outbox`` runs it, in this process."""
     from jobs.outbox import PUBLISHERS
 
-    async with Lanes() as lanes:
+    async with Lanes(httpx.AsyncHTTPTransport) as lanes:  # respx mocks httpx's own transport
         await dispatch_due(world.services.db, world.clock, world.settings, lanes, publishers=PUBLISHERS)
 
 

@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Iterator
 
 import dramatiq
+import httpx
 import pytest
 
 from gateway.clock import ManualClock
@@ -20,7 +21,7 @@ def jobs_runtime(settings: Settings, clock: ManualClock, redis_url: str) -> Iter
     from jobs import broker, runtime
 
     broker.flush_all()
-    runtime.configure(settings, clock)
+    runtime.configure(settings, clock, httpx.AsyncHTTPTransport)  # respx mocks httpx's own transport
     try:
         yield broker
     finally:

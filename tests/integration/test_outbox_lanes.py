@@ -4,18 +4,16 @@ notes which TCP connection (the client's port) carried each delivery."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from gateway.outbox.dispatcher import dispatch_due
 from gateway.outbox.lanes import Lanes
 from gateway.settings import Settings
-from paygate_local.servers import free_port
+from tests.integration.loopback import served
 from tests.integration.outbox_support import Seeder, settings
 
 __all__ = ["settings"]
@@ -39,19 +37,9 @@ class ConnectionSink:
 
 @pytest.fixture
 async def sink() -> AsyncIterator[tuple[ConnectionSink, str]]:
-    app, port = ConnectionSink(), free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off",
-                                           ws="none", http="h11"))
-    serving = asyncio.create_task(server.serve())
-    for _ in range(500):
-        if server.started:
-            break
-        await asyncio.sleep(0.01)
-    try:
-        yield app, f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await serving
+    app = ConnectionSink()
+    async with served(app) as url:
+        yield app, url
 
 
 async def test_each_delivery_in_flight_keeps_its_own_connection_alive_across_batches(

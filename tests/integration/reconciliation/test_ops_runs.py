@@ -36,7 +36,7 @@ def jobs_runtime(settings: Settings, clock: ManualClock, redis_url: str) -> Iter
     from jobs import broker, runtime
 
     broker.flush_all()
-    runtime.configure(settings, clock)
+    runtime.configure(settings, clock, httpx.AsyncHTTPTransport)  # respx mocks httpx's own transport
     try:
         yield broker
     finally:

@@ -1,0 +1,111 @@
+"""Provider calls over aiohttp behind httpx's types (gateway/outbound.py, docs/decisions/0077),
+against a server served by uvicorn on loopback in this event loop: what a call sends and reads,
+the kept-alive connection, and every way a call ends without an answer read as the same httpx error
+(so the same Unknown reason, seed 004 "The Payment Client": transport failures and incomplete
+responses map to Unknown) as under httpx's own transport."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from gateway.outbound import AiohttpTransport, outbound_client
+from gateway.providers.answers import Unanswered, answer
+from paygate_local.servers import free_port
+from tests.integration.loopback import request_body, served
+
+
+class Provider:
+    """``/echo`` answers 201 with what it was sent; ``/gzip`` a gzip-encoded document; ``/cut``
+    promises 100 bytes, sends 10 and fails (uvicorn closes the connection)."""
+
+    def __init__(self) -> None:
+        self.ports: list[int] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = await request_body(receive)
+        self.ports.append(scope["client"][1])
+        headers = {key.decode(): value.decode() for key, value in scope["headers"]}
+        if scope["path"] == "/cut":
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"100")]})
+            await send({"type": "http.response.body", "body": b"0123456789", "more_body": True})
+            raise RuntimeError("the provider went away mid-answer")
+        if scope["path"] == "/gzip":
+            document = gzip.compress(b'{"status": "succeeded"}')
+            await send({"type": "http.response.start", "status": 200, "headers": [
+                (b"content-encoding", b"gzip"), (b"content-length", str(len(document)).encode())]})
+            await send({"type": "http.response.body", "body": document})
+            return
+        echoed = json.dumps({"method": scope["method"], "body": body.decode(), "headers": headers}).encode()
+        await send({"type": "http.response.start", "status": 201, "headers": [
+            (b"content-type", b"application/json"), (b"request-id", b"req_1")]})
+        await send({"type": "http.response.body", "body": echoed})
+
+
+@pytest.fixture
+async def provider() -> AsyncIterator[tuple[Provider, str]]:
+    app = Provider()
+    async with served(app) as url:
+        yield app, url
+
+
+async def test_a_call_sends_its_exact_body_and_headers_and_reads_the_whole_answer(
+        provider: tuple[Provider, str]) -> None:
+    """Seed 004: the stored request is sent byte for byte under its idempotency key."""
+    _, url = provider
+    body = b'{"amount_minor":4250,"currency":"EUR"}'
+    async with outbound_client() as http:
+        response = await http.post(f"{url}/echo", content=body, headers={"Idempotency-Key": "key-1"})
+    assert response.status_code == 201 and response.headers["request-id"] == "req_1"
+    echoed = response.json()
+    assert echoed["method"] == "POST" and echoed["body"] == body.decode()
+    assert echoed["headers"]["idempotency-key"] == "key-1"
+    assert echoed["headers"]["content-length"] == str(len(body))
+
+
+async def test_an_encoded_answer_is_decoded_as_httpx_decodes_it(provider: tuple[Provider, str]) -> None:
+    _, url = provider
+    async with outbound_client() as http:
+        response = await http.get(f"{url}/gzip")
+    assert response.json() == {"status": "succeeded"}
+
+
+async def test_calls_one_after_another_keep_one_connection_alive(provider: tuple[Provider, str]) -> None:
+    app, url = provider
+    async with outbound_client() as http:
+        for n in range(5):
+            assert (await http.post(f"{url}/echo", content=f"{n}".encode())).status_code == 201
+    assert len(app.ports) == 5 and len(set(app.ports)) == 1
+
+
+async def test_an_answer_cut_short_is_unanswered_as_under_httpx_own_transport(provider: tuple[Provider, str]) -> None:
+    """An incomplete response is Unknown (seed 004), named as httpcore names it."""
+    _, url = provider
+    for transport in (AiohttpTransport(), httpx.AsyncHTTPTransport()):
+        async with outbound_client(transport) as http:
+            assert await answer(http.get(f"{url}/cut")) == Unanswered("transport", "RemoteProtocolError")
+
+
+async def test_a_refused_connection_is_unanswered_as_under_httpx_own_transport() -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1/payments"
+    for transport in (AiohttpTransport(), httpx.AsyncHTTPTransport()):
+        async with outbound_client(transport) as http:
+            assert await answer(http.post(url, content=b"{}")) == Unanswered("transport", "ConnectError")
+
+
+async def test_a_call_cancelled_by_its_budget_leaves_the_client_usable(provider: tuple[Provider, str]) -> None:
+    """Budgets cancel calls (gateway.providers.calls); the pool stays serviceable after."""
+    _, url = provider
+    async with outbound_client() as http:
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0):
+                await http.post(f"{url}/echo", content=b"x")
+        assert (await http.post(f"{url}/echo", content=b"y")).json()["body"] == "y"
