@@ -1,5 +1,5 @@
 """Where a checkout's CPU goes: the gateway's ASGI app called in this process, one checkout at a
-time, phase by phase and under ``cProfile.Profile(time.process_time)`` (issue 13; bench/README.md,
+time, phase by phase and under ``cProfile.Profile(time.process_time)`` (bench/README.md,
 "Where a checkout's time goes").
 
     python bench/checkout_profile.py [--checkouts 400] [--profiled 400] [--top 45] [--dump PATH]

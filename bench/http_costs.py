@@ -3,7 +3,7 @@ signed deliveries POSTed to bench/sink_app.py under uvicorn on loopback, ``--lan
 flight at a time, in each of these ways, CPU (``time.process_time``) of this process only:
 
 - ``one client, lanes at once``: one ``httpx.AsyncClient`` with a keep-alive connection per lane
-  (the dispatcher's client before issue 13's rework), ``--lanes`` concurrent POSTs per round;
+  (the dispatcher's client before the delivery lanes of docs/decisions/0052), ``--lanes`` concurrent POSTs per round;
 - ``one client, one at a time``: the same client, one POST after another (no pool contention);
 - ``a pool per lane``: ``gateway.outbox.lanes.Lanes``, one single-connection client per lane,
   each lane posting one delivery after another, all lanes at once (the dispatcher now).

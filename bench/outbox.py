@@ -1,5 +1,4 @@
-"""Benchmark: outbox rows dispatched per second, in order per ordering key (issue 6, issue 13;
-bench/README.md).
+"""Benchmark: outbox rows dispatched per second, in order per ordering key (bench/README.md).
 
     python bench/outbox.py [--keys 100] [--rows-per-key 100] [--alerts 100] [--workers 1 4]
                            [--duration 5] [--json PATH] [--profile DIR]

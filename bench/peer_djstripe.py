@@ -1,4 +1,4 @@
-"""Benchmark: paygate's webhook ingest side by side with dj-stripe's (issue 13; bench/README.md).
+"""Benchmark: paygate's webhook ingest side by side with dj-stripe's (bench/README.md).
 
     python bench/peer_djstripe.py [--duration 10] [--connections 16] [--events 30000] [--web-workers 2]
                                   [--json PATH]

@@ -1,4 +1,4 @@
-"""Benchmark: attempts reconciled per second by the recovery loop (issue 6; bench/README.md).
+"""Benchmark: attempts reconciled per second by the recovery loop (bench/README.md).
 
     python bench/recovery.py [--attempts 10000] [--workers 1 4] [--duration 10]
 
@@ -14,7 +14,7 @@ Succeeded with its confirmation row. Ceilings, in the same run with the same num
   product's named SQL) for ``--duration`` seconds;
 - CardCo's lookup rate: the same processes and payment client, looking up without the database.
 
-``--lookup-rate R`` (issue 15 item 4, docs/decisions/0042) configures the account's
+``--lookup-rate R`` (docs/decisions/0042) configures the account's
 ``lookup_rate_per_s`` (burst ``--lookup-burst``, default one second's worth) and prints, per run, the
 configured rate against the achieved one: CardCo's lookups of the backlog per second of the run,
 the most it received in any one second, and the ``R x seconds + burst`` they may not exceed. Without
