@@ -48,7 +48,7 @@ from gateway.store.counters import flush_every, flush_logged
 def routes() -> list[BaseRoute]:
     """Every route of the gateway; each area contributes its own list from its http module."""
     return [
-        # The hot paths first: Starlette tries the routes in order, one regex each (issue 13).
+        # The hot paths first: Starlette tries the routes in order, one regex each.
         *webhooks.routes(),
         *orders.routes(),
         *ops_escalations.routes(),

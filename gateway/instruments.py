@@ -1,4 +1,4 @@
-"""Counters and histograms of events that leave no row behind (issue 15 item 3; seed 000 section 21,
+"""Counters and histograms of events that leave no row behind (seed 000 section 21,
 "Observability and Evidence"; docs/decisions/0040 names and labels, 0041 how they are counted).
 
 Every family is declared here, in :data:`FAMILIES`, with its labels and the values each label may

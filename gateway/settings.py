@@ -92,7 +92,7 @@ class ProviderAccount(_Model):
     processing_allowance_s: Duration = 10
     # How long the provider may hide a new payout, recall or refund from a lookup by client
     # reference (CardCo's listing lag, API.md: "may lag behind writes by a configured visibility
-    # delay"); the NotApplied cutoff waits it out (seed 000; issue 21 item 1). None: the delay the
+    # delay"); the NotApplied cutoff waits it out (seed 000). None: the delay the
     # provider documents (gateway.providers); the CardCo deployment's own lag must be set here.
     visibility_delay_s: VisibilityDelay | None = None
     lookup_backoff_s: list[Duration] = Field(default_factory=lambda: [60.0, 120.0, 300.0, 900.0])

@@ -22,7 +22,7 @@ APP = "gateway.app:app_from_environment"
 
 
 def options(settings: Settings, host: str, port: int) -> dict[str, object]:
-    """uvicorn's settings for the web process (issue 13: uvloop and httptools named, not "auto")."""
+    """uvicorn's settings for the web process (uvloop and httptools named, not "auto")."""
     return {"factory": True, "host": host, "port": port, "loop": "uvloop", "http": "httptools",
             "access_log": False, "log_level": settings.log_level, "workers": settings.web_workers}
 

@@ -1,7 +1,7 @@
 // paygate operator console (API.md "Operations": "A browser console under /console/ for operators").
 // Vanilla JS modules, no build step, no external assets. This file signs in, routes between the
 // views and keeps the shown view live: it polls the view's own endpoints every LIVE_S seconds
-// while the tab is visible, shows when it last did, and can be paused (issue 15 item 5).
+// while the tab is visible, shows when it last did, and can be paused.
 import { TOKEN_KEY, api, el, problem, whenUnauthorized } from "./core.js";
 import { notifications, payout, payouts, recalls, refund, refunds } from "./views-money.js";
 import { attempt, attempts, escalations, health, outbox } from "./views-ops.js";

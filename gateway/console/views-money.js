@@ -1,4 +1,4 @@
-// Console views of payouts, recalls, refunds and stored notifications (issue 15 item 5).
+// Console views of payouts, recalls, refunds and stored notifications.
 // Nothing here can show a destination token or a payment method: the API never returns them.
 import {
   api, attemptLink, badge, el, fields, formAction, kv, listView, money, noteAction, payoutLink, refundLink,

@@ -1,4 +1,4 @@
-// The console's home (issue 25): the system at a glance, drawn from one read model,
+// The console's home: the system at a glance, drawn from one read model,
 // GET /v1/ops/overview. Rates and backlogs first, rows one click away: every chart links to the
 // list behind it. The charts are small hand-written SVG (no library, no build step, nothing from
 // another origin); colours come from console.css classes, numbers are drawn as text.

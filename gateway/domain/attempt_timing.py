@@ -71,7 +71,7 @@ def settlement_date(release_at: datetime, time_zone: str) -> date:
 def resend_wait_s(retry_after_s: float | None, limited_sends: int) -> float:
     """How long to wait before a same-key resend after the attempt's ``limited_sends``-th
     consecutive answer asking for one (a 429): the provider's ``Retry-After`` when it gave one, else
-    ``RESEND_BACKOFF_S`` doubling per such answer (issue 21 item 7: Stripe does not document the
+    ``RESEND_BACKOFF_S`` doubling per such answer (Stripe does not document the
     header, and a resend at once meets the same limiter)."""
     if retry_after_s is not None:
         return retry_after_s

@@ -107,7 +107,7 @@ class Decision:
     def sets_status(self) -> bool:
         """Whether ``provider_status`` is written (None clears it). A decision that records a
         state records the provider status that goes with it, so a status the new state
-        contradicts (``requires_action`` on Unknown) never survives (issue 11 item 4)."""
+        contradicts (``requires_action`` on Unknown) never survives."""
         return self.new_state is not None or self.provider_status is not None
 
 

@@ -44,7 +44,7 @@ def public_key_of(private_seed: bytes) -> bytes:
 @functools.lru_cache(maxsize=16)
 def _signing_key(private_seed: bytes) -> Ed25519PrivateKey:
     """The key object of a raw private key, made once per key (it derives the public key: ~40 us,
-    as much as a signature; issue 13)."""
+    as much as a signature)."""
     return Ed25519PrivateKey.from_private_bytes(private_seed)
 
 

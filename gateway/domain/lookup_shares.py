@@ -1,4 +1,4 @@
-"""How one reconciler round shares its lookups among provider accounts (issue 21 item 2; seed 004,
+"""How one reconciler round shares its lookups among provider accounts (seed 004,
 "The Recovery Loop": on a 429 "pause the sweep ... other providers and accounts continue";
 docs/decisions/0058).
 

@@ -67,7 +67,7 @@ class CanonicalFields:
 
     def as_detail(self) -> dict[str, object]:
         # The fields are flat (text, integers, None): a copy of them, without asdict's deep copy,
-        # which costs more than the rest of a duplicate's handling in Python (issue 13).
+        # which costs more than the rest of a duplicate's handling in Python.
         return dict(vars(self))
 
     def canonical_text(self) -> str:

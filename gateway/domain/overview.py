@@ -1,4 +1,4 @@
-"""The operator's Overview, decided from rows (issue 25: "operators of payment systems live in
+"""The operator's Overview, decided from rows ("operators of payment systems live in
 dashboards: they look at rates and backlogs before they read rows"). Pure: the store reads, this
 shapes. Nothing here is a payment rule; every number is a count, an age or a latency.
 

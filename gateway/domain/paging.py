@@ -1,4 +1,4 @@
-"""The one paging convention of every list endpoint (issue 15 item 2, docs/decisions/0036).
+"""The one paging convention of every list endpoint (docs/decisions/0036).
 
 A list is ordered by a key of two columns, a time and the row's id (:class:`Keyset`); the id
 breaks ties between rows stamped at the same instant, so the order is total. A page is at most

@@ -30,7 +30,7 @@ class Clerk:
 
 @dataclass(frozen=True)
 class Pending:
-    """What a payout awaiting a person needs next, and who may give it (issue 15 item 5)."""
+    """What a payout awaiting a person needs next, and who may give it."""
 
     action: Literal["acknowledge", "approve"]
     rule: str

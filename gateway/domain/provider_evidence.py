@@ -1,4 +1,4 @@
-"""The common evidence every provider adapter reads its answers into (issue 16: the seam; seed 004,
+"""The common evidence every provider adapter reads its answers into (the seam; seed 004,
 "The Notification Handler": evidence holds identifiers, amounts, currency and reason codes).
 
 A provider's payment object, payout, recall or refund, whatever its wire shape, becomes one of

@@ -1,4 +1,4 @@
-"""Refunds of an order's payment, as pure rules (issue 11 item 3; docs/decisions/0019, 0020).
+"""Refunds of an order's payment, as pure rules (docs/decisions/0019, 0020).
 
 Seed 004, "Cancellation": "a cancellation that commits just after a send intent cannot recall the
 dispatch that intent already authorized. The attempt is then left to resolve through

@@ -74,7 +74,7 @@ class Certifier:
                     actor: str) -> dict[str, Any] | None:
         """Sign and store the certificate of ``record``'s confirmed effect (locked by the caller, in
         EFFECT_CONFIRMED) with its CERTIFIED ledger row, in one statement whose answer nothing waits
-        for (issue 13); the record as it stands after (CERTIFIED), or None without an active key.
+        for; the record as it stands after (CERTIFIED), or None without an active key.
         A certificate already issued is not rewritten and no row is appended (queries.sql); under
         the record's lock in EFFECT_CONFIRMED there is none, since a certificate always commits with
         its CERTIFIED row."""

@@ -31,7 +31,7 @@ SELECT r.*, l.sequence, l.to_state AS protocol_state
 SELECT * FROM effect_records WHERE attempt_id = %(attempt_id)s;
 
 -- name: append_ledger
--- Consecutive rows of one effect in one statement (issue 13: a new record's four took four): the
+-- Consecutive rows of one effect in one statement (four rows cost one round trip, not four): the
 -- arrays hold each row's sequence, from-state, to-state and detail, in order.
 INSERT INTO effect_ledger (attempt_id, sequence, from_state, to_state, effect_digest, idempotency_key,
                            occurred_at, actor, detail)
@@ -50,7 +50,7 @@ SELECT r.attempt_id, r.effect_digest, r.idempotency_key, l.to_state AS protocol_
 
 -- name: insert_certificate
 -- The certificate and its CERTIFIED ledger row together, or neither: a certificate already issued
--- is not rewritten and appends no row. One statement, read by nobody before COMMIT (issue 13).
+-- is not rewritten and appends no row. One statement, read by nobody before COMMIT.
 WITH certificate AS (
     INSERT INTO effect_certificates (attempt_id, certificate, key_id, signature, issued_at)
     VALUES (%(attempt_id)s, %(certificate)s, %(key_id)s, %(signature)s, %(now)s)

@@ -1,4 +1,4 @@
-"""Prometheus metrics (API.md, Operations; issue 15 item 3, docs/decisions/0040 and 0041).
+"""Prometheus metrics (API.md, Operations; docs/decisions/0040 and 0041).
 
 Three sources, one text: this process's HTTP counters; gauges read from the database at scrape time
 (attempts by state, Unknown attempts by age, the reconciler's backlog, outbox lag and dead letters,

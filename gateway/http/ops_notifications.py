@@ -1,4 +1,4 @@
-"""``GET /v1/ops/notifications?state=unmatched|applied|all`` (issue 15 item 5: the console's
+"""``GET /v1/ops/notifications?state=unmatched|applied|all`` (the console's
 reconciliation queue; default ``unmatched``): the stored notifications no attempt took at arrival,
 paged like every list (:mod:`gateway.http.paging`) by when they arrived;
 identifiers, type, status, amount and currency only, never a payload; for a payment notification

@@ -1,4 +1,4 @@
-"""``GET /v1/ops/overview`` (API.md "Operations", extended by issue 25; role ``operator``): the
+"""``GET /v1/ops/overview`` (API.md "Operations"; role ``operator``): the
 console's home, the system at a glance. One read model (:mod:`gateway.store.overview`): checkout
 attempts started and settled per minute by outcome over the last hour, attempts Unknown now and
 the oldest one's age per kind, open escalations by reason, outbox backlog and dead letters,

@@ -1,4 +1,4 @@
-"""Operator endpoints for payouts and recalls across every tenant (issue 15 item 5: the console's
+"""Operator endpoints for payouts and recalls across every tenant (the console's
 payouts awaiting a person and payouts and recalls in Unknown); role ``operator``; read-only.
 
 - ``GET /v1/ops/payouts?state=Unknown`` (default ``Unknown``; any payout state): payouts by

@@ -1,4 +1,4 @@
-"""Operator endpoints for refunds of paid orders (issue 15 item 5; docs/decisions/0019); role
+"""Operator endpoints for refunds of paid orders (docs/decisions/0019); role
 ``operator``; read-only.
 
 - ``GET /v1/ops/refunds?state=all`` (default ``all``; ``Requested``, ``Expired`` or an attempt

@@ -67,7 +67,7 @@ async def create_order(request: Request) -> Response:
 
 
 async def get_order(request: Request) -> Response:
-    """The order with its refunds (issue 11 item 3: ``refund``, the latest one's summary, and
+    """The order with its refunds (``refund``, the latest one's summary, and
     ``refunds``, every decision, grant and attempt)."""
     principal = await _order_reader(request)
     services = services_of(request)
@@ -82,7 +82,7 @@ class RefundRequest(Body):
 
 
 async def refund_order(request: Request) -> Response:
-    """A merchant's full refund of its paid order (issue 11 item 3): a decision, and for an Allowed
+    """A merchant's full refund of its paid order: a decision, and for an Allowed
     one its grant and job, through the same refund operation a payment after cancellation uses."""
     principal = await _order_reader(request)
     if principal.role != "merchant":
@@ -106,7 +106,7 @@ async def cancel_order(request: Request) -> Response:
 async def _status_response(services: Services, status: PaymentStatus) -> Response:
     """200 for final states and a current action; 202 with the status URL otherwise. The body
     carries the attempt's seed 001 effect record as an extension (``effect``, as for payouts)."""
-    # Issue 11 item 3: with the payment's refund, if one was decided (the attempt itself stays as it is).
+    # With the payment's refund, if one was decided (the attempt itself stays as it is).
     status.body.update(await status_extensions(services.db, status.body["attempt_id"], status.body["order_id"]))
     if status.final or status.action_current:
         return JSONResponse(status.body)

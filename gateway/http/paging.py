@@ -1,5 +1,4 @@
-"""Link-header paging, the one convention of every list endpoint (issue 15 item 2,
-docs/decisions/0036).
+"""Link-header paging, the one convention of every list endpoint (docs/decisions/0036).
 
 The body stays a JSON array. Every list accepts ``limit`` (1 to 1000, default 100), ``order``
 (``asc``, oldest first, the default; ``desc``, newest first) and ``cursor`` (an opaque token the

@@ -110,7 +110,7 @@ UPDATE payment_escalations
 RETURNING escalation_id;
 
 -- name: stored_for_reconciliation
--- The operator's reconciliation queue (issue 15 item 5; API.md: the notifications an operator
+-- The operator's reconciliation queue (API.md: the notifications an operator
 -- applies with POST /v1/ops/notifications/<id>/apply): those no attempt took at arrival, which the handler
 -- escalated (unmatched, identity conflict, unreadable, another API version), keyset-paged by (occurred_at, event_id) in
 -- either order (docs/decisions/0036; payment_attempt_events_awaiting_reconciliation). `state`

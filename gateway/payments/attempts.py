@@ -112,7 +112,7 @@ class Attempts:
         writer that skipped the order lock is rolled back, with the effect record sent with it, and
         the winner is read in a new statement (seed 004: "Roll back and reload the winning attempt"):
         the order's latest attempt, which is the winner even once it is no longer live (a fast
-        answer or a recovery pass may resolve it before this read; issue 22's campaign)."""
+        answer or a recovery pass may resolve it before this read, as the fault campaign showed)."""
         try:
             return await self._get_or_create_live(order_id, customer_id)
         except _LostToIndex:
@@ -153,9 +153,9 @@ class Attempts:
             "next_check_at": now + timedelta(seconds=account.abandonment_threshold_s),
         }
         insert = await conn.execute(_SQL["insert"], attempt)
-        # Seed 001 (issue 8): the effect record commits with the attempt that makes it sendable. It is
-        # derived from the values the insert carries and travels with it (one round trip for both,
-        # issue 13); if another live attempt won the index, both are rolled back.
+        # Seed 001: the effect record commits with the attempt that makes it sendable. It is
+        # derived from the values the insert carries and travels with it (one round trip for both);
+        # if another live attempt won the index, both are rolled back.
         await persist_payment(conn, attempt, stored_request(attempt), now=now,
                               reminder_interval_s=self._settings.reminder_interval_s)
         inserted = await insert.fetchone()
@@ -176,7 +176,7 @@ class Attempts:
         now = self._clock.now()
         async with self._db.transaction() as conn:
             # The record's lock (the last one taken) travels with the transition: one round trip
-            # for both (issue 13); a miss only held it until this commit.
+            # for both; a miss only held it until this commit.
             marked = await conn.execute(_SQL["mark_started"], {
                 "attempt_id": attempt["attempt_id"], "order_id": attempt["order_id"],
                 "version": attempt["version"], "now": now, "actor": actor,
@@ -187,7 +187,7 @@ class Attempts:
             })
             locked = await lock_record(conn, attempt["attempt_id"])
             started = await marked.fetchone()
-            if started is not None:  # seed 001 (issue 8): INTENT_PERSISTED -> AUTHORIZATION_ISSUED
+            if started is not None:  # seed 001: INTENT_PERSISTED -> AUTHORIZATION_ISSUED
                 record = await advance_record(conn, started["attempt_id"], "Started", actor=actor, now=now,
                                               locked=locked)
                 if then is not None:
@@ -260,7 +260,7 @@ class Attempts:
         attempt_id = attempt["attempt_id"]
         state = AttemptState(decision.new_state or attempt["state"])
         payment_id = attempt["provider_payment_id"] or (evidence.provider_id if decision.record_provider_id else None)
-        # Issue 11 item 3: a success on a cancelled order settles it as PaidAfterCancel, tells the
+        # A success on a cancelled order settles it as PaidAfterCancel, tells the
         # merchant so instead of confirming it, and owes a refund (gateway.domain.refunds).
         newly_paid = state is AttemptState.SUCCEEDED and attempt["state"] != state
         settlement = after_payment(attempt["order_state"]) if newly_paid else None
@@ -269,7 +269,7 @@ class Attempts:
         owes_refund = settlement is not None and settlement.refund_owed
         outbox = effect_rows([(f"attempt:{attempt_id}:{effect}", effect) for effect in effects],
                              _effect_payload(attempt, payment_id)) if effects else None
-        # Seed 001 (issue 8): the protocol follows the attempt (an Unknown kept after a reconciling
+        # Seed 001: the protocol follows the attempt (an Unknown kept after a reconciling
         # resend is a step too); its record's lock travels with the writes (docs/decisions/0031),
         # unless a refund decision takes its locks first.
         follows = state != attempt["state"] or state is AttemptState.UNKNOWN

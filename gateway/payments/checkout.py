@@ -79,7 +79,7 @@ class Checkout:
         self._clock = clock
         self._orders = orders
         self._attempts = attempts
-        self._sends = PaymentSends(SendGate(db, clock, settings.reminder_interval_s), client)  # seed 001 (issue 8)
+        self._sends = PaymentSends(SendGate(db, clock, settings.reminder_interval_s), client)  # seed 001
         self._running: set[asyncio.Task[PaymentStatus]] = set()
 
     async def pay(self, order_id: str, customer_id: str) -> PaymentStatus:

@@ -129,7 +129,7 @@ class Leases:
                 return None
             await append_event(conn, attempt["attempt_id"], "transition", lease.owner, now,
                                {"from": "NotStarted", "to": "NotApplied", "reason": "never-sent"})
-            await advance(conn, attempt["attempt_id"], "NotApplied", actor=lease.owner, now=now)  # seed 001 (issue 8)
+            await advance(conn, attempt["attempt_id"], "NotApplied", actor=lease.owner, now=now)  # seed 001
             await conn.execute(_ATTEMPT_SQL["order_cancel_completed"], {"order_id": attempt["order_id"], "now": now})
             return closed
 

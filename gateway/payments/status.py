@@ -1,5 +1,5 @@
 """The extensions of a PaymentStatus answer (API.md, "Orders and checkout"): the attempt's seed 001
-``effect`` and the order's ``refund`` summary (issue 11 item 3), read in one statement (issue 13)."""
+``effect`` and the order's ``refund`` summary, read in one statement."""
 
 from __future__ import annotations
 

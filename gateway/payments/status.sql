@@ -3,8 +3,8 @@
 -- name: status_extensions
 -- The attempt's seed 001 effect (its record and the protocol state of its last ledger row, as
 -- effects_of in gateway/effects/queries.sql) and the order's latest refund (its latest grant, the
--- grant's decision and the grant's attempt once claimed; issue 11 item 3), in one statement: one
--- round trip where a transaction of five reads took six (issue 13). Always one row; NULLs where
+-- grant's decision and the grant's attempt once claimed), in one statement: one
+-- round trip where a transaction of five reads took six. Always one row; NULLs where
 -- there is no record or no refund.
 SELECT r.effect_digest, r.idempotency_key, l.to_state AS protocol_state,
        g.grant_id, g.refund_number, g.state AS grant_state, d.decision_id, d.cause,

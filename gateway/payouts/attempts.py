@@ -83,7 +83,7 @@ async def claim(db: Database, now: datetime, settings: Settings, valid: Valid, w
                 "destination_version": versions.destination, "destination_digest": destination_digest(pepper, token),
                 "worker_id": worker_id, "now": now, "send_deadline": timings.send_deadline(now),
                 "lease_expires_at": timings.lease_expiry(now), "escalation_deadline": timings.escalation_deadline(now)})
-            # Seed 001 (issue 8): the effect record commits with the claim.
+            # Seed 001: the effect record commits with the claim.
             await persist_payout(PAYOUT, conn, attempt, token, account=account, now=now, actor=worker_id,
                                  reminder_interval_s=settings.reminder_interval_s)
             await history.append(conn, payout_id, "transition", actor=worker_id, now=now, attempt_id=attempt_id,

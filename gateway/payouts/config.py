@@ -44,7 +44,7 @@ def _visibility_delay_s(account: ProviderAccount) -> float:
     """The visibility delay seed 000's NotApplied cutoff waits out after the send deadline and the
     skew, for payouts, recalls and refunds alike (``not_applied_cutoff``): how long the provider may
     hide a new object from a lookup by client reference, the account's ``visibility_delay_s`` or
-    else its provider's documented delay (issue 21 item 1), never less than the account's
+    else its provider's documented delay, never less than the account's
     processing allowance, which stood for it before the account could state it
     (docs/decisions/0056). A provider that enforces no request expiry never has an attempt closed
     for "not found" (docs/decisions/0047), so its delay would only postpone the escalation deadline."""

@@ -1,5 +1,5 @@
-"""The grants sweep: due grants published again, unused grants expired and escalated (issue 11
-item 1; docs/decisions/0022 and 0023).
+"""The grants sweep: due grants published again, unused grants expired and escalated
+(docs/decisions/0022 and 0023).
 
 Once a grant's outbox row is dispatched its job is a broker message, delayed until ``not_before``
 and held by the broker and by the worker that prefetched it; a flushed or restarted broker, or a

@@ -1,4 +1,4 @@
--- The grants sweep (issue 11 item 1, docs/decisions/0022 and 0023): PostgreSQL, not the broker,
+-- The grants sweep (docs/decisions/0022 and 0023): PostgreSQL, not the broker,
 -- knows which payout and recall grants are due. Issued means unclaimed: the atomic claim consumes
 -- the grant in the transaction that creates the attempt. Every comparison takes %(now)s.
 

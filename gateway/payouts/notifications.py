@@ -37,4 +37,4 @@ async def apply(conn: Connection, now: datetime, attempt: dict[str, Any], notifi
     return await notifications.apply(_kind(notification), conn, now, attempt, notification,
                                      notification_event_id=notification_event_id, notification_key=notification_key,
                                      reminder_interval_s=settings.reminder_interval_s,
-                                     certifier=Certifier.of(settings))  # seed 001 (issue 8)
+                                     certifier=Certifier.of(settings))  # seed 001

@@ -1,4 +1,4 @@
-"""What an operator reads about payouts and recalls, across every tenant (issue 15 item 5; SQL in
+"""What an operator reads about payouts and recalls, across every tenant (SQL in
 ``operator.sql``): the Draft payouts whose latest decision waits for a person, the payouts in one
 state (the Unknown ones above all) with their latest attempt, the recall attempts in one state, and
 one payout with everything ``GET /v1/payouts/{id}`` shows plus its append-only history. Read-only;

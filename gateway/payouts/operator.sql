@@ -1,4 +1,4 @@
--- What an operator reads about payouts and recalls across every tenant (issue 15 item 5: the
+-- What an operator reads about payouts and recalls across every tenant (the
 -- console's payouts awaiting a person, and payouts and recalls in Unknown). Read-only: nothing
 -- here locks or changes a payout. Columns are listed, never `*`: nothing here reads a destination's
 -- provider token, and an attempt's destination digest is not an operator's business.

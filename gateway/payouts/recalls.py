@@ -216,7 +216,7 @@ async def claim(db: Database, now: datetime, settings: Settings, admitted: Admit
             "currency": payout["currency"], "worker_id": worker_id, "now": now,
             "send_deadline": timings.send_deadline(now), "lease_expires_at": timings.lease_expiry(now),
             "escalation_deadline": timings.escalation_deadline(now)})
-        # Seed 001 (issue 8): the effect record commits with the claim.
+        # Seed 001: the effect record commits with the claim.
         await persist_recall(RECALL, conn, attempt, account=account, now=now, actor=worker_id,
                              reminder_interval_s=settings.reminder_interval_s)
         await _event(conn, payout_id, "claimed", actor=worker_id, now=now, recall_attempt_id=attempt["attempt_id"],

@@ -23,7 +23,7 @@ SELECT attempt_id, provider_payout_id, provider_status FROM payout_attempts
 
 -- name: paid_account
 -- The account the recalled payout was paid on, through the decision's paid attempt: the recall is
--- sent there, never to whichever account the configuration lists first (issue 11 item 2).
+-- sent there, never to whichever account the configuration lists first.
 SELECT a.provider_account FROM payout_recall_decisions d JOIN payout_attempts a ON a.attempt_id = d.paid_attempt_id
  WHERE d.decision_id = %(decision_id)s;
 

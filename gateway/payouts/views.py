@@ -48,7 +48,7 @@ async def payout_view(conn: Connection, payout: dict[str, Any]) -> dict[str, Any
         "attempts": shown_attempts,
         "returns": [{"attempt_id": str(e["attempt_id"]), "occurred_at": rfc3339(e["occurred_at"]), **e["detail"]}
                     for e in events if e["kind"] == "return"],
-        "effect": shown_attempts[-1]["effect"] if shown_attempts else None,  # the latest attempt's (issue 8)
+        "effect": shown_attempts[-1]["effect"] if shown_attempts else None,  # the latest attempt's
         "recalls": await recalls.recalls_view(conn, payout["payout_id"]),  # docs/decisions/0015
     }
 

@@ -1,5 +1,5 @@
 """Which provider account an existing attempt's calls use: the one STORED on the attempt, never a
-default (issue 11 item 2; docs/decisions/0007; seed 000 "Reconcile Before Any New Attempt": the
+default (docs/decisions/0007; seed 000 "Reconcile Before Any New Attempt": the
 lookup asks the account the attempt was sent on; seed 004: the payment client never falls back).
 
 Choosing the account of a NEW attempt is the kind's configuration decision, made once in its claim

@@ -149,7 +149,7 @@ class Executor:
         sent: list[str | None] = [None]  # the provider's id of the latest send's request, for its observation
 
         async def send_once() -> Classification | str:
-            # Seed 001 (issue 8): every send re-derives the effect digest from the request it carries.
+            # Seed 001: every send re-derives the effect digest from the request it carries.
             request = await open_send(self.kind, SendGate(self.db, self.clock, self.settings.reminder_interval_s),
                                       attempt, account, secret, pepper=calls.pepper, actor=self.presenter.service_id,
                                       first=first[0] if first else None)
@@ -230,7 +230,7 @@ class Executor:
             from_states=ruled.from_states, epoch=epoch,
             provider_id=seen.provider_id if seen.matches else None,  # a record not the attempt's lends no id
             provider_status=answer.provider_status if seen.matches else None, next_check_at=next_check_at,
-            certifier=Certifier.of(self.settings))  # seed 001 (issue 8)
+            certifier=Certifier.of(self.settings))  # seed 001
         if written is None:  # the row is locked and the rule decided from it: only a broken invariant
             raise RuntimeError(f"{self.kind.label} attempt {current['attempt_id']} moved under its own lock")
 
@@ -262,7 +262,7 @@ class Executor:
                 written = await transitions.resolve(
                     self.kind, conn, now, attempt, state, reason, actor=self.presenter.service_id,
                     from_states=[from_state], epoch=epoch, next_check_at=next_check_at,
-                    certifier=Certifier.of(self.settings))  # seed 001 (issue 8)
+                    certifier=Certifier.of(self.settings))  # seed 001
         except Exception as error:  # noqa: BLE001 - the lease lapses and the sweeper records Unknown
             log.warning(f"{self.kind.name}_record_failed", attempt_id=str(attempt["attempt_id"]),
                         error_type=type(error).__name__)

@@ -74,7 +74,7 @@ async def _take(kind: AttemptKind, conn: Connection, now: datetime, attempt: Row
                 kind, conn, now, attempt, action.state, seen.reason, actor=ACTOR, from_states=action.from_states,
                 provider_id=seen.provider_id, provider_status=seen.provider_status,
                 next_check_at=None if action.state in SETTLED else now,  # in flight: the reconciler looks now
-                certifier=certifier)  # seed 001 (issue 8): a confirmed effect is certified here too
+                certifier=certifier)  # seed 001: a confirmed effect is certified here too
         except ProviderIdClaimed:
             # Another attempt recorded this id since match() looked (seed 004): both stay as they are.
             action = Escalate("mismatch")

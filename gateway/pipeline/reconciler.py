@@ -2,11 +2,11 @@
 section 17: "A recall that fails or becomes Unknown is reconciled the same way").
 
 For each due attempt (Unknown, or accepted and awaiting a status check), oldest first, on the
-lookup backoff: look the *attempt* up with the account stored on it (never a default, issue 11
-item 2: an account no longer configured is escalated ``account-not-configured`` and the attempt
+lookup backoff: look the *attempt* up with the account stored on it (never a default: an account no
+longer configured is escalated ``account-not-configured`` and the attempt
 left as it is), verify the record (one record, the kind's identity check, reference, amount and
-currency), then, under the attempt's row lock in the transaction that writes it (issue 11 item 5:
-the state is re-read there, so evidence that arrived during the lookup wins):
+currency), then, under the attempt's row lock in the transaction that writes it (the state is re-read
+there, so evidence that arrived during the lookup wins):
 completed -> Succeeded; rejected -> Failed; still processing -> leave; a mismatching or ambiguous
 record, or one whose provider id is not the id the attempt recorded or is another attempt's (seed
 004: the recorded id is never replaced) -> escalate ``mismatch``, the attempt as it was; not found
@@ -14,7 +14,7 @@ record, or one whose provider id is not the id the attempt recorded or is anothe
 (``not_applied_allowed``), then NotApplied. It never resends.
 
 Every round first escalates ``deadline`` each unresolved attempt past its stamped escalation
-deadline that was never escalated for it, without a lookup (issue 21 item 2; seed 000: every
+deadline that was never escalated for it, without a lookup (seed 000: every
 attempt has an escalation deadline): an account paused or out of lookup tokens delays no
 escalation, the attempt row is not changed, and an attempt is escalated for its deadline once.
 
@@ -61,7 +61,7 @@ from gateway.store.db import Connection, Database
 BATCH = 50
 ALREADY_RESOLVED = "already_resolved"
 RATE_LIMITED = "rate_limited"  # a failed lookup answered 429: the account pauses
-# The outcomes that resolve the attempt (issue 15 item 3: "reconciliation outcomes").
+# The outcomes that resolve the attempt ("reconciliation outcomes").
 RESOLVED = {AttemptState.SUCCEEDED: "succeeded", AttemptState.FAILED: "failed",
             AttemptState.NOT_APPLIED: "not_applied"}
 METHOD = "lookup:client_reference"
@@ -221,7 +221,7 @@ class Reconciler:
             from_states=[AttemptState(current["state"])],  # exactly the state decided from, under the lock
             provider_id=seen.provider_id if seen else None,
             provider_status=seen.provider_status if seen else None,
-            certifier=Certifier.of(self.settings))  # seed 001 (issue 8)
+            certifier=Certifier.of(self.settings))  # seed 001
         return RESOLVED[state] if written is not None else ALREADY_RESOLVED
 
     async def _escalate(self, conn: Connection, now: datetime, current: Row, cause: str, **facts: object) -> None:

@@ -69,7 +69,7 @@ RETURNING *;
 -- The provider accounts with due checks, each with how many (at most :limit), the account with the
 -- oldest due check first (in due_checks' order). Paused accounts are left out, as the checkout
 -- recovery claim leaves them (docs/decisions/0008): a 429 pauses only its own account, and its
--- backlog must not take the other accounts' turn (issue 21 item 2; seed 004: "pause the sweep ...
+-- backlog must not take the other accounts' turn (seed 004: "pause the sweep ...
 -- other providers and accounts continue"). The reconciler shares its batch among the accounts
 -- listed (gateway/domain/lookup_shares.py) and takes each account's share of lookup tokens before it
 -- claims any (docs/decisions/0042): an account without tokens claims nothing.
@@ -86,7 +86,7 @@ SELECT a.provider_account, LEAST(count(*), %(limit)s)::int AS due
 -- awaiting a status check), whose deadline was never escalated (:deadline_key is the kind's
 -- deadline escalation key with format()'s placeholder where the attempt id goes): the reconciler
 -- escalates them without a lookup, so a paused account or one out of tokens delays no escalation
--- (issue 21 item 2; seed 000: every attempt has an escalation deadline). Any episode, open or
+-- (seed 000: every attempt has an escalation deadline). Any episode, open or
 -- resolved, counts: never a second escalation for the same deadline (payment_escalations_by_key).
 -- Locked as lock_attempt locks them, skipping those a reconciler or notification holds now; the
 -- escalation changes nothing in the attempt row.
@@ -148,7 +148,7 @@ SELECT * FROM {attempts}
 
 -- name: lock_attempt
 -- The reconciler re-reads the attempt under this lock in the transaction that writes what its
--- lookup established (issue 11 item 5): a notification that resolved the attempt during the
+-- lookup established: a notification that resolved the attempt during the
 -- lookup committed first, and every escalation and resolution is decided from the state seen here.
 SELECT * FROM {attempts} WHERE attempt_id = %(attempt_id)s FOR UPDATE;
 

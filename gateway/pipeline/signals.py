@@ -1,6 +1,6 @@
 """What the pipeline counts about a delivery (seed 000 section 21, "Observability and Evidence":
 "Validation refusals by reason code", "Claims lost, context-fence rollbacks, and duplicate
-deliveries", "Unconfirmed commits and fenced Claimed attempts"; issue 15 item 3). Counted in this
+deliveries", "Unconfirmed commits and fenced Claimed attempts"). Counted in this
 process after the fact it names is known, flushed to the fleet's sums by
 ``gateway.store.counters``; the evidence itself stays in the kind's history."""
 

@@ -85,7 +85,7 @@ async def resolve(kind: AttemptKind, conn: Connection, now: datetime, attempt: R
     await kind.history(conn, row[kind.parent], "transition", actor=actor, now=now, attempt_id=row["attempt_id"],
                        detail={"attempt_state": state.value, "reason": reason,
                                kind.rows.provider_id: row[kind.rows.provider_id], **followed})
-    # Seed 001 (issue 8): the protocol follows the attempt; a confirmed effect is certified with ``certifier``.
+    # Seed 001: the protocol follows the attempt; a confirmed effect is certified with ``certifier``.
     await advance(conn, attempt["attempt_id"], state.value, actor=actor, now=now, certifier=certifier,
                   subject=Subject(kind.parent, row[kind.parent], row[kind.rows.provider_id], row["provider_status"],
                                   kind.evidence))

@@ -1,4 +1,4 @@
-"""Provider adapters behind one seam (issue 16; gateway.providers.base): one module per provider,
+"""Provider adapters behind one seam (gateway.providers.base): one module per provider,
 chosen per provider account by its id's prefix (gateway.providers.registry)."""
 
 from gateway.providers.base import (

@@ -1,6 +1,6 @@
 """Whether a provider call got an answer at all: the one rule every provider call uses (seed 004,
 "The Payment Client": "timeouts, cancellation, pipeline rejections, transport failures, incomplete
-or unreadable responses" map to Unknown; issue 21 item 6).
+or unreadable responses" map to Unknown).
 
 A call's budgets (``Clock.budget``) end it with ``TimeoutError``, named by which one fired: the
 caller's budget (:data:`CALLER`) or the kind's ceiling (:data:`CEILING`,

@@ -1,4 +1,4 @@
-"""The provider-adapter seam (issue 16; docs/decisions/0046): everything that differs between two
+"""The provider-adapter seam (docs/decisions/0046): everything that differs between two
 payment providers, stated once, so that nothing above ``gateway.providers`` names a provider.
 
 Everything that makes paygate safe (record before send, Unknown, lookups before a resend,
@@ -138,7 +138,7 @@ class PaymentOperation:
 
 @dataclass(frozen=True)
 class ProviderTimings:
-    """What the provider documents about time (issue 16: "the timings that belong to the provider").
+    """What the provider documents about time ("the timings that belong to the provider").
 
     ``key_window_s``: how long it keeps an idempotency key's saved result; an account's
     ``key_window_s`` may not exceed it. ``visibility_delay_s``: how long a new object may stay

@@ -100,7 +100,7 @@ class Recovery:
         self._client = client
         self._leases = Leases(db, clock, settings)
         self._tokens = LookupTokens(db, clock, settings)
-        self._sends = PaymentSends(SendGate(db, clock, settings.reminder_interval_s), client)  # seed 001 (issue 8)
+        self._sends = PaymentSends(SendGate(db, clock, settings.reminder_interval_s), client)  # seed 001
         self.owner = owner or worker_name()
 
     async def sweep(self, limit: int = 100) -> SweepReport:

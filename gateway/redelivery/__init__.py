@@ -1,1 +1,1 @@
-"""Due work the database publishes again (issue 11 item 1; docs/decisions/0022)."""
+"""Due work the database publishes again (docs/decisions/0022)."""

@@ -1,4 +1,4 @@
--- Re-publishing due jobs (issue 11 item 1, docs/decisions/0022). Placeholders in braces are bound
+-- Re-publishing due jobs (docs/decisions/0022). Placeholders in braces are bound
 -- by gateway/redelivery/republish.py with psycopg.sql (identifiers and literals, never text from
 -- outside). A kind's due SELECT returns the rows whose work is due by %(now)s and not yet taken,
 -- each as subject_id, due_at and payload (the payload its outbox job row carries, so the same

@@ -1,4 +1,4 @@
-"""Publishing due jobs again from the database (issue 11 item 1; docs/decisions/0022).
+"""Publishing due jobs again from the database (docs/decisions/0022).
 
 PostgreSQL is the one source of truth for due work; the broker only carries wake-ups (DESIGN.md).
 A job that starts through an outbox row (a payout or recall grant's ``payout-job`` /

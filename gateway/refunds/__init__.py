@@ -1,2 +1,2 @@
-"""Refunds of an order's payment: their own decisions, grants and attempts (issue 11 item 3;
-docs/decisions/0019). Pure rules are in ``gateway.domain.refunds``."""
+"""Refunds of an order's payment: their own decisions, grants and attempts (docs/decisions/0019). Pure
+rules are in ``gateway.domain.refunds``."""

@@ -1,5 +1,5 @@
-"""The refund attempt kind: the third instance of the one attempt pipeline (issue 14; issue 11
-item 3; docs/decisions/0019). Everything a refund does after its decision is the pipeline's
+"""The refund attempt kind: the third instance of the one attempt pipeline (docs/decisions/0019).
+Everything a refund does after its decision is the pipeline's
 (``gateway.pipeline``: executor, reconciler, sweeper, resolution, notification application,
 views); this module states only what differs for a refund:
 

@@ -1,5 +1,5 @@
 """``payment.refunded`` as evidence about a refund attempt, inside the notification handler's
-transaction (issue 11 item 3; docs/decisions/0021: CardCo's refunded payment names the refund that
+transaction (docs/decisions/0021: CardCo's refunded payment names the refund that
 did it). A refund the gateway made is matched like any attempt kind, by the verified account and
 the refund's own reference ``<order_id>-r<N>`` and, independently, CardCo's refund id, and applied
 through the pipeline's one notification application (``gateway.pipeline.notifications``). A

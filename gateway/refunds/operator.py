@@ -1,4 +1,4 @@
-"""What an operator reads about refunds of paid orders (issue 15 item 5; docs/decisions/0019; SQL
+"""What an operator reads about refunds of paid orders (docs/decisions/0019; SQL
 in ``operator.sql``): a page of refunds in one state, and one order's refunds (every decision,
 grant and attempt with its seed 001 effect, as ``GET /v1/orders/{id}`` shows them) with the
 order and the refunds' append-only history. Read-only; never a payment-method token."""

@@ -1,4 +1,4 @@
--- What an operator reads about refunds of paid orders (issue 15 item 5; docs/decisions/0019).
+-- What an operator reads about refunds of paid orders (docs/decisions/0019).
 -- Read-only: nothing here locks or changes a refund.
 
 -- name: snapshot

@@ -89,7 +89,7 @@ UPDATE orders SET state = %(state)s, updated_at = %(now)s, version = version + 1
  WHERE order_id = %(order_id)s AND state IN ('Paid', 'PaidAfterCancel');
 
 -- name: owed_refunds
--- One page of the refunds owed (issue 21 item 3): cancelled orders whose payment succeeded with no
+-- One page of the refunds owed: cancelled orders whose payment succeeded with no
 -- refund under way (no Issued grant inside its window, no attempt Claimed, Started, Unknown or
 -- Succeeded) and no refund-owed episode open yet, after the cursor (:after_at, :after_id) in
 -- (updated_at, order_id) order, which orders_paid_after_cancel walks. The whole question is asked
@@ -121,7 +121,7 @@ SELECT o.order_id, o.state, o.amount_minor, o.currency, a.provider_account, a.pr
 
 -- name: lock_refundable_order
 -- The claim re-asserts what validation relied on (seed 000, "Atomically Claim the Grant and the
--- Payout"; issue 21 item 9): the order is still refundable, read under its row lock, taken before
+-- Payout"): the order is still refundable, read under its row lock, taken before
 -- the grant and the attempt as every writer of an order's refunds does (this file's lock order,
 -- docs/decisions/0001). No row: the claim consumes nothing and inserts nothing.
 SELECT order_id FROM orders

@@ -1,4 +1,4 @@
-"""The order follows its refund (issue 11 item 3; docs/decisions/0020), in the transaction that
+"""The order follows its refund (docs/decisions/0020), in the transaction that
 resolves the refund attempt: ``gateway.domain.refunds.after_refund`` says what changes; this writes
 it. The merchant hears about it through effect-keyed outbox rows ordered behind the paid payment's
 own confirmation (ordering key ``attempt:<paid attempt>``, seed 004 "Downstream Work": "A refund
@@ -63,7 +63,7 @@ async def raise_owed(db: Database, clock: Clock, *, reminder_interval_s: float, 
     page in (updated_at, order_id) order (keyset: each page starts after the last order of the
     one before), each page in its own transaction that locks its orders (FOR NO KEY UPDATE SKIP
     LOCKED) and raises, so a refund resolving one at the same moment wins: it is re-read under that
-    lock. Every owed order is reached, however many refunds are under way before it (issue 21 item 3)."""
+    lock. Every owed order is reached, however many refunds are under way before it."""
     now = clock.now()
     raised = 0
     after: tuple[datetime, str] = (datetime.min.replace(tzinfo=UTC), "")

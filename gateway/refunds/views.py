@@ -1,5 +1,5 @@
 """What ``GET /v1/orders/{id}`` and the payment status show of an order's refunds
-(issue 11 item 3; docs/decisions/0019): every decision, grant and attempt (with its seed 001
+(docs/decisions/0019): every decision, grant and attempt (with its seed 001
 effect), oldest first, and a one-line ``refund`` summary of the latest one. Identifiers, states and
 reasons; never a token."""
 

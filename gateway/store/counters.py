@@ -1,4 +1,4 @@
-"""The fleet's counters in PostgreSQL (issue 15 item 3; docs/decisions/0041): each process flushes
+"""The fleet's counters in PostgreSQL (docs/decisions/0041): each process flushes
 the deltas it counted (``gateway.instruments``) into ``metric_counters``, and ``/metrics`` reads
 the sums. A worker flushes after every message it handles, a web process every
 ``metrics_flush_s`` and before it answers a scrape, and both before they stop; so a crash loses at

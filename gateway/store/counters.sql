@@ -1,4 +1,4 @@
--- Counters and histogram buckets summed over every process (issue 15 item 3; docs/decisions/0041).
+-- Counters and histogram buckets summed over every process (docs/decisions/0041).
 
 -- name: add_counts
 -- One statement per flush: this process's deltas since its last flush, added to the fleet's sums.

@@ -1,6 +1,6 @@
 -- What /metrics reads from the database, the fleet-wide truth (attempts and refund attempts by
 -- state, orders paid after their cancellation, outbox backlog, open escalations, process liveness,
--- grants that expired unused or are due and unclaimed; issue 15 item 3: the attempt pipeline's
+-- grants that expired unused or are due and unclaimed; the attempt pipeline's
 -- attempts in flight, Unknown attempts by age, the reconciler's backlog, outbox lag and dead
 -- letters per message kind, open escalations per reason). Every label value is a state, a kind
 -- or a reason code the code writes, never an id; each statement reads a partial index or a small
@@ -28,7 +28,7 @@ SELECT 'paygate_process_last_seen_age_seconds', jsonb_build_object('kind', kind)
        min(extract(epoch FROM (%(now)s - seen_at)))::float8
   FROM process_heartbeats GROUP BY kind
 UNION ALL
--- Seed 000 section 21, "Grants issued but never consumed" (issue 11 item 1, docs/decisions/0023):
+-- Seed 000 section 21, "Grants issued but never consumed" (docs/decisions/0023):
 -- grants whose window closed unclaimed, and grants due now that nobody has claimed yet (a backlog,
 -- or lost jobs the redelivery sweep is publishing again). One label: the grant's operation.
 SELECT 'paygate_payout_grants_expired_unused', jsonb_build_object('operation', g.operation), count(x.*)
@@ -51,7 +51,7 @@ SELECT 'paygate_payout_grants_due_unclaimed', jsonb_build_object('operation', g.
  GROUP BY g.operation;
 
 -- name: kind_pipeline_gauges
--- One kind of the attempt pipeline (issue 15 item 3), composed for every registered pipeline kind
+-- One kind of the attempt pipeline, composed for every registered pipeline kind
 -- (gateway.domain.attempt_kinds; {kind} its name, {attempts} its table): attempts in flight by
 -- state (the one-unresolved partial indexes), and the reconciler's backlog: how long the most
 -- overdue check has been due (the checks-due partial indexes; 0 when nothing is due). Every kind

@@ -1,4 +1,4 @@
-"""Versioned schema migrations (issue 15 item 1; docs/decisions/0034, docs/migrations.md).
+"""Versioned schema migrations (docs/decisions/0034, docs/migrations.md).
 
 A migration is a file ``gateway/store/migrations/NNNN_<what>.sql`` of raw SQL, numbered from
 0001 without gaps. :func:`migrate` runs, under one PostgreSQL advisory lock, every migration the

@@ -1,4 +1,4 @@
-"""The operator's Overview read model (``GET /v1/ops/overview``; issue 25): one REPEATABLE READ
+"""The operator's Overview read model (``GET /v1/ops/overview``): one REPEATABLE READ
 snapshot, a few cheap statements (``overview.sql``, and ``gauges.sql``'s per-kind Unknown, outbox
 and escalation blocks, the ones /metrics reads), shaped by :mod:`gateway.domain.overview`. The clock's now is a
 parameter like everywhere."""

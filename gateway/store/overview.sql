@@ -1,4 +1,4 @@
--- The operator's Overview (GET /v1/ops/overview; issue 25): the system at a glance, one read model
+-- The operator's Overview (GET /v1/ops/overview): the system at a glance, one read model
 -- over the tables /metrics reads too (gauges.sql: kind_unknown_oldest, outbox_kinds and
 -- open_escalations are read from there). Every statement reads a partial index, a bounded index
 -- range or a small table, never the payment history: measured with EXPLAIN in

@@ -1,4 +1,4 @@
-"""CardCo, the bundled fictional provider, behind the seam (API.md, "provider_fake: CardCo"; issue 16:
+"""CardCo, the bundled fictional provider, behind the seam (API.md, "provider_fake: CardCo";
 "CardCo moves behind the seam unchanged").
 
 JSON bodies; ``Authorization: Bearer``, ``CardCo-Account`` and ``CardCo-Version`` on every call.

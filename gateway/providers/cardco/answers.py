@@ -78,7 +78,7 @@ def lookup_result(status_code: int, body: bytes, retry_after: str | None, *, lis
 
 
 def payment_method_usable(status_code: int, body: bytes) -> bool | None:
-    """Classify ``GET /v1/payment_methods/{id}`` (CardCo extension, issue 11 item 9): True while
+    """Classify ``GET /v1/payment_methods/{id}`` (CardCo extension): True while
     CardCo says ``usable``; False once it says ``expired``, or does not know the token (404);
     None when the check itself failed (an error status, an unreadable body): that proves
     nothing either way, like a failed lookup."""

@@ -1,4 +1,4 @@
-"""Stripe behind the seam (issue 16; docs/decisions/0046, 0047; the pure rules are this package's
+"""Stripe behind the seam (docs/decisions/0046, 0047; the pure rules are this package's
 :mod:`answers`, :mod:`tables`, :mod:`notifications` and :mod:`signatures`).
 
 Every call carries ``Authorization: Bearer <secret key>`` and the account's pinned

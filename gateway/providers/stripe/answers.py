@@ -1,4 +1,4 @@
-"""What Stripe's answers mean (issue 16; Stripe's API reference: PaymentIntents, Payouts, Refunds,
+"""What Stripe's answers mean (Stripe's API reference: PaymentIntents, Payouts, Refunds,
 Errors, Idempotent requests, Search; docs/decisions/0046 and 0047). Pure: no I/O.
 
 Requests are form-encoded (``metadata[client_reference]``, the attempt's reference, is how a

@@ -1,4 +1,4 @@
-"""Stripe webhooks: the event payload (issue 16; Stripe's Event object; the ``Stripe-Signature``
+"""Stripe webhooks: the event payload (Stripe's Event object; the ``Stripe-Signature``
 scheme is gateway.providers.stripe.signatures). Pure: no I/O.
 
 Parsing: ``payment_intent.*``, ``charge.refunded``, ``refund.*`` and ``payout.*`` events become the common
