@@ -1,4 +1,4 @@
-"""The ``expire_unused_grants`` actor (issue 11 item 1; docs/decisions/0023): payout and recall
+"""The ``expire_unused_grants`` actor (docs/decisions/0023): payout and recall
 grants whose window closed unclaimed become Expired, and those whose payout still waits are
 escalated once (see :mod:`gateway.payouts.grant_sweep`). No arguments: the work is found in
 PostgreSQL by the one clock's now; a lost or duplicated wake-up changes nothing."""

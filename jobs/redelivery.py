@@ -1,5 +1,4 @@
-"""The ``republish_due_jobs`` actor: due work the database publishes again (issue 11 item 1;
-docs/decisions/0022).
+"""The ``republish_due_jobs`` actor: due work the database publishes again (docs/decisions/0022).
 
 No arguments: each wake-up asks PostgreSQL which jobs are due and untaken and publishes each one's
 message again through the publisher its outbox row used, at most once per half clock tick per

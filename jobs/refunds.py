@@ -1,4 +1,4 @@
-"""Refund actors (issue 11 item 3; docs/decisions/0019): the pipeline's executor, sweeper and
+"""Refund actors (docs/decisions/0019): the pipeline's executor, sweeper and
 reconciler for the refund attempt kind, and the check that escalates a cancelled order's money
 with no refund under way.
 
