@@ -1,5 +1,5 @@
 """The demo world ``paygate up`` runs: two CardCo accounts and a Stripe test account (served by the
-fake's Stripe dialect, ``/stripe/v1/...``; issue 16), their keys and webhook secrets, the timings
+fake's Stripe dialect, ``/stripe/v1/...``), their keys and webhook secrets, the timings
 (normal or ``--rehearsal``; CardCo's listing lag, one value for the fake and the gateway), demo
 tokens for every role, a customer with an open order.
 
@@ -26,7 +26,7 @@ from gateway.clock import Clock
 from gateway.payouts import reference
 from gateway.store.db import Database
 
-# API.md, Command line: the two CardCo accounts first, then the Stripe one (issue 16).
+# API.md, Command line: the two CardCo accounts first, then the Stripe one.
 ACCOUNTS = ("cardco:acct_store:test", "cardco:acct_store:live", "stripe:acct_store:test")
 # The Stripe API version the demo pins its Stripe account to (the fake renders every version alike).
 STRIPE_API_VERSION = "2026-10-28.endive"
@@ -48,7 +48,7 @@ REHEARSAL_GLOBAL = {
     "provider_skew_s": 30,
 }
 # CardCo's listing lag (API.md: its lists "may lag behind writes by a configured visibility
-# delay"; issue 21 item 1): ONE value configures the fake (``visibility_delay_s``) and the gateway's
+# delay"): ONE value configures the fake (``visibility_delay_s``) and the gateway's
 # CardCo accounts (``visibility_delay_s``), so the NotApplied cutoff waits out exactly the lag the
 # provider has. It equals the processing allowance that stood for the lag before (10 s; 2 s in
 # rehearsal). The Stripe account keeps Stripe's documented 60 s, longer than the fake's lag.

@@ -1,4 +1,4 @@
-"""The guardian of a ``paygate up`` run (issue 21): ``python -m paygate_local.guardian DIR PARENT``.
+"""The guardian of a ``paygate up`` run: ``python -m paygate_local.guardian DIR PARENT``.
 
 ``paygate up`` starts it first, in its own session (the terminal's signals do not reach it), and it
 inherits the data directory's lock. It waits for ``PARENT`` to end: the kernel's death signal

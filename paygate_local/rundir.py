@@ -1,5 +1,5 @@
 """A data directory's run: its lock, the pid files of what it started, and the stopping of what a
-run left behind (issue 21: ``paygate up`` left processes and servers running).
+run left behind (``paygate up`` left processes and servers running).
 
 Three kinds of pid file name a run's processes, each checked against the live process before
 anything is signalled (a pid alone may by now be someone else's):

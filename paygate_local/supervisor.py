@@ -6,7 +6,7 @@ the process that died and leaves the others alone. This one does that. Each proc
 own process group, so a kill reaches a dramatiq parent and its forked workers together, and a
 death found by :meth:`Supervisor.poll` also reaps whatever the dead process left in its group.
 
-Children die with the supervisor (issue 21): each is started through ``paygate_local.tether``,
+Children die with the supervisor: each is started through ``paygate_local.tether``,
 which has the kernel send it SIGTERM when the supervisor goes, however it went (SIGKILL
 included), and then becomes the command itself. With ``pid_dir`` the supervisor also writes
 ``<pid_dir>/<name>.pid`` for each running child (``paygate_local.rundir``), from which the

@@ -1,4 +1,4 @@
-"""Lines for the terminal ``paygate up`` runs in, which may have gone (issue 21): after SIGHUP,
+"""Lines for the terminal ``paygate up`` runs in, which may have gone: after SIGHUP,
 every write to it fails (EIO), and a failed line must not stop the stopping."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Children that die with their supervisor (issue 21): ``python -m paygate_local.tether PARENT -- ARGV...``.
+"""Children that die with their supervisor: ``python -m paygate_local.tether PARENT -- ARGV...``.
 
 On Linux it asks the kernel to send it SIGTERM when the thread that started it ends
 (``prctl(PR_SET_PDEATHSIG)``), checks that its parent is still ``PARENT`` (the supervisor may have

@@ -7,7 +7,7 @@ restarted, with a back-off, so a tester can ``kill -9`` a worker and watch the w
 for ``/readyz`` to answer 200, then writes ``DIR/paygate-demo.json`` and prints the same in words.
 SIGINT/SIGTERM stop every process, then every server it started.
 
-However it ends, nothing of the run is left (issue 21). The stop signals (SIGINT, SIGTERM and
+However it ends, nothing of the run is left. The stop signals (SIGINT, SIGTERM and
 SIGHUP, a closed terminal) are handled before anything starts: during start-up the first one
 unwinds it (:class:`Stopped`), stopping what was started; once the processes run, it stops them.
 It takes the data directory's lock, starts its guardian (``paygate_local.guardian``: when this

@@ -1,4 +1,4 @@
-"""``paygate campaign``: a fault campaign against a real fleet (issue 12).
+"""``paygate campaign``: a fault campaign against a real fleet.
 
 The campaign starts its own PostgreSQL and Valkey (or uses ``DATABASE_URL`` / ``REDIS_URL``),
 runs the Procfile's processes under the supervisor (CardCo, two web, two workers, one clock),

@@ -1,9 +1,9 @@
 """The campaign's HTTP client for the gateway, as a client behind a load balancer sees it: requests
 spread over the web processes; one that meets a dead process (refused, reset, cut mid-answer) or
 a 5xx is sent again to the next process after a short pause, within a patience budget. Every
-request the campaign makes is one of these: it drives load through HTTP only (issue 12). Every 5xx
+request the campaign makes is one of these: it drives load through HTTP only. Every 5xx
 is remembered with its wall-clock time, so the run can tell those inside an injected outage from
-the unexpected ones (issue 22).
+the unexpected ones.
 """
 
 from __future__ import annotations

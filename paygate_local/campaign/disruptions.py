@@ -1,4 +1,4 @@
-"""The seeded disruptions of one campaign and what they did (issues 12 and 22).
+"""The seeded disruptions of one campaign and what they did.
 
 Per wave, :meth:`Disruptions.rules` composes the CardCo rule set (the wave's per-object rules,
 plus the lost payouts under listing lag the schedule puts in this wave, the lasting rules of

@@ -1,6 +1,6 @@
-"""Which CardCo faults one checkout, payout or recall meets (issue 12: "CardCo faults chosen at
+"""Which CardCo faults one checkout, payout or recall meets ("CardCo faults chosen at
 random per request from the whole control API"), and the rules of the faults that outlast one
-request (issue 22): lookup storms, CardCo's listing lag on a payout whose answer was lost, and
+request: lookup storms, CardCo's listing lag on a payout whose answer was lost, and
 the slow provider a pause past a lease needs.
 
 Each choice is a list of CardCo fault rules (API.md, "CardCo control API") bound to the object's
@@ -116,7 +116,7 @@ SLOW_CREATES = ("create_payout", "create_recall", "refund_payment")
 
 
 def storm() -> list[Rule]:
-    """A 429 on every lookup (issue 22: "account-wide 429 storms on lookups"), while installed."""
+    """A 429 on every lookup ("account-wide 429 storms on lookups"), while installed."""
     return [{"operation": operation, "action": "rate_limit", "retry_after_s": STORM_RETRY_AFTER_S, "times": 0}
             for operation in LOOKUP_OPERATIONS]
 

@@ -1,6 +1,6 @@
 """The fleet a campaign runs against: PostgreSQL and Valkey (embedded, or ``DATABASE_URL`` /
 ``REDIS_URL``), and the Procfile's processes under the supervisor: CardCo, two web processes on
-two ports, two workers, one clock, plus the demo sinks (issue 12), which the gateway reaches
+two ports, two workers, one clock, plus the demo sinks, which the gateway reaches
 through one :class:`paygate_local.campaign.sinkfaults.SinkLink` each, so the campaign can make them fail.
 
 Timings are ``paygate up --rehearsal``'s, shortened where the settle waits on them (a 60 s key

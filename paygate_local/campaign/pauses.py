@@ -1,4 +1,4 @@
-"""Pause past the lease (issue 22; seed 000 "lease epochs", seed 004 "The Recovery Loop"): SIGSTOP a
+"""Pause past the lease (seed 000 "lease epochs", seed 004 "The Recovery Loop"): SIGSTOP a
 worker while it holds a lease, keep it stopped until that lease lapsed and another worker took
 the attempt over, then SIGCONT it and let it wake up believing it still owns what it held.
 

@@ -1,5 +1,5 @@
-"""The campaign's result: the JSON document of issue 12 (``{"seed", "operations", "faults",
-"kills", "restarts", "violations", "wall_s"}``) with issue 22's additions, read from evidence:
+"""The campaign's result: the JSON document API.md names (``{"seed", "operations", "faults",
+"kills", "restarts", "violations", "wall_s"}``) with the fault counts added, read from evidence:
 ``faults_fired`` (what CardCo's request log and webhook deliveries say fired, by
 ``operation:action``; ``faults`` stays the rules installed), ``outcomes`` (the gateway's final
 states of checkouts, payouts, refunds and recalls) and ``escalations`` (by reason); and what the

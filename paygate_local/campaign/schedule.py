@@ -1,4 +1,4 @@
-"""When the campaign disrupts what (issues 12 and 22): kills, server restarts, crashes and outages,
+"""When the campaign disrupts what: kills, server restarts, crashes and outages,
 pauses past a lease, sink faults, CardCo's lookup storms and its listing lag on lost payouts.
 
 The load runs in waves (``paygate_local.campaign.load``); each disruption is placed in one wave, a
@@ -40,7 +40,7 @@ EVERY: dict[Action, tuple[int, int]] = {
     "outage-broker": (FULL_WAVES, 20), "sink-error": (FULL_WAVES, 20), "sink-hang": (FULL_WAVES, 20),
     "sink-down": (FULL_WAVES, 20), "lookup-storm": (FULL_WAVES, 20), "payout-lag": (FULL_WAVES, 20),
 }
-# How long each timed disruption lasts, in seconds (an outage of 10 s or more, issue 22; a pause
+# How long each timed disruption lasts, in seconds (an outage of 10 s or more; a pause
 # lasts until the leases it stopped lapsed and were taken over, then this much longer).
 DURATION_S: dict[Action, tuple[float, float]] = {
     "outage-postgres": (10.0, 13.0), "outage-broker": (10.0, 13.0), "pause-worker": (1.0, 3.0),

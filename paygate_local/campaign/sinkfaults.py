@@ -1,4 +1,4 @@
-"""A sink that fails (issue 22: "Merchant and alert sinks: answering 5xx, hanging past the delivery
+"""A sink that fails ("Merchant and alert sinks: answering 5xx, hanging past the delivery
 budget, and down for a while, long enough that some rows dead-letter").
 
 The gateway's ``merchant_sink_url`` and ``alert_sink_url`` point at one :class:`SinkLink` each, a
