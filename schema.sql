@@ -49,7 +49,7 @@ CREATE TABLE IF NOT EXISTS process_heartbeats (
     CONSTRAINT ck_process_heartbeat_kind CHECK (kind IN ('worker', 'clock'))
 );
 
--- Job messages the database re-publishes (issue 11 item 1, docs/decisions/0022). A job that
+-- Job messages the database re-publishes (docs/decisions/0022). A job that
 -- starts through an outbox row (a payout or recall grant's job) lives in the broker only as a
 -- wake-up; the grants sweep finds due work in its own tables and publishes its job again. This
 -- row paces that: one publication per subject per half clock tick, claimed by a conditional
@@ -88,7 +88,7 @@ CREATE TABLE IF NOT EXISTS orders (
 );
 
 -- The refund sweep walks the cancelled orders whose payment succeeded in this order, a page at a
--- time (refunds.sql owed_refunds; issue 21 item 3).
+-- time (refunds.sql owed_refunds).
 CREATE INDEX IF NOT EXISTS orders_paid_after_cancel
     ON orders (updated_at, order_id)
     WHERE state = 'PaidAfterCancel';
@@ -162,7 +162,7 @@ CREATE INDEX IF NOT EXISTS payment_attempts_by_state
     ON payment_attempts (state, created_at, attempt_id);
 
 -- The same list over every state (GET /v1/ops/attempts?state=all, the console's first attempts
--- page), newest first without a sort of the whole table (issue 25).
+-- page), newest first without a sort of the whole table.
 CREATE INDEX IF NOT EXISTS payment_attempts_by_created
     ON payment_attempts (created_at, attempt_id);
 
@@ -197,7 +197,7 @@ CREATE INDEX IF NOT EXISTS payment_attempt_events_history
 
 -- The Overview's attempts started and settled per minute over the last hour (GET /v1/ops/overview,
 -- gateway/store/overview.sql): first send intents and transitions by when they happened, without
--- reading the rest of the history (issue 25).
+-- reading the rest of the history.
 CREATE INDEX IF NOT EXISTS payment_attempt_events_recent
     ON payment_attempt_events (occurred_at)
     WHERE kind IN ('send_intent', 'transition');
@@ -237,7 +237,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS one_open_escalation_per_key
 CREATE INDEX IF NOT EXISTS payment_escalations_by_attempt ON payment_escalations (attempt_id);
 
 -- Every episode of a key, resolved ones too: the reconciler escalates a passed deadline once, ever
--- (gateway/pipeline/rows.sql overdue_unescalated; issue 21 item 2).
+-- (gateway/pipeline/rows.sql overdue_unescalated).
 CREATE INDEX IF NOT EXISTS payment_escalations_by_key ON payment_escalations (escalation_key);
 
 CREATE INDEX IF NOT EXISTS payment_escalations_reminders_due
@@ -450,7 +450,7 @@ CREATE TABLE IF NOT EXISTS payouts (
         reserved_for IS NULL OR state IN ('Approved', 'Executing', 'Unknown'))
 );
 
--- The operator's payouts in one state, oldest first (issue 15 item 5: GET /v1/ops/payouts?state=Unknown,
+-- The operator's payouts in one state, oldest first (GET /v1/ops/payouts?state=Unknown,
 -- and the Draft ones awaiting a person), paged by (created_at, payout_id) without a scan of history.
 CREATE INDEX IF NOT EXISTS payouts_by_state ON payouts (state, created_at, payout_id);
 
@@ -772,11 +772,11 @@ CREATE OR REPLACE TRIGGER payout_history_no_truncate
     FOR EACH STATEMENT EXECUTE FUNCTION paygate_reject_history_change();
 
 -- ============================================================================================
--- Refunds (issue 11 item 3; docs/decisions/0019): a refund of an order's payment is its own
+-- Refunds (docs/decisions/0019): a refund of an order's payment is its own
 -- operation (seed 004 "Cancellation": "if it turns out to have succeeded, the refund is its own
 -- operation"; seed 000 section 17: its own request, decision, authority, attempts and outcomes).
 -- The tables have the shape of the payout and recall attempt tables, so the one attempt pipeline
--- (issue 14) runs them as another kind: decisions are append-only, grants single-use, attempts
+-- runs them as another kind: decisions are append-only, grants single-use, attempts
 -- change only by conditional writes fenced by lease_epoch. The paid payment attempt's records stay
 -- as they are; the refund links to them by its provider payment id.
 -- ============================================================================================
@@ -1036,7 +1036,7 @@ CREATE OR REPLACE TRIGGER effect_certificates_no_truncate
     FOR EACH STATEMENT EXECUTE FUNCTION paygate_reject_history_change();
 
 -- ============================================================================================
--- Metrics (issue 15 item 3; docs/decisions/0040 and 0041). Counters and histogram buckets of
+-- Metrics (docs/decisions/0040 and 0041). Counters and histogram buckets of
 -- events, summed over every process of the fleet: each process adds its deltas
 -- (gateway/store/counters.sql), and /metrics reads the sums, so every web process reports the
 -- same value and a restart loses nothing flushed. Labels are bounded (gateway/instruments.py):
