@@ -1,4 +1,4 @@
-"""Stripe as its API reference documents it, for tests (issue 16): signed webhook headers made the
+"""Stripe as its API reference documents it, for tests: signed webhook headers made the
 way Stripe documents ("Check the webhook signatures": ``t=<unix>,v1=<hex HMAC-SHA256 of
 "{t}.{body}" keyed with the endpoint secret>``), and response bodies shaped exactly like Stripe's
 PaymentIntent, Payout, Refund, Charge, Event, list, search-result and error objects (only the
@@ -22,7 +22,7 @@ STRIPE_API_VERSION = "2025-09-30.clover"
 
 def stripe_account(base_url: str = STRIPE_URL, api_key: str = "sk_test_51Qstripe", secret: str = STRIPE_SECRET,
                    endpoint: str = "stripe-test", id: str = STRIPE_ACCOUNT) -> dict[str, object]:
-    """A Stripe account's gateway configuration (issue 16; the test account unless ``id`` says otherwise)."""
+    """A Stripe account's gateway configuration (the test account unless ``id`` says otherwise)."""
     return {"id": id, "base_url": base_url, "api_key": api_key, "api_version": STRIPE_API_VERSION,
             "webhook_endpoint_id": endpoint, "webhook_secrets": [secret]}
 
@@ -106,7 +106,7 @@ def event(event_type: str, subject: dict[str, Any], *, id: str = "evt_1Q0abc") -
 
 
 class StripeApi:
-    """Stripe's PaymentIntents API as its reference documents it, for respx (issue 16: "the API
+    """Stripe's PaymentIntents API as its reference documents it, for respx ("the API
     through respx with response bodies shaped exactly as Stripe documents them, including errors,
     429s with Retry-After, and idempotency replays"):
 

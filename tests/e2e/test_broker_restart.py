@@ -1,5 +1,5 @@
 """The real Valkey restarted with its data lost while a real worker and the clock keep running
-(issue 11 item 1; DESIGN.md: "losing the broker loses no payment; sweeps find due work from the
+(DESIGN.md: "losing the broker loses no payment; sweeps find due work from the
 database"). The worker holds a payout's job, a message delayed to the grant's not_before; the
 restart breaks its connection, and Dramatiq then drops the delayed messages it held in memory
 (``ConsumerThread``: a ``BrokerConnectionError`` empties its delay queue), while the new server has
@@ -88,8 +88,8 @@ def _scalar(database_url: str, sql: str) -> Any:
 
 async def test_a_valkey_restart_with_data_lost_loses_no_payout_and_worker_and_clock_recover(
         database_url: str, cardco_url: tuple[CardCo, str], tmp_path: Path) -> None:
-    """Issue 11 item 1: "Think also about a Valkey restart with data lost while the worker and clock
-    keep running (redis-py reconnect; Dramatiq consumer recovering): prove the processes recover"."""
+    """Think also about a Valkey restart with data lost while the worker and clock
+    keep running (redis-py reconnect; Dramatiq consumer recovering): prove the processes recover."""
     cardco, url = cardco_url
     valkey = EmbeddedValkey()
     port = valkey.port

@@ -1,11 +1,11 @@
-"""``paygate campaign`` as testers run it (issue 12): the real command starts its own PostgreSQL,
+"""``paygate campaign`` as testers run it: the real command starts its own PostgreSQL,
 Valkey and fleet, drives checkouts and payouts over HTTP while CardCo misbehaves, kills a worker,
 a web process and the clock, restarts PostgreSQL and the broker, settles, checks every invariant
 and writes the JSON document the issue names.
 
 The default test run keeps a short sample (about 90 s on 2 cores); ``pytest -m campaign`` runs
 the 300-checkout run and the full default campaign (1,000 checkouts, 100 payouts) and checks
-that issue 22's faults fired. ``PAYGATE_CAMPAIGN_SEED`` picks the
+that every fault kind fired. ``PAYGATE_CAMPAIGN_SEED`` picks the
 seed of both (default 1); a failure prints the command that reproduces it.
 """
 
@@ -32,7 +32,7 @@ KEYS = {"seed", "operations", "faults", "kills", "restarts", "violations", "wall
 @pytest.fixture
 def data_dir(work_dir: Path) -> Path:
     """The campaign's directory, outside pytest's ``pytest-of-<user>`` (tests/e2e/conftest.py): its
-    PostgreSQL restarts mid-run (issue 22: a disruption that fails now fails the run)."""
+    PostgreSQL restarts mid-run (a disruption that fails now fails the run)."""
     return work_dir / "campaign"
 
 
@@ -84,7 +84,7 @@ def _check(document: dict[str, object], checkouts: int, payouts: int) -> None:
 
 
 def _fired_twice(document: dict[str, object]) -> None:
-    """Issue 22, "Scale": the default run "includes every fault kind above at least twice"."""
+    """Scale: the default run "includes every fault kind above at least twice"."""
     kills: dict[str, int] = document["kills"]  # type: ignore[assignment]
     assert min(kills.values()) >= 2
     assert sum(document["pauses"].values()) >= 2  # type: ignore[attr-defined]
@@ -101,7 +101,7 @@ def _fired_twice(document: dict[str, object]) -> None:
 @pytest.mark.timeout(400)
 def test_a_short_campaign_kills_and_restarts_everything_and_every_invariant_holds(tmp_path: Path,
                                                                                  data_dir: Path) -> None:
-    """Issue 12, CI: "a short sample of it (about 90 s, a few hundred operations, at least one
+    """CI: "a short sample of it (about 90 s, a few hundred operations, at least one
     worker kill and one broker restart)", through the real command and its JSON."""
     document = _campaign(tmp_path, data_dir, "--checkouts", "150", "--payouts", "15", timeout_s=380)
     _check(document, 150, 15)
@@ -112,7 +112,7 @@ def test_a_short_campaign_kills_and_restarts_everything_and_every_invariant_hold
 @pytest.mark.timeout(1200)
 def test_a_campaign_of_300_checkouts_pauses_a_worker_past_its_lease_crashes_postgres_and_takes_servers_down(
         tmp_path: Path, data_dir: Path) -> None:
-    """Issue 22, "Scale": --checkouts 300 --payouts 30 "includes at least one pause past a lease,
+    """Scale: --checkouts 300 --payouts 30 "includes at least one pause past a lease,
     one PostgreSQL crash (-m immediate), one broker outage and one sink outage, besides the kills
     and restarts it has today": every fault kind fires at least once."""
     document = _campaign(tmp_path, data_dir, "--checkouts", "300", "--payouts", "30", timeout_s=1100)
@@ -133,7 +133,7 @@ def test_a_campaign_of_300_checkouts_pauses_a_worker_past_its_lease_crashes_post
 @pytest.mark.campaign
 @pytest.mark.timeout(3600)
 def test_the_full_default_campaign_holds_every_invariant(tmp_path: Path, data_dir: Path) -> None:
-    """Issue 12: defaults 1,000 checkouts and 100 payouts."""
+    """Defaults 1,000 checkouts and 100 payouts."""
     document = _campaign(tmp_path, data_dir, timeout_s=3500)
     _check(document, 1000, 100)
     _fired_twice(document)

@@ -1,6 +1,6 @@
 """The operator console in a real (headless) browser against a real gateway server (API.md
 "Operations": "A browser console under /console/ for operators (sign-in with an operator token)";
-issue 15 item 5: payouts awaiting acknowledgment or approval with who may act, payouts and recalls
+payouts awaiting acknowledgment or approval with who may act, payouts and recalls
 in Unknown with their attempts and history, stored unmatched notifications with "apply to
 attempt", refunds, and a live view that refreshes without a reload).
 
@@ -267,7 +267,7 @@ async def test_an_operator_works_every_view_of_the_console_in_one_session(
         assert 'state="Unknown"' in await page.evaluate(VIEW)
         await _picture(page, "health")
 
-        # A list longer than a page: the console follows the Link header's rel="next" (issue 15 item 2),
+        # A list longer than a page: the console follows the Link header's rel="next",
         # newest first, and the live view holds still while the operator pages.
         for number in range(55):
             await _escalation(services, clock, f"paging:{number:02d}")

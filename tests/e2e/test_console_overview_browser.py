@@ -1,4 +1,4 @@
-"""The console's Overview in a real (headless) browser (issue 25 items 2 and 4: "the Overview
+"""The console's Overview in a real (headless) browser ("the Overview
 renders with data made by the real pipeline (a success, a decline, an Unknown, an escalation, a
 dead letter), its numbers equal the API's, and it stays usable at a narrow window width").
 

@@ -1,7 +1,7 @@
 """``paygate up`` end to end, as a user runs it (API.md, Command line): the real command starts the
 embedded servers and every process, answers ``/readyz`` with 200, writes ``paygate-demo.json``,
 lets the CLI create a token against it, and on SIGINT stops every process and server it started.
-A process killed under it is restarted while the others keep running (issue 12)."""
+A process killed under it is restarted while the others keep running."""
 
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ def test_paygate_up_runs_the_system_and_stops_it_cleanly(work_dir: Path) -> None
 
 
 def _pays_through_stripe(demo: dict[str, Any]) -> None:
-    """Issue 16: an order created with ``provider_account`` ``stripe:acct_store:test`` pays through
+    """An order created with ``provider_account`` ``stripe:acct_store:test`` pays through
     the fake's Stripe dialect, and its webhook is posted to ``/v1/webhooks/stripe-test`` with a
     ``Stripe-Signature`` the gateway verifies (204)."""
     gateway, tokens = str(demo["gateway_url"]), demo["tokens"]
@@ -153,7 +153,7 @@ def _dramatiq_parent(up: psutil.Process) -> psutil.Process | None:
 
 
 def test_paygate_up_restarts_a_worker_killed_with_sigkill_and_keeps_the_rest_running(work_dir: Path) -> None:
-    """Issue 12: "Make paygate up restart a process that dies (a log line says so)", where honcho
+    """Make paygate up restart a process that dies (a log line says so), where honcho
     stopped the whole Procfile when one process exited."""
     log_path = work_dir / "up.log"
     log = log_path.open("wb")

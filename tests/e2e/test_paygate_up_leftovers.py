@@ -1,4 +1,4 @@
-"""``paygate up`` leaves nothing running however it dies (issue 21, item 4; API.md, Command line:
+"""``paygate up`` leaves nothing running however it dies (API.md, Command line:
 "SIGINT/SIGTERM stops every process and server it started"), with the real command and fleet.
 
 Three ways of dying: a SIGTERM while it is still starting, a SIGHUP (its terminal closed) once it
@@ -138,7 +138,7 @@ def _web(up: psutil.Process) -> psutil.Process:
 
 
 def test_sigterm_during_start_up_stops_the_servers_already_started(work_dir: Path) -> None:
-    """Issue 21: "a SIGTERM before start-up finishes" left the embedded PostgreSQL and Valkey
+    """A SIGTERM before start-up finishes left the embedded PostgreSQL and Valkey
     running (the handlers were installed only once the processes started; SIGTERM's default
     ended paygate up at once, its ``finally`` never ran)."""
     data_dir = work_dir / "data"
@@ -165,7 +165,7 @@ def test_sigterm_during_start_up_stops_the_servers_already_started(work_dir: Pat
 @pytest.mark.parametrize("ending", ["terminal closed", "ctrl-c typed"])
 def test_a_closed_terminal_sighup_or_a_typed_ctrl_c_stops_every_process_and_server(work_dir: Path,
                                                                                    ending: str) -> None:
-    """Issue 21: a SIGHUP (the terminal closed) left every process and server running; closing
+    """A SIGHUP (the terminal closed) left every process and server running; closing
     the terminal also makes every later write to it fail (EIO), which must not stop the stop.
     A Ctrl-C typed in the terminal signals its whole foreground group: Valkey, in that group, went
     down before the worker had stopped draining it ("Consumer encountered a connection error")."""
@@ -221,7 +221,7 @@ def test_a_closed_terminal_sighup_or_a_typed_ctrl_c_stops_every_process_and_serv
 
 def test_a_killed_supervisor_takes_its_run_along_and_the_next_run_stops_what_a_previous_one_left(
         work_dir: Path) -> None:
-    """Issue 21: a SIGKILLed ``paygate up`` left PostgreSQL, Valkey, web, workers and CardCo
+    """A SIGKILLed ``paygate up`` left PostgreSQL, Valkey, web, workers and CardCo
     running, and the next ``paygate up`` on the same directory reused the old PostgreSQL and
     reported ready while the old web process held the port. Now the children die with the
     supervisor (PR_SET_PDEATHSIG) and its guardian stops the servers; a run whose guardian was
@@ -283,7 +283,7 @@ def test_a_killed_supervisor_takes_its_run_along_and_the_next_run_stops_what_a_p
 
 
 def test_paygate_up_does_not_start_beside_another_process_on_its_web_port(work_dir: Path) -> None:
-    """Issue 21: "never report ready while an old web process holds the port". A port held by a
+    """Never report ready while an old web process holds the port. A port held by a
     process that no pid file names is refused before anything starts."""
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))

@@ -1,4 +1,4 @@
-"""The README's ten-minute tour stays true (issue 25 item 1: "Keep it true with a test that runs
+"""The README's ten-minute tour stays true ("Keep it true with a test that runs
 the tour's commands against `paygate up`"). Every ``sh`` block between the README's tour markers is
 run, in order, in one bash session (the variables of the first block serve the rest), from a
 directory where ``paygate up`` runs as the two commands above the tour start it: the demo file in

@@ -1,5 +1,5 @@
-"""The Procfile's processes refuse a database that lacks a migration of their build (issue 15
-item 1; docs/decisions/0035): a real `web` (gateway.web: uvicorn) and a real `clock` started against it exit
+"""The Procfile's processes refuse a database that lacks a migration of their build
+(docs/decisions/0035): a real `web` (gateway.web: uvicorn) and a real `clock` started against it exit
 with an error naming the missing migration and `paygate db migrate`, instead of running SQL the
 schema cannot answer."""
 

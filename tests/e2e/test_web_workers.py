@@ -1,4 +1,4 @@
-"""The web process runs ``web_workers`` uvicorn worker processes (issue 13, the ingest target's
+"""The web process runs ``web_workers`` uvicorn worker processes (the ingest target's
 lever on 2 cores; docs/decisions/0049): ``python -m gateway.web``, the Procfile's ``web``, started
 with ``web_workers`` 2 answers from two worker processes below it (each has run its own
 lifespan start-up, or uvicorn would not count it started), and stops with both on SIGTERM."""

@@ -1,4 +1,4 @@
-"""Answers the gateway cannot read (issue 21 item 6; seed 004: "incomplete or unreadable responses
+"""Answers the gateway cannot read (seed 004: "incomplete or unreadable responses
 -> Unknown"): CardCo takes the request's effect as usual, then what reaches the gateway's HTTP
 client is ruined on the way back. Installed on the in-process CardCo route (``cardco_http``)."""
 

@@ -1,4 +1,4 @@
-"""Real Dramatiq workers on the real broker for the broker-loss tests (issue 11 item 1): a worker
+"""Real Dramatiq workers on the real broker for the broker-loss tests: a worker
 that takes and holds a delayed message, the broker losing its data (``FLUSHALL``), and what is
 left in it. Workers here are in-process ``dramatiq.Worker`` instances on ``jobs.broker``."""
 

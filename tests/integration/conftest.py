@@ -1,4 +1,4 @@
-"""What the integration suites share: the provider the seed 004 matrices run against (issue 16),
+"""What the integration suites share: the provider the seed 004 matrices run against,
 and the checkout shop paying on that provider's test account.
 
 The recovery matrix (tests/integration/recovery) and the core notification matrix

@@ -1,4 +1,4 @@
-"""Reading a real ``/metrics`` scrape in tests (issue 15 item 3): the text is parsed by
+"""Reading a real ``/metrics`` scrape in tests: the text is parsed by
 prometheus_client's own parser, so a malformed exposition fails the test that reads it."""
 
 from __future__ import annotations

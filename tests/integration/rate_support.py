@@ -1,4 +1,4 @@
-"""What the lookup-rate tests (issue 15 item 4, docs/decisions/0042) check of a run: that the
+"""What the lookup-rate tests (docs/decisions/0042) check of a run: that the
 provider reads made at each moment of the injected clock never exceed ``rate x elapsed + burst``
 over any window of it."""
 

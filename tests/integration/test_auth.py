@@ -42,7 +42,7 @@ async def test_a_revoked_token_stops_working_at_its_revocation_time(services: Se
 
 async def test_a_revoked_token_keeps_working_at_most_token_cache_s_in_a_process(
         services: Services, clock: ManualClock) -> None:
-    """Issue 13 / docs/decisions/0032: token lookups are remembered for token_cache_s (5 s by
+    """Docs/decisions/0032: token lookups are remembered for token_cache_s (5 s by
     default) on the injected clock; revocation takes effect in every process within that delay."""
     tokens = Tokens(services.db, clock, "pepper", cache_s=5)
     token = await tokens.create("operator", "op-1")

@@ -1,4 +1,4 @@
-"""A PostgreSQL restart fails only the requests in flight (issue 11 item 6; docs/decisions/0003).
+"""A PostgreSQL restart fails only the requests in flight (docs/decisions/0003).
 
 The test runs its own embedded PostgreSQL (paygate_local/servers.py), so it can shut it down
 fast (every session terminated, as in a restart or failover) and start it again, under the real
@@ -85,7 +85,7 @@ async def _restart(gateway: Gateway) -> list[int]:
 
 
 async def test_after_a_quiet_restart_no_request_fails_on_a_dead_pooled_connection(gateway: Gateway) -> None:
-    """Issue 11 item 6: every pooled connection dies with the server; the first requests after it
+    """Every pooled connection dies with the server; the first requests after it
     is back must each get a live one (today: one failure per pooled connection)."""
     # The pool opens connections in the background while requests wait: on a busy machine one
     # burst can end before the last one is open, so burst until every pooled connection exists.
@@ -104,7 +104,7 @@ async def test_after_a_quiet_restart_no_request_fails_on_a_dead_pooled_connectio
 
 
 async def test_a_restart_under_load_fails_at_most_the_requests_in_flight(gateway: Gateway) -> None:
-    """Issue 11 item 6: with requests arriving before, during and after a fast restart, only the
+    """With requests arriving before, during and after a fast restart, only the
     ones in flight when the server went down may fail; every request started after the server
     accepts connections again succeeds, and readyz says 503 while it is down, 200 after."""
     results: list[tuple[float, int]] = []

@@ -1,4 +1,4 @@
-"""Database.transaction, db.savepoint and db.pipelined (docs/decisions/0031, issue 13): BEGIN and
+"""Database.transaction, db.savepoint and db.pipelined (docs/decisions/0031): BEGIN and
 COMMIT queued in the transaction's pipeline, never synced on their own; the semantics of a
 transaction unchanged (all or nothing, errors surface, the connection goes back to the pool clean)."""
 

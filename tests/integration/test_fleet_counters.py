@@ -1,4 +1,4 @@
-"""Counters of a fleet (issue 15 item 3; docs/decisions/0041): several OS processes count the same
+"""Counters of a fleet (docs/decisions/0041): several OS processes count the same
 series and flush into PostgreSQL at once; every web process's ``/metrics`` reports the sum, a fresh
 process included (a restart loses nothing flushed), and a web process flushes on its clock."""
 

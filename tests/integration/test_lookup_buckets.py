@@ -1,4 +1,4 @@
-"""The lookup token bucket in PostgreSQL (issue 15 item 4: a per-provider-account rate "enforced
+"""The lookup token bucket in PostgreSQL (a per-provider-account rate "enforced
 across every worker process"; seed 004: lookups run "at a rate the provider's limits allow";
 docs/decisions/0042). Real processes race on the real bucket row; the injected clock's now is a
 parameter of every take."""
@@ -60,7 +60,7 @@ def _taker(database_url: str, seed: int, barrier: Barrier, results: Any) -> None
 
 def test_worker_processes_racing_on_one_bucket_never_get_more_than_rate_times_elapsed_plus_burst(
         database_url: str) -> None:
-    """Issue 15 item 4: four processes take tokens of two accounts at the same simulated moments,
+    """Four processes take tokens of two accounts at the same simulated moments,
     always wanting more than the rate gives. Over every window of simulated time each account's
     grants stay within rate x elapsed + burst, and, since demand never stops, they reach it
     exactly: one statement per take, no token granted twice and none lost."""
@@ -85,7 +85,7 @@ def test_worker_processes_racing_on_one_bucket_never_get_more_than_rate_times_el
 
 async def test_a_429_empties_the_bucket_until_the_pause_ends_and_revokes_tokens_given_back_meanwhile(
         db: Database, settings: Settings) -> None:
-    """Issue 15 item 4 ("a 429 still pausing the account"; docs/decisions/0042): the pause empties
+    """A 429 still pauses the account (docs/decisions/0042): the pause empties
     the bucket and nothing refills before it ends, the pipeline reconciler's takes included; tokens
     a batch gives back during the pause are dropped; afterwards the rate starts from empty."""
     clock = ManualClock(START)

@@ -1,4 +1,4 @@
-"""Schema migrations (issue 15 item 1; docs/decisions/0034, docs/migrations.md), on the real
+"""Schema migrations (docs/decisions/0034, docs/migrations.md), on the real
 PostgreSQL of the session: each test creates its own empty databases on it."""
 
 from __future__ import annotations
@@ -86,8 +86,8 @@ def how_to_fix(found: list[str]) -> str:
 
 
 def test_every_migration_from_an_empty_database_yields_exactly_schema_sql(new_database: Callable[[], str]) -> None:
-    """Issue 15 item 1: "a test proves that applying every migration from empty yields exactly
-    schema.sql (compare the catalogs)": tables, columns (types, defaults, nullability, identity),
+    """A test proves that applying every migration from empty yields exactly
+    schema.sql (compare the catalogs): tables, columns (types, defaults, nullability, identity),
     constraints with their CHECK definitions, indexes with their partial predicates, triggers and
     functions, as pg_catalog describes them."""
     from_schema, from_migrations = new_database(), new_database()
@@ -119,7 +119,7 @@ def test_the_catalog_comparison_sees_a_changed_check_and_a_changed_partial_index
 
 
 def test_two_migrators_at_once_apply_each_migration_exactly_once(new_database: Callable[[], str]) -> None:
-    """Issue 15 item 1: `paygate db migrate` is "safe from several processes at once": two
+    """`paygate db migrate` is "safe from several processes at once": two
     migrators on their own connections start together on one empty database; both succeed, the
     advisory lock lets one apply everything and the other find nothing left."""
     url = new_database()
@@ -154,7 +154,7 @@ def test_migrate_is_idempotent(database_url: str) -> None:
 
 
 def test_a_database_of_the_issue_8_release_with_rows_is_migrated_to_schema_sql(new_database: Callable[[], str]) -> None:
-    """Issue 15 item 1: a database created by the release that ended issue 8 (its schema.sql is the
+    """A database created by the release before migrations (its schema.sql is the
     baseline migration, run by hand as that release's `db init` did, so no records) and holding
     rows is recognised as version 0001, migrated to exactly schema.sql, and keeps its rows; the new
     shapes hold (an order may now be PaidAfterCancel, a recall attempt's amount must be positive)."""
@@ -191,7 +191,7 @@ def test_a_database_of_the_issue_8_release_with_rows_is_migrated_to_schema_sql(n
 
 def test_a_database_made_by_db_init_before_migrations_is_adopted_without_running_them(
         new_database: Callable[[], str]) -> None:
-    """Issue 15 item 1: a database that today's schema.sql made (the `db init` before migrations:
+    """A database that today's schema.sql made (the `db init` before migrations:
     no records) is detected by its catalog, equal to the last migration's; every version is recorded
     as adopted and none runs (0003 would fail on its existing tables if it ran)."""
     url = new_database()
@@ -270,7 +270,7 @@ def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], url
 
 def test_db_check_reports_pending_migrations_then_a_changed_one(
         new_database: Callable[[], str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 15 item 1: `paygate db check` reports pending migrations and drift (an applied
+    """`paygate db check` reports pending migrations and drift (an applied
     migration whose file changed since); `db migrate` applies what is pending and refuses to go on
     over a changed one; `db init` is the same command as `db migrate`."""
     url = new_database()
@@ -315,8 +315,8 @@ def test_db_check_reports_a_catalog_that_differs_from_schema_sql(
 
 def test_db_check_reports_an_index_a_failed_concurrent_build_left_invalid(
         database_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 21 item 8 (docs/migrations.md: a large table's index is built by hand with
-    CONCURRENTLY under the migration's name): a `CREATE UNIQUE INDEX CONCURRENTLY` over duplicate
+    """Docs/migrations.md: a large table's index is built by hand with
+    CONCURRENTLY under the migration's name. A `CREATE UNIQUE INDEX CONCURRENTLY` over duplicate
     rows fails and leaves an INVALID index with the expected name and definition. Seed 004's open
     episode per key is then enforced by nothing, so `db check` reports it, naming the index, saying
     INVALID and how to rebuild it, and exits 1."""
@@ -336,7 +336,7 @@ def test_db_check_reports_an_index_a_failed_concurrent_build_left_invalid(
 
 
 async def test_processes_refuse_a_database_that_lacks_a_migration(settings: Settings, database_url: str) -> None:
-    """Issue 15 item 1, start-up of web, worker and clock (all through open_current): a database
+    """Start-up of web, worker and clock (all through open_current): a database
     without a migration of this build is refused with what to run; the pool is closed again."""
     run_sql(database_url, "DELETE FROM paygate_schema_migrations WHERE version = %(v)s", {"v": len(shipped())})
     with pytest.raises(SchemaNotCurrent, match=f"lacks migrations this build needs: {shipped()[-1].label}; "

@@ -109,7 +109,7 @@ async def test_documented_bodies_and_queries_are_the_ones_the_handlers_parse(
 
 async def test_the_served_document_enumerates_the_order_states_and_the_refunded_answer(
         document: dict[str, Any]) -> None:
-    """API.md "Orders" (issue 21): an order's ``state`` is one of ``Open``, ``Paid``, ``Cancelled``,
+    """API.md "Orders": an order's ``state`` is one of ``Open``, ``Paid``, ``Cancelled``,
     ``CancelRequested``, ``PaidAfterCancel`` and ``Refunded``, wherever an order is answered; a
     payment for a refunded order is 409 ``order.refunded`` (seed 004, "Cancellation": the refund
     is its own operation, the order takes no new payment). The document stays valid OpenAPI 3.1."""

@@ -51,7 +51,7 @@ async def test_lists_attempts_in_one_state_oldest_first_with_keyset_paging(
 
 async def test_all_lists_attempts_in_every_state_newest_first_with_keyset_paging(
         webhooks: Webhooks, operator: dict[str, str]) -> None:
-    """Issue 25: the console's attempts view opens on "all recent" (``state=all``), so a payment
+    """The console's attempts view opens on "all recent" (``state=all``), so a payment
     that just succeeded is there; the default stays ``Unknown`` (API.md)."""
     unknown = await webhooks.set_unknown(await webhooks.attempt())
     webhooks.clock.advance(5)

@@ -1,4 +1,4 @@
-"""The operator's Overview (``GET /v1/ops/overview``; issue 25 item 2: "attempts started and settled
+"""The operator's Overview (``GET /v1/ops/overview``; "attempts started and settled
 per minute by outcome over the last hour, open escalations by reason, outbox backlog and dead
 letters, provider call latency (p50, p99) and error rate per account, lookup tokens and paused
 accounts, payouts by state, and the age of the oldest Unknown attempt ... fed by one read-model

@@ -1,4 +1,4 @@
-"""Outbox lag and dead letters in ``/metrics`` (issue 15 item 3; seed 004, "Downstream Work": the
+"""Outbox lag and dead letters in ``/metrics`` (seed 004, "Downstream Work": the
 dispatcher "dead-letters a row after a bounded number of failures", and "dead-lettering raises an
 escalation"): a real dispatcher, a sink that refuses, an operator's retry."""
 

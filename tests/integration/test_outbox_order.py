@@ -103,7 +103,7 @@ async def test_an_operator_alert_never_waits_behind_the_attempts_effects(world: 
 
 
 async def test_two_dispatchers_racing_over_the_same_keys_deliver_each_key_in_order(world: World) -> None:
-    """Issue 13: "deliver concurrently across ordering keys while keeping each key in order", with
+    """Deliver concurrently across ordering keys while keeping each key in order, with
     two dispatchers at once (seed 004, "Downstream Work": per-ordering-key order, at least once).
     Six attempts with four effects each, drained by two dispatchers racing, each with its own
     connection and lanes, while one attempt's first effect fails its first delivery: each row

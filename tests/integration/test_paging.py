@@ -1,4 +1,4 @@
-"""Paging that callers can follow (issue 15 item 2; docs/decisions/0036): every list endpoint answers a
+"""Paging that callers can follow (docs/decisions/0036): every list endpoint answers a
 JSON array and, whenever more rows exist, an RFC 8288 ``Link: <...>; rel="next"`` header whose URL
 fetches the next page with the same filters; ``limit`` and ``order=asc|desc`` everywhere; keyset
 paging by (time, id), so a page boundary between rows stamped at the same instant neither skips nor
@@ -57,7 +57,7 @@ async def _message(world: World) -> int:
 
 
 async def _notification(world: World) -> int:
-    """A stored notification no attempt took (the reconciliation queue, issue 15 item 5)."""
+    """A stored notification no attempt took (the reconciliation queue)."""
     row = await world.db.fetch_one(
         "INSERT INTO payment_attempt_events (attempt_id, occurred_at, kind, actor, provider_account,"
         " notification_key, detail) VALUES (NULL, %(now)s, 'notification', 'notification-handler',"
@@ -70,7 +70,7 @@ async def _notification(world: World) -> int:
 
 
 async def _payout(world: World, outcome: str | None = None) -> str:
-    """A Draft payout (issue 15 item 5), with a latest decision of ``outcome`` when given."""
+    """A Draft payout, with a latest decision of ``outcome`` when given."""
     payout_id, now = f"PAY-{uuid.uuid4().hex[:12]}", world.clock.now()
     async with world.db.transaction() as conn:
         await conn.execute(
@@ -226,7 +226,7 @@ async def walk(ops: httpx.AsyncClient, path: str, listed: Listed, order: str, *,
 @pytest.mark.parametrize("path", sorted(LISTS))
 async def test_following_link_headers_shows_every_row_once_in_order(
         ops: httpx.AsyncClient, world: World, path: str, order: str) -> None:
-    """Issue 15 item 2: the Link header's rel="next" URL fetches the next page with the same filters,
+    """The Link header's rel="next" URL fetches the next page with the same filters,
     to the last page (no Link); a page boundary between rows with equal timestamps skips and repeats
     nothing, in both orders."""
     listed = LISTS[path]
@@ -241,7 +241,7 @@ async def test_following_link_headers_shows_every_row_once_in_order(
 @pytest.mark.parametrize("path", sorted(LISTS))
 async def test_a_row_inserted_during_a_walk_disturbs_nothing(
         ops: httpx.AsyncClient, world: World, path: str, order: str) -> None:
-    """Issue 15 item 2, keyset paging "stable under concurrent inserts": a row added after the first
+    """Keyset paging "stable under concurrent inserts": a row added after the first
     page (later, as time moves on) neither shifts nor repeats a row; oldest first it comes last, newest
     first it is beyond the walk's start."""
     listed = LISTS[path]
@@ -260,7 +260,7 @@ async def test_a_row_inserted_during_a_walk_disturbs_nothing(
 
 
 async def test_limit_defaults_to_100_and_the_last_page_has_no_link(ops: httpx.AsyncClient, world: World) -> None:
-    """Issue 15 item 2: the default page is today's 100 items; the next one is announced, not silent."""
+    """The default page is today's 100 items; the next one is announced, not silent."""
     for _ in range(101):
         await world.escalate(f"attempt:{uuid.uuid4()}:deadline")
     first = await ops.get("/v1/ops/escalations")
@@ -295,7 +295,7 @@ async def test_after_keeps_working_and_the_link_keeps_it(ops: httpx.AsyncClient,
 ])
 async def test_bad_paging_parameters_are_422_naming_the_parameter(
         ops: httpx.AsyncClient, params: dict[str, str], field: str) -> None:
-    """Issue 15 item 2 with API.md's error rule: an invalid limit, order or cursor is a problem
+    """Paging with API.md's error rule: an invalid limit, order or cursor is a problem
     document, 422 ``request.invalid`` (as a bad ``limit`` always was), whose field errors name it; on
     every list (one database for all of them: the lists are many)."""
     for path in sorted(LISTS):
@@ -328,7 +328,7 @@ def _list_routes(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def test_the_openapi_document_describes_paging_for_every_list() -> None:
-    """Issue 15 item 2: OpenAPI names limit, order and cursor, the Link header and the 422 answer of
+    """OpenAPI names limit, order and cursor, the Link header and the 422 answer of
     every route whose answer is a list; a new list that does not page fails here."""
     lists = _list_routes(build(routes()))
     assert lists

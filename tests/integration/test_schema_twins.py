@@ -1,5 +1,5 @@
-"""The payout and payout recall tables are two instances of one attempt pipeline (issue 14:
-"A schema test that compares the constraints, indexes and triggers of the payout and recall tables
+"""The payout and payout recall tables are two instances of one attempt pipeline ("A schema test that
+compares the constraints, indexes and triggers of the payout and recall tables
 (pg_constraint, pg_indexes, pg_trigger) so the two kinds cannot drift again"). Each catalog entry
 is read from the real PostgreSQL, its kind-specific names replaced by placeholders, and the two
 kinds compared; the differences that are the kinds' own (a payout's destination and revocable
@@ -83,7 +83,7 @@ OWN = {
     ("payout_decisions", "payout_recall_decisions")])
 def test_payout_and_recall_tables_have_the_same_constraints_indexes_and_triggers(
         conn: psycopg.Connection[Any], payout_table: str, recall_table: str) -> None:
-    """Issue 14: every constraint, index and trigger of a payout table has its recall twin with the
+    """Every constraint, index and trigger of a payout table has its recall twin with the
     same definition (up to the kinds' names), and the other way round, except the kinds' own."""
     payout, recall = catalog(conn, payout_table, PAYOUT), catalog(conn, recall_table, RECALL)
     payout_only, recall_only, different = OWN[payout_table]
@@ -93,12 +93,12 @@ def test_payout_and_recall_tables_have_the_same_constraints_indexes_and_triggers
 
 
 def test_the_recall_decisions_cannot_be_truncated(conn: psycopg.Connection[Any]) -> None:
-    """Issue 14 drift: decisions are history, a recall's as much as a payout's."""
+    """Drift between the twins: decisions are history, a recall's as much as a payout's."""
     with pytest.raises(psycopg.errors.RaiseException):
         conn.execute("TRUNCATE payout_recall_decisions CASCADE")
 
 
-# The refund kind (issue 11 item 3; docs/decisions/0019) against the recall, the kind it is shaped
+# The refund kind (docs/decisions/0019) against the recall, the kind it is shaped
 # after: parent, owner, the provider object it acts on and the operation differ by name only.
 AS_RECALL = {**RECALL, "payout_id": "{parent}", "payouts": "{parents}", "provider_payout_id": "{acted_on}",
              "tenant_id": "{owner}", "evaluated_payout_version": "evaluated_{parent}_version",
@@ -128,7 +128,7 @@ REFUND_OWN = {
     ("payout_recall_decisions", "payment_refund_decisions")])
 def test_refund_tables_are_a_third_instance_of_the_attempt_tables(
         conn: psycopg.Connection[Any], recall_table: str, refund_table: str) -> None:
-    """Issue 14: "The refund operation of the durability issue is built as a third instance"; its
+    """The refund operation of the durability issue is built as a third instance; its
     tables carry every constraint, index and trigger of the recall's, up to names, plus its own."""
     recall, refund = catalog(conn, recall_table, AS_RECALL), catalog(conn, refund_table, AS_REFUND)
     recall_only, refund_only, different = REFUND_OWN[refund_table]

@@ -1,4 +1,4 @@
-"""The supervisor ``paygate up`` and ``paygate campaign`` share (issue 12: "restart a process that
+"""The supervisor ``paygate up`` and ``paygate campaign`` share ("restart a process that
 dies (a log line says so, with a back-off for a process that keeps dying)"), with real processes.
 Time for the back-off comes from an injected clock, so no test waits for a delay."""
 
@@ -149,7 +149,7 @@ def test_a_kill_reaches_the_whole_group_and_stop_leaves_nothing_running() -> Non
 
 
 def test_stop_signals_a_parent_once_and_its_worker_stops_gracefully() -> None:
-    """Issue 12's fleet stops cleanly (``paygate up``'s Ctrl-C): stop sends SIGTERM to the process
+    """The fleet stops cleanly (``paygate up``'s Ctrl-C): stop sends SIGTERM to the process
     the Procfile started, which stops its own workers; a worker is not sent a second SIGTERM that
     would make it abandon the message in hand (before: the whole group was signalled, dramatiq's
     worker took the parent's forwarded signal as a second one, never stopped within the grace and
@@ -177,7 +177,7 @@ SUPERVISOR = "\n".join([
 
 
 def test_a_supervisor_killed_with_sigkill_takes_its_children_along(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """Issue 21: a killed supervisor left its processes running. Its children are started through
+    """A killed supervisor left its processes running. Its children are started through
     ``paygate_local.tether`` (PR_SET_PDEATHSIG), so the kernel sends SIGTERM to the process the
     command names (not a wrapper) when the supervisor dies; it stops what it forked, as on any SIGTERM.
     The pid file the supervisor wrote names it by pid and start time."""

@@ -114,7 +114,7 @@ async def test_unknown_paths_and_wrong_methods_are_logged_too(fake: CardCo) -> N
 
 
 async def test_the_request_log_and_the_deliveries_name_the_fault_that_fired(client, control, fake: CardCo) -> None:
-    """Issue 22 ("faults_fired ... counted from CardCo's request log and webhook deliveries"): a
+    """The campaign report ("faults_fired ... counted from CardCo's request log and webhook deliveries"): a
     logged request names the rule that applied to it, a delivery the webhook rule that shaped it;
     an installed rule that matched nothing leaves no trace, and the Stripe mount logs the same."""
     await set_faults(control, {"operation": "create_payment", "action": "rate_limit", "client_reference": "ORD-1-a1"},
@@ -132,7 +132,7 @@ async def test_the_request_log_and_the_deliveries_name_the_fault_that_fired(clie
 
 
 async def test_the_ledger_lists_recalls_with_the_payout_they_name(client, control, fake: CardCo) -> None:
-    """Issue 22 (ledger agreement for recalls, extension): every recall CardCo made, any status."""
+    """The campaign report (ledger agreement for recalls, extension): every recall CardCo made, any status."""
     payout = (await send_payout(client, expires_at=START + timedelta(minutes=5))).json()
     fake.clock.advance(2)
     expires = (START + timedelta(minutes=5)).isoformat().replace("+00:00", "Z")

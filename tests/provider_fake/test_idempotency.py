@@ -58,7 +58,7 @@ async def test_the_same_key_in_two_accounts_is_two_payments(fake: CardCo, client
 
 
 async def test_a_rate_limit_rule_may_leave_out_retry_after(client, control) -> None:
-    """Fault option (issue 21 item 7): `retry_after_s: null` answers the 429 without `Retry-After`,
+    """Fault option: `retry_after_s: null` answers the 429 without `Retry-After`,
     as a provider that does not document the header may; still no effect, the key still fresh."""
     await set_faults(control, {"operation": "create_payment", "action": "rate_limit", "retry_after_s": None})
     limited = await pay(client, key="k")

@@ -1,6 +1,6 @@
 """Payment methods that expire (extension; docs/rehearsing-incidents.md "Payment methods").
 
-Issue 11 item 9: seed 004 resends only "while the payment method is still usable", so CardCo
+Seed 004 resends only "while the payment method is still usable", so CardCo
 must be able to say a token has expired, and refuse to charge it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Idempotency and response faults on the Stripe mount (issue 16: "idempotency errors (same key,
+"""Idempotency and response faults on the Stripe mount ("idempotency errors (same key,
 other parameters) and Stripe's 24 h key window", "429s with Retry-After, and idempotency
 replays"; docs/rehearsing-incidents.md "Stripe dialect"), through the official `stripe` client.
 """
@@ -83,7 +83,7 @@ async def test_a_rate_limit_is_429_with_retry_after_and_no_effect(stripe_client,
 
 
 async def test_a_rate_limit_may_leave_out_retry_after_and_say_stripe_should_retry(stripe_client, control) -> None:
-    """Fault options (issue 21 item 7): `retry_after_s: null` leaves `Retry-After` out (Stripe does
+    """Fault options: `retry_after_s: null` leaves `Retry-After` out (Stripe does
     not document it) and `should_retry` answers `Stripe-Should-Retry`; no effect either way."""
     await set_faults(control, {"operation": "create_payment", "action": "rate_limit", "retry_after_s": None,
                                "should_retry": False})

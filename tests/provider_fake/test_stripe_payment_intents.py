@@ -1,4 +1,4 @@
-"""PaymentIntents on the Stripe dialect's mount (issue 16, "Rehearsal": CardCo speaks Stripe's
+"""PaymentIntents on the Stripe dialect's mount ("Rehearsal": CardCo speaks Stripe's
 dialect; docs/rehearsing-incidents.md "Stripe dialect"), driven by the official `stripe` client:
 every status path, Stripe's card error shape, authentication and validation errors.
 """

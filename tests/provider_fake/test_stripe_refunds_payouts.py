@@ -1,4 +1,4 @@
-"""Refunds and payouts on the Stripe mount (issue 16: "Refunds and payouts ... through Stripe's
+"""Refunds and payouts on the Stripe mount ("Refunds and payouts ... through Stripe's
 refunds and payouts APIs"; docs/rehearsing-incidents.md "Stripe dialect"), with their events.
 """
 

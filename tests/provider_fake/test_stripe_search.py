@@ -1,4 +1,4 @@
-"""PaymentIntent search on the Stripe mount (issue 16: "by client reference through the search
+"""PaymentIntent search on the Stripe mount ("by client reference through the search
 API, which lags behind writes: a search that finds nothing is never proof of absence inside the
 visibility delay"), and the form and query parsing behind it.
 """

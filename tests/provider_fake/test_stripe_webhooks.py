@@ -1,4 +1,4 @@
-"""Webhooks of the Stripe dialect (issue 16: "Webhooks verified by the Stripe-Signature header
+"""Webhooks of the Stripe dialect ("Webhooks verified by the Stripe-Signature header
 (t= and one or more v1=; HMAC-SHA256 over {t}.{raw body} with the endpoint secret; ... several
 secrets during rotation)"; docs/rehearsing-incidents.md "Stripe dialect"): Event objects the
 official `stripe` package verifies and parses, and the shared webhook faults.

@@ -94,7 +94,7 @@ def test_evidence_about_a_never_sent_attempt_escalates() -> None:
 
 
 def test_an_unknown_that_clears_a_stored_action_asks_for_a_lookup_at_once() -> None:
-    """Issue 11 item 4: the endpoint's timeout clears a challenge the provider may still wait for,
+    """The endpoint's timeout clears a challenge the provider may still wait for,
     so the attempt is due for a lookup now; without a stored action it waits for its backoff."""
     challenged = AttemptFacts(attempt_id="A1", state=AttemptState.STARTED, provider_account=ACCOUNT, amount_minor=4250,
                               currency="EUR", provider_id="pay_1", has_action=True)
@@ -106,7 +106,7 @@ def test_an_unknown_that_clears_a_stored_action_asks_for_a_lookup_at_once() -> N
 @pytest.mark.parametrize("finding, status", [("unknown", None), ("rejected", None), ("processing", "processing"),
                                              ("requires_action", "requires_action"), ("failed", "failed")])
 def test_every_recorded_state_writes_its_own_provider_status(finding: str, status: str | None) -> None:
-    """Issue 11 item 4: a state change writes the status that goes with it (None clears the old
+    """A state change writes the status that goes with it (None clears the old
     one), so ``provider_status`` never shows what the recorded state contradicts."""
     decision = decide(attempt("Started"), evidence(finding), only_send=False)
     assert decision.sets_status and decision.provider_status == status
@@ -114,7 +114,7 @@ def test_every_recorded_state_writes_its_own_provider_status(finding: str, statu
 
 @pytest.mark.parametrize("state", ["Started", "Unknown"])
 def test_a_key_in_use_answer_stays_unknown_and_escalates_once_per_attempt(state: str) -> None:
-    """Issue 11 item 8; docs/decisions/0009: 409 ``idempotency_key_in_use`` (our key with other
+    """Docs/decisions/0009: 409 ``idempotency_key_in_use`` (our key with other
     parameters) is not an outcome: the attempt is Unknown and a person is told, under one key
     per attempt so every further 409 joins the open episode."""
     decision = decide(attempt(state), evidence("key_in_use", reason="provider.idempotency-key-in-use"), only_send=True)

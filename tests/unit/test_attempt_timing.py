@@ -42,7 +42,7 @@ def test_lookups_back_off_and_repeat_the_last_step() -> None:
 
 
 def test_a_resend_waits_the_retry_after_given_else_1_s_doubling_per_429() -> None:
-    """Issue 21 item 7: the provider's Retry-After when it gave one (0 included); without one 1 s,
+    """The provider's Retry-After when it gave one (0 included); without one 1 s,
     then 2 s, then 4 s for the attempt's first, second and third 429."""
     assert [resend_wait_s(7.0, n) for n in (1, 2)] == [7.0, 7.0]
     assert resend_wait_s(0.0, 2) == 0.0

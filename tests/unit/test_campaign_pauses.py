@@ -1,4 +1,4 @@
-"""The pause past a lease (issue 22; seed 000 "lease epochs", seed 004 "The Recovery Loop"): which
+"""The pause past a lease (seed 000 "lease epochs", seed 004 "The Recovery Loop"): which
 leases a stopped worker may hold, and when one counts as lapsed and taken over."""
 
 from __future__ import annotations

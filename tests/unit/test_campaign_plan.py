@@ -1,4 +1,4 @@
-"""The campaign's seeded choices (issue 12): the disruption schedule every run gets, CardCo fault
+"""The campaign's seeded choices: the disruption schedule every run gets, CardCo fault
 rules CardCo accepts and that hit one object only, and the result document's exact shape."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from provider_fake.faults import FaultRule
 @pytest.mark.parametrize("waves", [6, 8, 12, 40])
 def test_every_run_kills_a_worker_a_web_process_and_the_clock_restarts_each_server_and_pauses_a_worker(
         waves: int) -> None:
-    """Issue 12: "A smaller run (--checkouts 300 --payouts 30) still kills at least one worker and one
-    web process and restarts PostgreSQL and the broker once each"; issue 22: a pause past a lease
+    """A smaller run (--checkouts 300 --payouts 30) still kills at least one worker and one
+    web process and restarts PostgreSQL and the broker once each; and a pause past a lease
     in every run, several in a run of 300 checkouts."""
     for seed in range(20):
         plan = schedule.plan(seed, waves)
@@ -33,7 +33,7 @@ def test_every_run_kills_a_worker_a_web_process_and_the_clock_restarts_each_serv
 
 @pytest.mark.parametrize("waves", [12, 13, 40])
 def test_a_run_of_300_checkouts_has_every_fault_kind_and_the_default_run_each_twice(waves: int) -> None:
-    """Issue 22, "Scale": --checkouts 300 (12 waves) "includes at least one pause past a lease, one
+    """Scale: --checkouts 300 (12 waves) "includes at least one pause past a lease, one
     PostgreSQL crash (-m immediate), one broker outage and one sink outage, besides the kills and
     restarts"; the default run (40 waves) "includes every fault kind above at least twice", with
     both workers killed at once, and every sink fault reaches both sinks."""
@@ -63,7 +63,7 @@ def test_server_disruptions_have_a_wave_each_and_a_pause_shares_none_with_them_o
 
 
 def test_outages_last_ten_seconds_or_more_and_storms_tens_of_seconds() -> None:
-    """Issue 22: "an outage of 10 s or more" (PostgreSQL, the broker); "429 storms on lookups
+    """An outage of 10 s or more (PostgreSQL, the broker); "429 storms on lookups
     lasting tens of seconds"; sinks down "long enough that some rows dead-letter" (the campaign's
     5 failures with 1, 2, 4, 8 s of back-off take about 15 s)."""
     plan = [d for seed in range(50) for d in schedule.plan(seed, 40)]
@@ -95,7 +95,7 @@ def test_fault_rules_are_valid_cardco_rules_bound_to_their_reference_and_cover_t
 
 
 def test_the_rules_that_outlast_a_request_are_valid_cardco_rules() -> None:
-    """Issue 22: a storm is "times: 0" on every lookup, a pause's slow provider delays every lookup
+    """A storm is "times: 0" on every lookup, a pause's slow provider delays every lookup
     and pipeline create, and a lost payout under listing lag is a dropped create answer, lookups
     that miss it for the lag and no webhook, all bound to its reference."""
     storm = faults.storm()
@@ -118,7 +118,7 @@ def test_the_listing_lag_is_the_notapplied_cutoff_less_a_second() -> None:
 
 
 def test_the_json_document_has_exactly_the_issues_keys_and_the_table_names_the_reproducing_seed() -> None:
-    """Issue 12's keys, and issue 22's: what fired, the outcomes, the escalations by reason, the
+    """The report's keys: what fired, the outcomes, the escalations by reason, the
     pauses past a lease and the outages."""
     result = Result(seed=7, checkouts=300, payouts=30, operations={"checkout:succeed": 90},
                     faults={"create_payment:drop_response": 4}, kills={"worker": 2}, restarts={"postgres": 1},

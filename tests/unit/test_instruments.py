@@ -1,4 +1,4 @@
-"""What a process counts before it flushes (gateway/instruments.py; issue 15 item 3: "bounded label
+"""What a process counts before it flushes (gateway/instruments.py: "bounded label
 sets (never an id, account token or free text as a label value)"; docs/decisions/0040)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A reconciler round's lookups shared among provider accounts (issue 21 item 2; seed 004, "The
+"""A reconciler round's lookups shared among provider accounts (seed 004, "The
 Recovery Loop": "pause the sweep ... other providers and accounts continue";
 gateway/domain/lookup_shares.py)."""
 

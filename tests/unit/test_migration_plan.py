@@ -1,4 +1,4 @@
-"""Which migrations a database needs (issue 15 item 1; docs/decisions/0034): file names and
+"""Which migrations a database needs (docs/decisions/0034): file names and
 numbering, and the comparison of a build's migrations with a database's records, without I/O."""
 
 from __future__ import annotations

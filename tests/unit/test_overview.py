@@ -1,4 +1,4 @@
-"""The Overview's pure shaping (issue 25; gateway.domain.overview): the last hour as 60 slots with
+"""The Overview's pure shaping (gateway.domain.overview): the last hour as 60 slots with
 no gaps, and latency quantiles read from cumulative buckets as Prometheus' histogram_quantile reads
 them, so the console and a Grafana panel over the same buckets agree."""
 

@@ -1,4 +1,4 @@
-"""The paging convention's pure parts (issue 15 item 2; docs/decisions/0036): the caller's limit and
+"""The paging convention's pure parts (docs/decisions/0036): the caller's limit and
 order, cursors that name their list and order, and a fetched batch cut into a page and the next cursor."""
 
 from __future__ import annotations

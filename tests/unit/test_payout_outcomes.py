@@ -63,7 +63,7 @@ def test_each_documented_response_has_its_row(name: str, observation: Observatio
 
 @pytest.mark.parametrize("retry_after_s", [2.0, 0.0, None])
 def test_a_resend_row_carries_the_answers_retry_after_or_none(retry_after_s: float | None) -> None:
-    """Issue 21 item 7: an absent Retry-After stays absent (None), so the executor can tell it from
+    """An absent Retry-After stays absent (None), so the executor can tell it from
     "Retry-After: 0" and wait its own backoff instead of resending at once."""
     answer = ProviderResponse(429, error("rate_limited"), retry_after_s)
     assert classify(answer, EXPECTED, PAYOUT_TABLE).retry_after_s == retry_after_s

@@ -1,4 +1,4 @@
-"""Pure payout rules moved out of handlers (issue 14): approval (API.md "Authentication": a clerk of
+"""Pure payout rules moved out of handlers: approval (API.md "Authentication": a clerk of
 the tenant, not the requester, whose limit covers the amount), terms binding (seed 000, "Bind the
 Exact Payout Before Policy"), recall reasons (docs/decisions/0015) and grant checks (seed 000, "The
 Worker Validation Pipeline", in its order)."""
@@ -30,7 +30,7 @@ def test_the_requester_cannot_approve_and_the_approver_limit_must_cover_the_amou
 
 
 def test_who_may_act_on_a_payout_waiting_for_a_person_follows_the_endpoints_rules() -> None:
-    """Issue 15 item 5 ("with who may act"): acknowledgment by any clerk of the tenant; approval
+    """Who may act: acknowledgment by any clerk of the tenant; approval
     only by one the approve endpoint would accept (not the requester, limit covering the amount)."""
     clerks = [Clerk("clerk-22", 10**9), Clerk("approver-7", 425_000), Clerk("junior-1", 424_999), Clerk("nolimit", None)]
     approve = who_may_act(outcome="EscalationRecommended", requester_id="clerk-22", amount_minor=425_000, clerks=clerks)

@@ -1,4 +1,4 @@
-"""The provider seam's registry (issue 16; docs/decisions/0046): the adapter of an account is
+"""The provider seam's registry (docs/decisions/0046): the adapter of an account is
 chosen by the provider prefix of its id, and an account paygate cannot serve safely fails start-up."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def test_a_lookup_rate_above_the_providers_documented_limit_fails_start_up() -> 
 
 
 def test_the_not_applied_cutoff_waits_out_the_providers_visibility_delay(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 16: a provider's visibility delay joins seed 000's NotApplied cutoff when it is longer
+    """A provider's visibility delay joins seed 000's NotApplied cutoff when it is longer
     than the account's processing allowance, where "not found" can close an attempt at all; Stripe
     enforces no request expiry, so its search lag never postpones the escalation deadline."""
     settings = configured({"id": "cardco:acct_store:test"}, {"id": "stripe:acct_store:test"})
@@ -71,7 +71,7 @@ def test_the_not_applied_cutoff_waits_out_the_providers_visibility_delay(monkeyp
 @pytest.mark.parametrize("kind", [PAYOUT, RECALL, REFUND], ids=lambda kind: kind.name)
 def test_the_accounts_listing_lag_joins_the_not_applied_cutoff_of_every_kind(kind: AttemptKind) -> None:
     """Seed 000, "Reconciliation and retry": the lookup that records NotApplied must start after the
-    cutoff plus the provider's documented visibility delay (issue 21 item 1). CardCo's lag is its
+    cutoff plus the provider's documented visibility delay. CardCo's lag is its
     deployment's, stated on the account: 400 s moves the cutoff of a payout, a recall and a refund
     to send deadline + skew 30 s + 400 s; unset, the processing allowance (10 s) still stands."""
     settings = configured({"id": "cardco:acct_store:test", "visibility_delay_s": 400},
@@ -91,7 +91,7 @@ def test_a_visibility_delay_shorter_than_the_provider_documents_fails_start_up()
 
 
 async def test_a_worker_refuses_the_same_accounts_before_it_opens_anything() -> None:
-    """Issue 16, the provider's timings: the worker runs the sends and lookups, so it refuses an
+    """The provider's timings: the worker runs the sends and lookups, so it refuses an
     account its provider cannot serve safely exactly as the web process does (no database needed)."""
     runtime.configure(configured({"id": "stripe:acct_store:test", "key_window_s": 90_000}))
     try:

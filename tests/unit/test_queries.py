@@ -31,7 +31,7 @@ def test_shipped_files_load() -> None:
 
 
 def test_every_named_statement_fits_psycopg_s_query_cache() -> None:
-    """Issue 13 (docs/decisions/0048): psycopg converts a statement's ``%(name)s`` placeholders once
+    """Docs/decisions/0048: psycopg converts a statement's ``%(name)s`` placeholders once
     and caches the result only for statements up to MAX_CACHED_STATEMENT_LENGTH characters and
     MAX_CACHED_STATEMENT_PARAMS parameters; a longer one is parsed again on every execution (about
     1 ms of CPU for the evidence writes' statement, more than the rest of a notification's SQL).

@@ -93,7 +93,7 @@ def test_the_final_local_check() -> None:
 
 
 def test_a_payment_method_the_provider_could_not_check_waits_for_the_backoff_without_escalating() -> None:
-    """Issue 11 item 9: "the payment method is still usable" is a resend condition; a check that
+    """Seed 004: "the payment method is still usable" is a resend condition; a check that
     failed (None) is an unanswered question, not an expired token, unless another condition fails."""
     unchecked = ResendConditions(True, True, None, True)
     assert after_not_found(attempt(), unchecked, TIMINGS, NOW) == Step("finish", 60, "payment-method-unchecked")
@@ -111,8 +111,8 @@ def _waiting_without_expiry(deadline_in_s: float = 3600) -> AttemptView:
 
 def test_an_action_without_expiry_is_looked_up_on_each_due_pass() -> None:
     """Seed 004 matrix: "An attempt waiting for customer action is rescheduled to the action's
-    expiry or the next status check": without an expiry, the due pass is that status check (issue
-    16, Stripe), and past the deadline it escalates as any waiting attempt."""
+    expiry or the next status check": without an expiry, the due pass is that status check
+    (Stripe), and past the deadline it escalates as any waiting attempt."""
     assert first_step(_waiting_without_expiry(), TIMINGS, NOW).kind == "reconcile"
     late = first_step(_waiting_without_expiry(deadline_in_s=0), TIMINGS, NOW)
     assert (late.kind, late.reason) == ("escalate-and-finish", "deadline")

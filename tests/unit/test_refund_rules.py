@@ -1,4 +1,4 @@
-"""The pure refund rules (issue 11 item 3; gateway/domain/refunds.py). Seed 004 "Cancellation":
+"""The pure refund rules (gateway/domain/refunds.py). Seed 004 "Cancellation":
 "if it turns out to have succeeded, the refund is its own operation"; seed 000 section 17: its own
 decision; section 16: identities derived from the number the decision allocated."""
 

@@ -103,7 +103,7 @@ def test_secrets_do_not_appear_in_the_settings_repr() -> None:
 
 
 def test_recovery_lease_shorter_than_a_worst_case_pass_is_refused_naming_the_settings() -> None:
-    """Issue 11 item 7; seed 004, "The Recovery Loop": the lease must be longer than the worst
+    """Seed 004, "The Recovery Loop": the lease must be longer than the worst
     case of one pass (lookup + resend + record budgets) plus the clock skew between hosts."""
     with pytest.raises(ConfigError) as caught:
         load_settings({**accounts_env(account(call_budget_s=3, record_budget_s=2)), "PAYGATE_RECOVERY_LEASE_S": "5"})
@@ -114,7 +114,7 @@ def test_recovery_lease_shorter_than_a_worst_case_pass_is_refused_naming_the_set
 
 
 def test_recovery_lease_is_checked_against_every_account() -> None:
-    """Issue 11 item 7: a pass runs under its attempt's own account, so the slowest account decides."""
+    """A pass runs under its attempt's own account, so the slowest account decides."""
     fast = account(call_budget_s=3, record_budget_s=2)
     slow = account(id="cardco:acct_store:live", webhook_endpoint_id="cardco-live", call_budget_s=10)
     with pytest.raises(ConfigError, match=r"provider_accounts\.1 \(cardco:acct_store:live\)"):
@@ -123,7 +123,7 @@ def test_recovery_lease_is_checked_against_every_account() -> None:
 
 
 def test_rehearsal_timings_satisfy_the_lease_rule_with_a_12_s_lease() -> None:
-    """Issue 11 item 7; API.md "Command line": ``--rehearsal`` uses a 12 s lease, longer than a
+    """API.md "Command line": ``--rehearsal`` uses a 12 s lease, longer than a
     worst-case pass (lookup 3 s + resend 3 s + record 2 s, plus margin)."""
     config = {"database_url": "postgresql:///x", "redis_url": "redis://127.0.0.1:1/0", "token_pepper": "p",
               "provider_accounts": [account(**REHEARSAL_ACCOUNT)], **REHEARSAL_GLOBAL}
@@ -134,7 +134,7 @@ def test_rehearsal_timings_satisfy_the_lease_rule_with_a_12_s_lease() -> None:
 
 
 def test_lookup_rate_and_burst_default_and_an_account_overrides_either() -> None:
-    """Issue 15 item 4 (docs/decisions/0042): one lookup rate and burst for every account, unless
+    """Docs/decisions/0042: one lookup rate and burst for every account, unless
     the account sets its own; the environment sets the top-level ones."""
     settings = load_settings({**accounts_env(account(), account(id="cardco:acct_other:live", lookup_burst=7,
                                                                 webhook_endpoint_id="other")),
@@ -148,7 +148,7 @@ def test_lookup_rate_and_burst_default_and_an_account_overrides_either() -> None
 @pytest.mark.parametrize("change", [{"PAYGATE_LOOKUP_RATE_PER_S": "0"}, {"PAYGATE_LOOKUP_BURST": "2"}])
 def test_a_lookup_rate_that_is_not_positive_or_a_burst_below_one_pass_fails_naming_the_setting(
         change: dict[str, str]) -> None:
-    """Issue 15 item 4: a zero rate would stop every lookup, and a burst below the three reads one
+    """A zero rate would stop every lookup, and a burst below the three reads one
     recovery pass takes together could never start one."""
     with pytest.raises(ConfigError, match=next(iter(change)).removeprefix("PAYGATE_").lower()):
         load_settings({**BASE, **change})
@@ -159,7 +159,7 @@ def test_a_lookup_rate_that_is_not_positive_or_a_burst_below_one_pass_fails_nami
 @pytest.mark.parametrize("rehearsal", [False, True], ids=["normal", "rehearsal"])
 def test_paygate_up_gives_cardco_and_the_gateways_cardco_accounts_one_listing_lag(tmp_path: Path,
                                                                                   rehearsal: bool) -> None:
-    """Issue 21 item 1: ``paygate up`` configures the CardCo fake's listing lag and the gateway's
+    """``paygate up`` configures the CardCo fake's listing lag and the gateway's
     CardCo accounts from one value, and the NotApplied cutoff waits it out; the Stripe account keeps
     Stripe's documented delay (longer than the fake's lag)."""
     urls = demo.Urls("http://127.0.0.1:8000", "http://127.0.0.1:8100", "http://127.0.0.1:8200")

@@ -1,4 +1,4 @@
-"""Stripe events as common evidence (issue 16; docs/decisions/0047 item 6): ``payment_intent.*``,
+"""Stripe events as common evidence (docs/decisions/0047 item 6): ``payment_intent.*``,
 ``charge.refunded`` and ``payout.*`` read into the common notification, keyed by the event id;
 a type that disagrees with its object, a partial refund, or any other type is unreadable (recorded
 and escalated by the handler, seed 004), never an exception."""

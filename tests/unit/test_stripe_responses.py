@@ -1,4 +1,4 @@
-"""What Stripe's answers mean (issue 16; docs/decisions/0047): recorded test vectors shaped as
+"""What Stripe's answers mean (docs/decisions/0047): recorded test vectors shaped as
 Stripe's API reference documents them, one per documented response of a PaymentIntent create, a
 lookup, and each row of the versioned payout and refund tables (seed 000, "Production
 Adaptation"); anything undocumented or unreadable is Unknown (seed 004)."""
@@ -164,7 +164,7 @@ def test_payout_create_answers(status: int, document: object, state: AttemptStat
 @pytest.mark.parametrize("header, allowed", [(None, True), ("true", True), ("false", False), ("False", False),
                                              (" false ", False), ("", True)])
 def test_stripe_should_retry_false_forbids_a_resend(header: str | None, allowed: bool) -> None:
-    """Issue 21 item 7 (docs/decisions/0055): ``Stripe-Should-Retry: false`` forbids a resend; ``true``
+    """Docs/decisions/0055: ``Stripe-Should-Retry: false`` forbids a resend; ``true``
     or no header leaves it to the table."""
     assert rules.resend_allowed(header) is allowed
 

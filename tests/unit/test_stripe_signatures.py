@@ -1,4 +1,4 @@
-"""Stripe webhook signatures (issue 16): checked against the official ``stripe`` package both
+"""Stripe webhook signatures: checked against the official ``stripe`` package both
 ways, with rotation, the 300 s tolerance on the injected clock, and every malformed header a
 rejection (401), never an exception."""
 
@@ -20,7 +20,7 @@ ACCOUNT = EndpointSecrets(STRIPE_ACCOUNT, (STRIPE_SECRET.encode(),))
 
 
 def test_the_official_stripe_package_verifies_the_headers_paygates_test_helper_makes() -> None:
-    """Issue 16: "`stripe` verifies the headers paygate's test helper makes"."""
+    """`stripe` verifies the headers paygate's test helper makes."""
     header = stripe_signature(BODY, T)
     assert stripe.WebhookSignature.verify_header(BODY.decode(), header, STRIPE_SECRET, tolerance=None)
     with pytest.raises(stripe.SignatureVerificationError):
@@ -28,7 +28,7 @@ def test_the_official_stripe_package_verifies_the_headers_paygates_test_helper_m
 
 
 def test_paygate_verifies_headers_the_official_stripe_package_makes() -> None:
-    """Issue 16: "paygate verifies headers made the way Stripe documents"; the account is the one
+    """Paygate verifies headers made the way Stripe documents; the account is the one
     whose secret verified (seed 004: from the verified context, never the payload)."""
     header = stripe.WebhookSignature.generate_signature_header(BODY.decode(), STRIPE_SECRET, timestamp=T)
     assert verify({"Stripe-Signature": header}, BODY, [ACCOUNT], NOW) == Verified(STRIPE_ACCOUNT, "", T)

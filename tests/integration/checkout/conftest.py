@@ -1,7 +1,7 @@
 """A shop over the real gateway app: a merchant and a customer with tokens, CardCo in-process.
 
 A shop pays on one provider account (``account``): CardCo's by default; the recovery matrix also
-runs it on a Stripe account served by the same fake's Stripe dialect (issue 16), so its helpers
+runs it on a Stripe account served by the same fake's Stripe dialect, so its helpers
 name what differs per provider (payment-method names, request paths and headers)."""
 
 from __future__ import annotations

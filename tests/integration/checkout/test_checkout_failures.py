@@ -199,7 +199,7 @@ async def test_success_racing_a_new_checkout_leaves_one_attempt_that_took_effect
 async def test_an_insert_that_loses_to_a_lock_skipping_writer_returns_the_winner(shop: Shop, database_url: str) -> None:
     """Seed 004 matrix: "An insert that violates the partial unique index from a writer that skipped
     the order lock returns the winning attempt without querying inside an aborted transaction".
-    Issue 13: the effect record sent with the losing insert is rolled back with it (seed 001: a
+    The effect record sent with the losing insert is rolled back with it (seed 001: a
     record exists only for an attempt that does)."""
     await shop.order()
     rogue = await psycopg.AsyncConnection.connect(database_url)
@@ -343,7 +343,7 @@ async def test_any_transport_failure_is_unknown(shop: Shop, failure: type[httpx.
 
 
 class _WinnerResolvesFirst(Attempts):
-    """The race the fault campaign met (issue 22, default run, three times): the attempt that won
+    """The race the fault campaign met (default run, three times): the attempt that won
     the live-attempt index is resolved (here closed never-sent, as recovery closes a stale
     NotStarted) between the losing insert and the loser's reload of the winner."""
 

@@ -1,4 +1,4 @@
-"""Checkout's share of issue 15 item 3: "Unknown attempts by age (histogram, checkout and payouts)"
+"""Checkout's share of the attempt metrics: "Unknown attempts by age (histogram, checkout and payouts)"
 and provider calls by operation and outcome with their latency (seed 004, "The Payment Client":
 every way a call ends without an answer is Unknown)."""
 

@@ -81,7 +81,7 @@ async def test_a_declined_payment_fails_its_effect_and_has_no_certificate(shop: 
 
 
 async def test_a_first_send_with_a_drifted_body_is_refused_before_anything_reaches_cardco(shop: Shop) -> None:
-    """Issue 8: "no code path can improvise a different payment under the same identity"."""
+    """No code path can improvise a different payment under the same identity."""
     await shop.order()
     attempt = await shop.services.attempts.get_or_create_live("ORD-5521", shop.customer_id)
     await shop.services.db.fetch_one(

@@ -1,6 +1,6 @@
 """Checkout on a Stripe account, end to end through the real gateway app, PostgreSQL and the
 recovery loop, with Stripe's API served through respx in the shapes its reference documents
-(issue 16: PaymentIntents with ``confirm=true``, form-encoded, the attempt's key as
+(PaymentIntents with ``confirm=true``, form-encoded, the attempt's key as
 ``Idempotency-Key``, ``metadata[client_reference]``, ``Stripe-Version`` pinned per account;
 errors, 429s with ``Retry-After``, idempotency replays; ``Stripe-Signature`` webhooks)."""
 
@@ -35,7 +35,7 @@ ENDPOINT = "stripe-test"
 
 @pytest.fixture
 def settings(database_url: str, redis_url: str) -> Settings:
-    """The suite's two CardCo accounts, then a Stripe test account (issue 16: listed after them)."""
+    """The suite's two CardCo accounts, then a Stripe test account (listed after them)."""
     return settings_with(database_url, redis_url, [account_config(TEST_ACCOUNT), account_config(LIVE_ACCOUNT),
                                                    stripe_account(endpoint=ENDPOINT)])
 
@@ -164,7 +164,7 @@ class _EveryKeyReused(dict[str, tuple[dict[str, str], int, dict[str, Any]]]):
 
 async def test_a_signed_stripe_webhook_resolves_the_attempt_once(
         shop: Shop, stripe_api: StripeApi, clock: ManualClock) -> None:
-    """Issue 16: webhooks posted to ``/v1/webhooks/{webhook_endpoint_id}`` with ``Stripe-Signature``,
+    """Webhooks posted to ``/v1/webhooks/{webhook_endpoint_id}`` with ``Stripe-Signature``,
     deduplicated by event id, applied through the same rule every writer uses."""
     stripe_api.script = ["lost"]
     status = await pay(shop)
@@ -186,7 +186,7 @@ async def test_a_signed_stripe_webhook_resolves_the_attempt_once(
 
 async def test_a_merchant_refund_of_a_stripe_payment_goes_through_stripes_refunds_api(
         shop: Shop, stripe_api: StripeApi) -> None:
-    """Issue 16: refunds through Stripe's refunds API (``POST /v1/refunds`` for the PaymentIntent,
+    """Refunds through Stripe's refunds API (``POST /v1/refunds`` for the PaymentIntent,
     in full, with the refund's own reference and key), on the paid attempt's account."""
     await pay(shop)
     decided = await shop.http.post("/v1/orders/ORD-5521/refund", headers=shop.merchant, json={})

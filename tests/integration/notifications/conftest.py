@@ -2,7 +2,7 @@
 repository, notifications signed with the accounts' real secrets and posted to
 ``POST /v1/webhooks/{endpoint_id}``; CardCo itself delivers into the app for the end-to-end cases.
 
-Issue 16: ``webhooks`` serves the ``provider`` fixture's accounts (tests/integration/conftest.py).
+``webhooks`` serves the ``provider`` fixture's accounts (tests/integration/conftest.py).
 On CardCo a notification is CardCo's ``payment.*`` event signed with its ``webhook-signature``
 scheme; on Stripe the same notification is the Stripe Event a Stripe account sends
 (``payment_intent.*`` or ``charge.refunded`` about a PaymentIntent, ``metadata[client_reference]``,

@@ -1,4 +1,4 @@
-"""A challenge the provider still waits for, cleared by the endpoint's own timeout (issue 11 item 4).
+"""A challenge the provider still waits for, cleared by the endpoint's own timeout.
 
 Seed 004, "The Checkout Endpoint": recording a later outcome clears the customer action, and an
 Unknown attempt never surfaces a stale challenge. When the provider's requires_action
@@ -8,7 +8,7 @@ lookup at once, so recovery brings the challenge back within one clock tick, and
 ``provider_status`` never shows a value the recorded state contradicts. Real PostgreSQL, the
 real provider fake (its payment, its signed webhook into the gateway app) and one ManualClock.
 
-Issue 16: on CardCo's account and on a Stripe account in the fake's Stripe dialect (its
+On CardCo's account and on a Stripe account in the fake's Stripe dialect (its
 ``payment_intent.requires_action`` Event, signed with ``Stripe-Signature``).
 """
 
@@ -58,7 +58,7 @@ async def _time_out(paying: asyncio.Task[httpx.Response], clock: ManualClock) ->
 @pytest.mark.parametrize("order", ["notification-then-timeout", "timeout-then-notification"])
 async def test_a_challenge_cleared_by_the_endpoints_timeout_is_back_within_one_clock_tick(
         shop: Shop, clock: ManualClock, order: str) -> None:
-    """Issue 11 item 4, both orders of arrival: whichever of the provider's requires_action notification
+    """Both orders of arrival: whichever of the provider's requires_action notification
     and the endpoint's timeout is recorded first, one clock tick later the status GET presents
     the provider's challenge again, and no status ever contradicts the recorded state."""
     paying = await _a_slow_challenge(shop)

@@ -1,8 +1,8 @@
-"""Fewer statements on the ingest path (issue 13): the evidence writes as one statement whose every
+"""Fewer statements on the ingest path: the evidence writes as one statement whose every
 part hangs on the conditional update (docs/decisions/0048), and a payment notification's evidence
 locks taken by the statement that records it (docs/decisions/0049).
 
-CardCo only (issue 16): these are the statements behind every provider's notifications, below the
+CardCo only: these are the statements behind every provider's notifications, below the
 adapter; the matrix that runs them on Stripe too is test_matching and test_deduplication."""
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ async def test_a_mismatched_amount_alerts_and_resolves_nothing(webhooks: Webhook
 
 async def test_the_wrong_account_alerts_and_a_test_secret_never_resolves_a_live_attempt(webhooks: Webhooks) -> None:
     """Matrix: "... or the wrong account or environment raises an alert and resolves nothing";
-    issue 5: "a test-mode secret can never resolve a live attempt"."""
+    the rule: "a test-mode secret can never resolve a live attempt"."""
     live = await webhooks.attempt(account=webhooks.live_account)
     # Signed by the test account's secret: its account is test, whatever the payload says.
     assert (await webhooks.deliver(webhooks.payment_event(live, event_id="evt_w1"), webhooks.test_account)).status_code == 204

@@ -3,7 +3,7 @@ checkout, real signed webhooks posted by ``CardCo.deliver_pending()`` into the g
 and the fake's webhook faults (API.md "provider_fake: CardCo": ``duplicate``, ``omit_event_id``,
 ``tamper_amount``, ``bad_signature``, ``reorder``). Seed 004 matrix lines are cited per test.
 
-Issue 16: every test runs on CardCo's account and on a Stripe account in the fake's Stripe dialect
+Every test runs on CardCo's account and on a Stripe account in the fake's Stripe dialect
 (``payment_intent.*`` Events signed with ``Stripe-Signature``), except ``omit_event_id``: Stripe
 events always carry their id, so an unkeyed delivery is CardCo's alone."""
 

@@ -1,7 +1,7 @@
-"""``GET /v1/ops/notifications`` (issue 15 item 5: the console's stored unmatched notifications,
+"""``GET /v1/ops/notifications`` (the console's stored unmatched notifications,
 applied with ``POST /v1/ops/notifications/{event_id}/apply``; seed 004, "The Notification Handler":
 a notification no attempt takes is stored and waits for "an authorized reconciliation process").
-On CardCo's and on Stripe's test account (issue 16): the queue shows each in the common shape,
+On CardCo's and on Stripe's test account: the queue shows each in the common shape,
 its own event type kept."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ async def queue(webhooks: Webhooks, operator: dict[str, str], **params: Any) -> 
 
 async def test_the_queue_lists_what_no_attempt_took_until_an_operator_applies_it(
         webhooks: Webhooks, operator: dict[str, str]) -> None:
-    """Issue 15 item 5: unmatched notifications, with the attempts that could be theirs as a hint;
+    """Unmatched notifications, with the attempts that could be theirs as a hint;
     a matched one never appears; an applied one leaves ``unmatched`` for ``applied``."""
     waiting = await webhooks.set_unknown(await webhooks.attempt(amount_minor=7100))
     await webhooks.attempt(amount_minor=9900)  # another amount: never a candidate

@@ -1,7 +1,7 @@
 """Synthesized notification keys end to end (seed 004, "Notification Deduplication"): in this
 module the test account's configuration says its event semantics allow one.
 
-CardCo only (issue 16): a synthesized key is for a provider whose notifications may come without
+CardCo only: a synthesized key is for a provider whose notifications may come without
 an event id; every Stripe Event carries its ``id``, the key the gateway records."""
 
 from __future__ import annotations

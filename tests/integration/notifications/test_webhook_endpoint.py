@@ -3,7 +3,7 @@ codes": 401 ``webhook.signature_invalid`` / ``webhook.timestamp_out_of_tolerance
 recorded, 413 over 256 KiB, 204 only after commit; a verified but unreadable body or unknown type
 is recorded and escalated, then acknowledged).
 
-Issue 16: on CardCo's account (``webhook-id``/``webhook-timestamp``/``webhook-signature``) and on a
+On CardCo's account (``webhook-id``/``webhook-timestamp``/``webhook-signature``) and on a
 Stripe account (``Stripe-Signature`` under its ``whsec_`` secret, Stripe Events), each with its
 own scheme's malformed headers, unknown event type and payout shape."""
 

@@ -1,4 +1,4 @@
-"""The alert rules a team loads (issue 15 item 3: "A documented set of alert rules (Prometheus rule
+"""The alert rules a team loads ("A documented set of alert rules (Prometheus rule
 file in docs/) that a team can load, and a test that every metric named there exists").
 
 ``docs/alerts.rules.yml`` must be a Prometheus rule file (groups of named rules, each an alert with

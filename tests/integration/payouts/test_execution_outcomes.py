@@ -74,7 +74,7 @@ async def test_a_claim_whose_commit_acknowledgment_is_lost_sends_nothing_and_is_
         world: World) -> None:
     """Matrix: "Claim commits but its acknowledgment is lost -> worker does not send, 0 calls,
     Claimed, then NotStarted after the sweeper fences, back to Approved awaiting fresh authority".
-    Issue 15 item 3 (seed 000 section 21, "Unconfirmed commits and fenced Claimed attempts. Each
+    Seed 000 section 21, "Unconfirmed commits and fenced Claimed attempts. Each
     one is a payout that needs fresh authority"): /metrics counts both."""
     job = await world.approved()
     lossy = LosesCommitAcknowledgment(world.services.db, fail_at=2)  # validation, then the claim
@@ -212,7 +212,7 @@ def _sent_at(world: World) -> list[float]:
 
 async def test_a_429_with_retry_after_is_resent_after_exactly_that_wait(world: World) -> None:
     """Seed 000 matrix: "Provider rate-limits, documented no-effect -> 1 call per send, bounded";
-    the resend waits the answer's Retry-After on the injected clock (issue 21 item 7)."""
+    the resend waits the answer's Retry-After on the injected clock."""
     await world.faults({"operation": "create_payout", "action": "rate_limit", "retry_after_s": 5})
     job = await world.approved()
     run = asyncio.create_task(world.run(job))
@@ -226,7 +226,7 @@ async def test_a_429_with_retry_after_is_resent_after_exactly_that_wait(world: W
 
 
 async def test_a_429_without_retry_after_waits_1_s_then_2_s(world: World) -> None:
-    """Issue 21 item 7: with no Retry-After (Stripe does not document one), a resend at once would
+    """With no Retry-After (Stripe does not document one), a resend at once would
     meet the same limiter: the resends wait 1 s, then 2 s (doubling per 429 of the attempt), then the
     sends are spent and the attempt stays Started for the reconciler."""
     await world.faults({"operation": "create_payout", "action": "rate_limit", "retry_after_s": None, "times": 0})
@@ -274,8 +274,8 @@ async def test_no_send_happens_after_the_send_deadline(world: World) -> None:
 
 @pytest.mark.parametrize("ruin", sorted(RUINS))
 async def test_an_unreadable_answer_is_unknown_at_once(world: World, cardco_http: respx.MockRouter, ruin: str) -> None:
-    """Seed 004, "The Payment Client": "incomplete or unreadable responses" map to Unknown (issue 21
-    item 6): a body httpx cannot decode, or a connection cut mid-answer, after CardCo paid. The
+    """Seed 004, "The Payment Client": "incomplete or unreadable responses" map to Unknown: a body httpx
+    cannot decode, or a connection cut mid-answer, after CardCo paid. The
     attempt is Unknown as soon as the call returns, with no lease to lapse, and blocks a second payout."""
     ruin_answers(cardco_http, "POST", lambda path: path == "/v1/payouts", RUINS[ruin])
     job = await world.approved()
@@ -328,7 +328,7 @@ async def test_an_answer_naming_another_attempts_payout_id_is_refused_by_the_ind
         world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     """Seed 004, "Persisting the Attempt": "if recording an ID conflicts with another attempt that
     already owns it, the write fails; the application keeps both attempts exactly as they are, raises
-    an investigation, and treats the conflict as proof of nothing" (issue 21 item 5, the executor's
+    an investigation, and treats the conflict as proof of nothing" (the executor's
     write: one_payout_attempt_per_provider_payout, translated by its name). CardCo answers PAY-3108's
     send with the id of PAY-3107's payout: PAY-3108's attempt stays Started without it (its lease
     lapses and the reconciler looks it up), escalated as a mismatch naming both."""

@@ -1,4 +1,4 @@
-"""The Grafana dashboard (issue 25 item 3: "a Grafana dashboard (docs/grafana/paygate.json) over
+"""The Grafana dashboard ("a Grafana dashboard (docs/grafana/paygate.json) over
 the Prometheus metrics the gateway already exports, with the same panels as the Overview plus
 per-process rates, and the alert rules linked from it; a test checks that every metric a panel
 queries exists in /metrics").

@@ -1,4 +1,4 @@
-"""The grants sweep (issue 11 item 1; docs/decisions/0022 and 0023): PostgreSQL, not the broker,
+"""The grants sweep (docs/decisions/0022 and 0023): PostgreSQL, not the broker,
 says which grants are due. A due grant's job is published again, paced, never for a refused or
 claimed grant; a grant whose window closes unused is expired, escalated once while its payout
 still waits, counted in ``/metrics`` (seed 000 section 21, "Grants issued but never consumed")
@@ -41,8 +41,8 @@ async def _metric(world: World, name: str, operation: str) -> float:
 
 async def test_a_due_grant_is_published_once_per_pace_by_racing_sweeps_and_never_once_refused(
         world: World, jobs_runtime: dramatiq.Broker) -> None:
-    """Issue 11 item 1: "A clock-driven sweep finds issued grants that are due (not_before passed),
-    unconsumed, unexpired and not claimed, and publishes their job again". Two sweepers racing
+    """A clock-driven sweep finds issued grants that are due (not_before passed),
+    unconsumed, unexpired and not claimed, and publishes their job again. Two sweepers racing
     (two clocks, a backlog of wake-ups) publish once; a refused grant stays refused (seed 000
     section 9: "A refused grant stays refused, and the payout waits for a fresh decision")."""
     await world.create()
@@ -68,8 +68,8 @@ async def test_a_due_grant_is_published_once_per_pace_by_racing_sweeps_and_never
 
 async def test_a_grant_whose_job_was_lost_expires_escalated_once_counted_and_closed_by_the_next_decision(
         world: World, jobs_runtime: dramatiq.Broker) -> None:
-    """Issue 11 item 1: "A grant that expires unconsumed raises an escalation and counts in /metrics
-    (seed 000 'grants issued but never consumed')"; seed 000 section 6: "A payout that misses it
+    """A grant that expires unconsumed raises an escalation and counts in /metrics
+    (seed 000 'grants issued but never consumed'); seed 000 section 6: "A payout that misses it
     does not run late on old authority; it waits for a fresh decision. Its daily-limit reservation
     is released when the unused grant is atomically moved to Expired"."""
     job = await world.approved()
@@ -101,7 +101,7 @@ async def test_a_grant_whose_job_was_lost_expires_escalated_once_counted_and_clo
 
 async def test_a_refused_grant_that_expires_says_why_and_a_cancelled_payouts_grant_raises_nothing(
         world: World) -> None:
-    """Issue 11 item 1: the escalation is "closed/explained appropriately": it carries the last
+    """The escalation is "closed/explained appropriately": it carries the last
     refused delivery; a payout no longer waiting (cancelled, seed 000 Trace C) is not escalated,
     and cancelling a payout closes its expired grants' episodes."""
     job = await world.approved()
@@ -128,7 +128,7 @@ async def test_a_refused_grant_that_expires_says_why_and_a_cancelled_payouts_gra
 
 async def test_a_recall_grant_that_nobody_claims_expires_escalated_and_the_sweep_runs_it_while_due(
         world: World, jobs_runtime: dramatiq.Broker) -> None:
-    """Issue 11 item 1, "for payouts AND recalls": a recall grant is due at once; the sweep
+    """For payouts AND recalls: a recall grant is due at once; the sweep
     publishes its job while the payout is Paid and the window open; unused, it expires (nothing
     expired recall grants before), is escalated once and counted; a new recall decision closes it."""
     await paid(world)

@@ -1,6 +1,6 @@
 """Seed 000, "Reconcile Before Any New Attempt" and the review's "Reconciliation and retry" 3: the
 lookup that records NotApplied must begin after the request expiry, the skew AND the provider's
-visibility delay (issue 21 item 1). CardCo's lists lag behind writes by its configured visibility
+visibility delay. CardCo's lists lag behind writes by its configured visibility
 delay (API.md); here it is longer than send deadline + skew + processing allowance, the cutoff the
 gateway used when it had no setting for the lag. What CardCo holds is read from its own ledger."""
 

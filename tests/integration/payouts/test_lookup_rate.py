@@ -1,5 +1,5 @@
 """The payout reconciler's lookups at the rate the account's limits allow, for every reconciler
-together (issue 15 item 4; seed 004: lookups run "at a rate the provider's limits allow";
+together (seed 004: lookups run "at a rate the provider's limits allow";
 docs/decisions/0042), and a 429 that pauses the account (docs/decisions/0008)."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ async def checks(world: World) -> dict[str, int]:
 
 async def test_three_reconcilers_never_look_up_faster_than_rate_times_elapsed_plus_burst(
         world: World, pools: list[Database]) -> None:
-    """Issue 15 item 4: three reconcilers run rounds at once, half a simulated second apart, over a
+    """Three reconcilers run rounds at once, half a simulated second apart, over a
     backlog of one account. Its lookups never exceed rate x elapsed + burst over any window; every
     payout is still reconciled, each with exactly one counted check: a check left without a token
     stays due and uncounted, never "not found" or failed."""
@@ -79,7 +79,7 @@ async def test_three_reconcilers_never_look_up_faster_than_rate_times_elapsed_pl
 
 
 async def test_a_429_pauses_the_account_and_the_rounds_other_checks_stay_due_uncounted(world: World) -> None:
-    """Issue 15 item 4 ("a 429 still pausing the account"; seed 004, "pause the sweep"): the
+    """A 429 still pauses the account (seed 004, "pause the sweep"): the
     reconciler's lookup answered 429 pauses the account for its Retry-After and empties its bucket;
     the other checks it had claimed are made due again with their check uncounted; nothing is
     looked up until the pause has ended and the bucket refilled."""

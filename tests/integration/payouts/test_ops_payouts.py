@@ -1,4 +1,4 @@
-"""Operator endpoints for payouts and recalls (issue 15 item 5: the console's "payouts awaiting
+"""Operator endpoints for payouts and recalls (the console's "payouts awaiting
 acknowledgment or approval (with who may act), payouts and recalls in Unknown with their attempts
 and history"; seed 000 policy matrix and API.md "Authentication" for who may act)."""
 

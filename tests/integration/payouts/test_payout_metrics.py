@@ -1,4 +1,4 @@
-"""Payout observability (issue 15 item 3; seed 000 section 21, "Observability and Evidence"): real
+"""Payout observability (seed 000 section 21, "Observability and Evidence"): real
 flows through the executor and the reconciler against CardCo, and a real ``/metrics`` scrape that
 must move as the seed's signals say. Counters are read back from PostgreSQL, where every process
 adds what it counted (docs/decisions/0041)."""
@@ -53,7 +53,7 @@ class BeforeClaim(Database):
 async def test_a_payout_whose_response_is_lost_shows_in_unknown_by_age_until_reconciliation_settles_it(
         world: World) -> None:
     """Seed 000 section 21: "Unknown attempts by age. The most important payout metric in this
-    design" and "Reconciliation outcomes"; issue 15 item 3: provider calls by operation and outcome.
+    design" and "Reconciliation outcomes"): provider calls by operation and outcome.
     The histogram is a snapshot: the attempt ages through the buckets, and leaves them when
     reconciliation finds the payout completed."""
     await world.faults({"operation": "create_payout", "action": "drop_response"})
@@ -156,7 +156,7 @@ async def test_refused_and_postponed_deliveries_are_counted_by_reason_code(world
 
 
 async def test_decisions_are_counted_by_outcome_and_reason_in_their_own_transaction(world: World) -> None:
-    """Issue 15 item 3: "decisions by outcome and reason" (seed 000 section 5). A decision is a
+    """Decisions by outcome and reason (seed 000 section 5). A decision is a
     row: the database counts it as it is written, so the count cannot differ from the decisions."""
     await world.create("PAY-1")
     await world.submit("PAY-1")
@@ -175,8 +175,8 @@ async def test_decisions_are_counted_by_outcome_and_reason_in_their_own_transact
 
 
 async def test_every_label_value_is_a_kind_state_or_code_never_an_id(world: World) -> None:
-    """Issue 15 item 3: "bounded label sets (never an id, account token or free text as a label
-    value)": after a payout ran, no label value of the scrape names the payout, grant, attempt,
+    """Bounded label sets (never an id, account token or free text as a label
+    value): after a payout ran, no label value of the scrape names the payout, grant, attempt,
     provider account or destination token. One exception, docs/decisions/0063: the configured
     provider account is the value of the ``account`` label (configuration, a bounded set), and
     only there."""

@@ -1,4 +1,4 @@
-"""Seed 001 over payout recalls (docs/decisions/0015; issue 8): the recall attempt's own effect
+"""Seed 001 over payout recalls (docs/decisions/0015): the recall attempt's own effect
 record committed by the recall claim (operation ``payout.recall``, the recalled provider payout id,
 never a destination token), the protocol shown per recall attempt in ``GET /v1/payouts/{id}``, the
 send gate before every recall send, and the certificate of a confirmed recall. The payout's own

@@ -181,7 +181,7 @@ async def test_a_recall_record_for_another_payout_escalates_a_mismatch_and_stays
 async def test_a_recall_reconciliation_that_cannot_tell_escalates_and_its_resolution_closes_it(
         world: World) -> None:
     """Matrix: "Reconciliation cannot tell -> 0 additional calls, Unknown, escalated"; seed 004
-    "Escalations": the resolving transaction closes the attempt's escalations. Issue 15 item 3: a
+    "Escalations": the resolving transaction closes the attempt's escalations. /metrics: a
     recall is the payout pipeline's kind ``payout_recall`` in every paygate_payout_* family."""
     await paid(world)
     await world.faults({"operation": "create_recall", "action": "drop_response"},

@@ -1,4 +1,4 @@
-"""Issue 11 item 5: the reconciler decides every escalation and resolution under the attempt's row
+"""The reconciler decides every escalation and resolution under the attempt's row
 lock, in the transaction that writes it, from the state it re-reads there: a notification that
 commits while the reconciler's lookup is in flight wins. Real concurrency: the reconciler and the
 notification handler run as two tasks on two pooled connections, and the notification commits
@@ -47,7 +47,7 @@ async def _open_escalations(world: World) -> list[str]:
 
 
 async def test_a_notification_resolving_during_the_lookup_leaves_no_orphan_deadline_escalation(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 11.5: past the escalation deadline, ``payout.paid`` resolves the Unknown attempt while
+    """Past the escalation deadline, ``payout.paid`` resolves the Unknown attempt while
     the reconciler looks it up; the reconciler re-reads Succeeded under the lock and raises nothing
     (before: a ``deadline`` escalation that nothing closes and that reminds forever)."""
     await world.faults({"operation": "create_payout", "action": "drop_response"})
@@ -60,7 +60,7 @@ async def test_a_notification_resolving_during_the_lookup_leaves_no_orphan_deadl
 
 
 async def test_a_processing_notification_during_a_not_found_lookup_prevents_not_applied(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 11.5: past the NotApplied cutoff the lookup finds nothing, but ``payout.processing``
+    """Past the NotApplied cutoff the lookup finds nothing, but ``payout.processing``
     (CardCo accepted the payout) moves the attempt Unknown -> Started while the lookup is in flight.
     NotApplied is decided from the state re-read under the lock, and only from Unknown: the attempt
     stays Started and no second payout becomes possible (before: NotApplied over Started)."""

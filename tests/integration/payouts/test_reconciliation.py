@@ -98,8 +98,8 @@ async def test_a_materially_new_attempt_needs_a_new_decision_grant_and_key(world
 
 
 async def test_reconciliation_that_cannot_tell_escalates_at_its_deadline(world: World) -> None:
-    """Matrix: "Reconciliation cannot tell -> 0 additional calls, Unknown, escalated". Issue 15
-    item 3 (seed 000 section 21, "Reconciliation outcomes ... or escalation"; seed 004
+    """Matrix: "Reconciliation cannot tell -> 0 additional calls, Unknown, escalated". Seed 000
+    section 21 ("Reconciliation outcomes ... or escalation"; seed 004
     "Escalations"): /metrics counts the failed lookups and shows the open episode and its age."""
     await world.faults({"operation": "create_payout", "action": "drop_response"},
                        {"operation": "list_payouts", "action": "error_500_before_effect", "times": 0})
@@ -150,7 +150,7 @@ async def test_a_found_payout_with_another_id_than_the_recorded_one_is_a_mismatc
         world: World) -> None:
     """Seed 004, "Persisting the Attempt": the provider's id is set "only when it is still NULL",
     checked for "equality when it is already set", a different id for the same attempt is escalated,
-    and it "never silently replaces the recorded ID" (issue 21 item 5). The attempt recorded CardCo's
+    and it "never silently replaces the recorded ID". The attempt recorded CardCo's
     id from its accepted answer; CardCo's listing still hides that payout (a lagging index) and shows
     another one made under the same reference, amount, currency and destination: the reconciler
     escalates a mismatch naming the attempt and both ids, and leaves the attempt as it was."""
@@ -182,7 +182,7 @@ async def test_a_second_attempt_claiming_a_recorded_provider_id_is_refused_by_th
     """Seed 004, "Persisting the Attempt": the unique index "makes the ID unique across attempts
     within its account"; "if recording an ID conflicts with another attempt that already owns it,
     the write fails; the application keeps both attempts exactly as they are, raises an
-    investigation" (issue 21 item 5: one_payout_attempt_per_provider_payout, translated by its name).
+    investigation" (one_payout_attempt_per_provider_payout, translated by its name).
     PAY-3107's attempt recorded CardCo's payout id; PAY-3108's answer was lost, and CardCo's listing
     then shows PAY-3108's payout under that same id."""
     first = await world.approved("PAY-3107")

@@ -1,4 +1,4 @@
-"""Issue 11 item 2: every send, resend and lookup of a payout or recall attempt uses the provider
+"""Every send, resend and lookup of a payout or recall attempt uses the provider
 account STORED on the attempt (docs/decisions/0007; seed 000 "Reconcile Before Any New Attempt":
 the lookup asks where the attempt was sent; seed 004: the payment client never falls back to a
 default). Reordering the configured accounts between the send and the reconciliation must not
@@ -72,7 +72,7 @@ async def test_a_removed_account_escalates_and_never_concludes_not_applied(world
     payout = await world.payout()
     assert (payout["state"], payout["attempts"][0]["state"]) == ("Unknown", "Unknown")
     assert world.lookups() == []
-    assert await _open_escalations(world) == [  # and, an hour after its claim, its deadline (issue 21 item 2)
+    assert await _open_escalations(world) == [  # and, an hour after its claim, its deadline
         {"escalation_key": f"payout-attempt:{attempt['attempt_id']}:deadline", "reason": "payout-deadline"},
         {"escalation_key": f"payout-attempt:{attempt['attempt_id']}:account-not-configured",
          "reason": "payout-account-not-configured"}]
@@ -107,7 +107,7 @@ async def test_a_removed_account_never_concludes_a_recall_not_applied(world: Wor
     assert attempt["state"] == "Unknown"
     assert recall_lookups(world) == []
     assert [e["reason"] for e in await _open_escalations(world)] == [
-        "payout-recall-deadline", "payout-recall-account-not-configured"]  # its deadline passed too (issue 21 item 2)
+        "payout-recall-deadline", "payout-recall-account-not-configured"]  # its deadline passed too
 
 
 async def _recall_with(world: World, settings: Settings) -> Any:
@@ -117,7 +117,7 @@ async def _recall_with(world: World, settings: Settings) -> Any:
 
 
 async def test_a_recall_goes_to_the_account_the_payout_was_paid_on(world: World) -> None:
-    """Seed 000 section 17 (the recall links to the paid payout) with issue 11 item 2: the payout was
+    """Seed 000 section 17 (the recall links to the paid payout) with docs/decisions/0007: the payout was
     paid on the test account; the accounts are then reordered. The recall is claimed on, and sent
     to, the account that holds the provider payout id, which accepts it (before: it was claimed on
     the new first account, which knows no such payout)."""

@@ -1,4 +1,4 @@
-"""Payouts on a Stripe account through the one attempt pipeline (issue 16: "Refunds and payouts
+"""Payouts on a Stripe account through the one attempt pipeline ("Refunds and payouts
 ... through Stripe's refunds and payouts APIs"; docs/decisions/0047), with Stripe's API served
 through respx in the shapes its reference documents."""
 

@@ -1,6 +1,6 @@
 """Recovery workers over the checkout shop: same database, CardCo and ManualClock.
 
-Issue 16: the recovery matrix of seed 004 runs against both adapters. Every test here runs once
+The recovery matrix of seed 004 runs against both adapters. Every test here runs once
 on CardCo's account and once on a Stripe account served by the same fake's Stripe dialect
 (``/stripe/v1/...``: same store, faults, clock and ledger), the gateway talking to it through its
 Stripe adapter (the ``provider`` fixture and the ``shop`` on its test account are

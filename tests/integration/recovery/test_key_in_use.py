@@ -1,5 +1,5 @@
 """CardCo's 409 ``idempotency_key_in_use``, and Stripe's 400 ``idempotency_error``, are escalated
-(issue 11 item 8; docs/decisions/0009, 0047).
+(docs/decisions/0009, 0047).
 
 Our idempotency key already carrying a request with other parameters means something is badly
 wrong (another system, a copied key, a drifted body): the answer proves nothing about the
@@ -44,7 +44,7 @@ async def _alerts(shop: Shop) -> list[dict[str, Any]]:
 
 async def test_a_key_reused_with_other_parameters_is_unknown_and_a_person_is_told(
         shop: Shop, worker: WorkerFactory, clock: ManualClock) -> None:
-    """Issue 11 item 8: the checkout's send answered 409 idempotency_key_in_use records Unknown
+    """The checkout's send answered 409 idempotency_key_in_use records Unknown
     with its reason and opens one escalation whose alert says so; recovery's resend, answered
     409 again, joins the open episode (no second alert) and nothing is ever paid for the order."""
     await shop.order()

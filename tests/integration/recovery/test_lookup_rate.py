@@ -1,5 +1,5 @@
-"""Recovery lookups at the rate the account's limits allow, for every worker together (issue 15
-item 4; seed 004: "every minute, at a rate the provider's limits allow"; docs/decisions/0042).
+"""Recovery lookups at the rate the account's limits allow, for every worker together (seed 004: "every
+minute, at a rate the provider's limits allow"; docs/decisions/0042).
 Several recovery workers, each with its own connection pool, sweep at once over one ManualClock
 against the in-process CardCo, whose request log says when each lookup arrived."""
 
@@ -65,7 +65,7 @@ def workers(shop: Shop, settings: Settings, dbs: list[Database], concurrency: in
 
 async def test_four_workers_never_look_up_faster_than_rate_times_elapsed_plus_burst_and_other_accounts_go_on(
         shop: Shop, clock: ManualClock, pools: Callable[[int], Any]) -> None:
-    """Issue 15 item 4: four workers, two passes each at once, sweep a backlog of one account in
+    """Four workers, two passes each at once, sweep a backlog of one account in
     rounds half a simulated second apart. Its lookups never exceed rate x elapsed + burst over any
     window, every attempt is still found (a deferred pass is not "not found": one lookup each,
     recorded once), and the live account, with its own bucket, is done in the first round."""
@@ -93,7 +93,7 @@ async def test_four_workers_never_look_up_faster_than_rate_times_elapsed_plus_bu
 
 async def test_a_pass_without_tokens_is_deferred_with_its_lease_released_and_its_schedule_unchanged(
         shop: Shop, clock: ManualClock) -> None:
-    """Issue 15 item 4: lookups left without tokens wait for a later sweep, never treated as "not
+    """Lookups left without tokens wait for a later sweep, never treated as "not
     found" or failed and never holding a lease (decision 0025: a pass never waits inside its lease).
     A pass takes the two reads it may make (by reference, the payment-method check) and gives back
     what it did not spend: the bucket (burst 3) admits two passes, the third claimed attempt is
@@ -142,7 +142,7 @@ class CountedTokens(LookupTokens):
 
 async def test_a_sweep_takes_only_each_claims_shortfall_and_gives_back_once_at_its_end(
         shop: Shop, clock: ManualClock) -> None:
-    """Issue 13 (the recovery pass's round trips; docs/decisions/0050, 0042): tokens a claim's
+    """The recovery pass's round trips (docs/decisions/0050, 0042): tokens a claim's
     passes did not spend stay with the sweep for its next claim, so each claim takes only its
     shortfall, still in one statement, and the rest goes back once when the sweep ends. Four passes
     one at a time, each reserving two reads and spending one (found by reference): takes of 2, 1, 1,

@@ -351,7 +351,7 @@ async def test_a_cancelled_order_is_not_resent_and_is_escalated(shop: Shop, work
 
 async def test_a_sweep_skips_an_attempt_another_worker_is_claiming(
         shop: Shop, worker: WorkerFactory, clock: ManualClock) -> None:
-    """Issue 13 / docs/decisions/0033: claims skip rows another worker holds (FOR UPDATE SKIP
+    """Docs/decisions/0033: claims skip rows another worker holds (FOR UPDATE SKIP
     LOCKED) instead of listing the same due attempts and waiting for, then losing, their claims.
     Real concurrency: a second connection holds the first due attempt's row lock mid-claim."""
     held = await unknown_payment(shop, "ORD-A", action="drop_response")
@@ -369,7 +369,7 @@ async def test_a_sweep_skips_an_attempt_another_worker_is_claiming(
 
 async def test_a_worker_runs_its_claimed_passes_together(shop: Shop, worker: WorkerFactory, clock: ManualClock,
                                                          ) -> None:
-    """Issue 13 / docs/decisions/0033: with recovery_concurrency N a sweep claims N due attempts in one
+    """Docs/decisions/0033: with recovery_concurrency N a sweep claims N due attempts in one
     statement and runs their passes at once; every one is resolved exactly once."""
     attempts = [await unknown_payment(shop, f"ORD-C{n}", action="drop_response") for n in range(3)]
     clock.advance(60)

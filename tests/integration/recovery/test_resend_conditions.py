@@ -1,5 +1,5 @@
-"""Seed 004's resend condition "the payment method is still usable", checked with CardCo
-(issue 11 item 9), and the matrix line "Two different failed resend conditions, such as an
+"""Seed 004's resend condition "the payment method is still usable", checked with CardCo,
+and the matrix line "Two different failed resend conditions, such as an
 expired token and a later order cancellation, open separate escalations". Real PostgreSQL, the
 CardCo fake (its payment-method expiry through the control API) and one ManualClock."""
 
@@ -44,7 +44,7 @@ async def _escalations(shop: Shop) -> list[tuple[str, bool]]:
 async def test_an_expired_token_and_a_later_cancellation_open_separate_escalations(
         shop: Shop, worker: WorkerFactory, clock: ManualClock) -> None:
     """Seed 004 matrix: "Two different failed resend conditions, such as an expired token and a
-    later order cancellation, open separate escalations"; issue 11 item 9: the token check is
+    later order cancellation, open separate escalations"; the token check is
     real (CardCo says the stored request's payment method expired), so nothing is resent."""
     attempt = await _lost_request(shop)
     await _expire(shop, "pm_card_visa")
@@ -68,7 +68,7 @@ async def test_an_expired_token_and_a_later_cancellation_open_separate_escalatio
 
 async def test_a_payment_method_check_that_fails_is_asked_again_without_escalating(
         shop: Shop, worker: WorkerFactory, clock: ManualClock) -> None:
-    """Issue 11 item 9: a failed check (CardCo 500) says nothing about the token: no resend, no
+    """A failed check (CardCo 500) says nothing about the token: no resend, no
     escalation, the next backoff step asks again and then resends the stored request."""
     await _lost_request(shop)
     await shop.faults({"operation": "get_payment_method", "action": "error_500_before_effect"})

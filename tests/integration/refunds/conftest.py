@@ -1,4 +1,4 @@
-"""Refunds over the checkout shop (issue 11 item 3): same database, CardCo and ManualClock."""
+"""Refunds over the checkout shop: same database, CardCo and ManualClock."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Operator endpoints for refunds of paid orders (issue 15 item 5: the console's "refunds of paid
+"""Operator endpoints for refunds of paid orders (the console's "refunds of paid
 orders, their attempts and states"; docs/decisions/0019: a refund is its own decision, grant and
 attempts; seed 004 "Cancellation": the refund is its own operation)."""
 

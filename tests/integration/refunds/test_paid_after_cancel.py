@@ -1,4 +1,4 @@
-"""A payment that succeeds after its order was cancelled (issue 11 item 3). Seed 004,
+"""A payment that succeeds after its order was cancelled. Seed 004,
 "Cancellation": "a cancellation that commits just after a send intent cannot recall the dispatch
 that intent already authorized. The attempt is then left to resolve through reconciliation, and if
 it turns out to have succeeded, the refund is its own operation"; matrix: "one committed just after
@@ -114,8 +114,8 @@ async def test_a_refund_under_way_or_a_paid_order_owes_no_escalation(shop: Shop,
 
 async def test_an_owed_refund_behind_more_than_a_page_of_refunds_under_way_is_escalated(
         shop: Shop, clock: ManualClock) -> None:
-    """Issue 21 item 3 (seed 004 "Cancellation": the money taken after a cancellation is refunded as
-    its own operation; "Escalations": what cannot be resolved is a person's question). 101 older
+    """Seed 004 "Cancellation": the money taken after a cancellation is refunded as its own
+    operation; "Escalations": what cannot be resolved is a person's question. 101 older
     cancelled orders whose refund is under way (an Issued grant inside its window) fill more than
     the sweep's page of 100; the one newer order whose refund is owed (Deferred: its payment's id is
     unknown) is still escalated ``order:<id>:refund-owed``, and the ones under way are not."""

@@ -1,5 +1,5 @@
 """One paused account never stalls the others' reconciliation, and every attempt is escalated at
-its deadline without a lookup (issue 21 item 2). Seed 004, "The Recovery Loop": on a 429 "pause
+its deadline without a lookup. Seed 004, "The Recovery Loop": on a 429 "pause
 the sweep ... other providers and accounts continue"; seed 000, "Reconcile Before Any New
 Attempt": every attempt has an escalation deadline, past which it is a person's question."""
 

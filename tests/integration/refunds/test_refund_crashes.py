@@ -1,4 +1,4 @@
-"""Crashes around a refund (issue 11 item 3: "started through the outbox so a crash loses
+"""Crashes around a refund ("started through the outbox so a crash loses
 nothing"). Seed 004 "Downstream Work": "The outbox guarantees that the intent survives a process
 crash, provided the database commit is durable"; seed 001: no call before the intent commits, and
 "At t5, the application cannot distinguish ..." (a crash after Started is Unknown, found by

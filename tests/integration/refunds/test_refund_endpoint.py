@@ -1,4 +1,4 @@
-"""``POST /v1/orders/{id}/refund`` (issue 11 item 3): a merchant's full refund of its paid order,
+"""``POST /v1/orders/{id}/refund``: a merchant's full refund of its paid order,
 on the same refund operation a payment after cancellation uses. Seed 000 section 17: "its own
 request, its own decision, its own authority"; like a recall (docs/decisions/0015), a request that
 cannot be decided at all (no paid payment, another refund still open) writes no decision."""
@@ -106,7 +106,7 @@ async def test_a_merchant_refund_whose_job_never_ran_is_expired_and_escalated_un
     (seed 000 section 6) and its refund never happened: the refund sweep expires it, the order's
     ``refund`` says ``Expired`` rather than ``Requested``, a person is told once
     (``order:<id>:refund-grant-expired``), and the merchant's next request closes that episode.
-    Issue 15 item 3: /metrics counts it among the grants issued but never consumed, and the open
+    /metrics counts it among the grants issued but never consumed, and the open
     episode under the pipeline's kind ``payment_refund``."""
     await _paid(shop)
     await shop.http.post("/v1/orders/ORD-5521/refund", headers=shop.merchant, json={})
@@ -121,7 +121,7 @@ async def test_a_merchant_refund_whose_job_never_ran_is_expired_and_escalated_un
     assert seen.value("paygate_payout_escalations_open", kind="payment_refund",
                       reason="payment-refund-grant-expired-unused") == 1
     assert (await order(shop))["refund"]["state"] == "Expired"
-    # Issue 13: the payment status reads the same summary in its one statement (payments/status.sql).
+    # The payment status reads the same summary in its one statement (payments/status.sql).
     assert (await shop.status()).json()["refund"] == (await order(shop))["refund"]
     [episode] = await shop.services.db.fetch_all("SELECT * FROM payment_escalations")
     assert (episode["escalation_key"], episode["reason"], episode["resolved_at"]) == \

@@ -1,5 +1,5 @@
 """A refund executed, reconciled and notified as the third kind of the one attempt pipeline
-(issue 11 item 3, issue 14). Seed 001: "No payment-rail network call is permitted before COMMIT
+Seed 001: "No payment-rail network call is permitted before COMMIT
 succeeds" (the effect record and Started before the CardCo call; the send gate re-derives the
 digest); "A timeout is evidence of uncertainty, not proof that the provider produced no effect"
 (Unknown on no answer, resolved by lookup or notification, never by a second refund). Seed 000
@@ -87,7 +87,7 @@ async def test_a_merchant_refund_is_recorded_before_its_one_send_and_the_order_e
     assert (body["state"], body["refund"]["state"], body["refund"]["provider_refund_id"]) == \
         ("Refunded", "Succeeded", attempt["provider_refund_id"])
     assert body["refunds"]["attempts"][0]["effect"]["protocol_state"] == "CERTIFIED"
-    # Issue 13: the payment status reads the same summary, the refund's attempt included, in its
+    # The payment status reads the same summary, the refund's attempt included, in its
     # one statement (payments/status.sql).
     assert (await shop.status()).json()["refund"] == body["refund"]
     keys = await shop.outbox()
@@ -105,8 +105,8 @@ async def test_a_merchant_refund_is_recorded_before_its_one_send_and_the_order_e
 
 
 async def test_a_refund_claim_re_asserts_the_order_state_and_takes_nothing_once_it_changed(shop: Shop) -> None:
-    """Issue 21 item 9 (seed 000, "Atomically Claim the Grant and the Payout": the claim
-    "re-asserts everything validation relied on"). Validation saw a paid order; by the claim the
+    """Seed 000, "Atomically Claim the Grant and the Payout": the claim
+    "re-asserts everything validation relied on". Validation saw a paid order; by the claim the
     order is no longer refundable (planted in the database between the two, as no writer can do
     today): the claim takes nothing (no attempt, the grant still Issued) and CardCo hears nothing."""
     await _refund_requested(shop)
@@ -165,7 +165,7 @@ async def test_a_refund_whose_response_is_lost_is_unknown_then_found_by_lookup_n
 @pytest.mark.parametrize("ruin", sorted(RUINS))
 async def test_an_unreadable_refund_answer_is_unknown_at_once(shop: Shop, cardco_http: respx.MockRouter,
                                                               ruin: str) -> None:
-    """Seed 004: "incomplete or unreadable responses" map to Unknown (issue 21 item 6): a body httpx
+    """Seed 004: "incomplete or unreadable responses" map to Unknown: a body httpx
     cannot decode, or a connection cut mid-answer, after CardCo refunded. The refund attempt is
     Unknown as soon as the call returns, with no lease to lapse, and no second refund is allowed."""
     await _refund_requested(shop)
@@ -263,7 +263,7 @@ async def test_a_found_refund_with_another_id_than_the_recorded_one_is_a_mismatc
         shop: Shop, clock: ManualClock) -> None:
     """Seed 004, "Persisting the Attempt": the provider's id is checked "for equality when it is
     already set", a different id for the same attempt is escalated and "never silently replaces the
-    recorded ID" (issue 21 item 5). The refund's accepted answer recorded CardCo's refund id; CardCo's
+    recorded ID". The refund's accepted answer recorded CardCo's refund id; CardCo's
     listing does not show that refund yet, but another refund of the same payment, made earlier under
     the same reference: a mismatch naming the attempt and both ids, the attempt as it was."""
     paid = await _refund_requested(shop)

@@ -1,4 +1,4 @@
-"""A refund rate-limited at its send (issue 21 item 7; seed 000, "Provider rate-limits, documented
+"""A refund rate-limited at its send (seed 000, "Provider rate-limits, documented
 no-effect -> 1 call per send, bounded"; docs/decisions/0047 and 0055), on CardCo and on a Stripe
 account served by the fake's Stripe dialect: what the 429 says about a resend decides the wait,
 or that there is none."""
