@@ -7,6 +7,7 @@ import hashlib
 import json
 
 import pytest
+import rfc8785
 
 from gateway.domain.canonical import NotCanonicalizable, canonical_json, digest
 
@@ -57,3 +58,24 @@ def test_values_without_a_canonical_form_are_refused(value: object) -> None:
     """I-JSON limits: no NaN or infinities, integers within +-(2^53 - 1), string keys only."""
     with pytest.raises(NotCanonicalizable):
         canonical_json(value)
+
+
+def _values() -> list[object]:
+    """Values the orjson path takes and values it leaves to rfc8785, built to disagree if any rule
+    differed: every control character, the characters JSON writers escape differently (DEL, the
+    line and paragraph separators, '/', the surrogate-free edges of the BMP, astral planes), key
+    orders, depth, exact-integer edges, and the numbers only rfc8785 formats."""
+    text = "".join(chr(code) for code in range(0x20)) + "\x7f\u2028\u2029/\"\\\ud7ff\ue000\uffff\U0001f600\u20ac\u00e9"
+    values: list[object] = [text, "", {"": ""}, [], {}, [text, [text, {"k": text}]], True, False, None, 0, -1,
+                            2**53 - 1, -(2**53 - 1), 1.5, -0.0, 1e21, [1, 2.0, 3], {"b": 1, "a": 2, "B": 3, "_": 4},
+                            {"\u00e9": 1, "e": 2}, {"\U0001f600": 1, "\ufb33": 2}]
+    for n in range(0x20, 0x7f):
+        values.append({chr(n) + "x": n, "x" + chr(n): [chr(n)], "nested": {chr(n): {chr(0x7e - n + 0x20): n}}})
+    return values
+
+
+@pytest.mark.parametrize("value", _values())
+def test_every_value_canonicalizes_exactly_as_the_rfc8785_package_does(value: object) -> None:
+    """canonical_json takes orjson for plain values (gateway/domain/canonical.py): its bytes are
+    rfc8785's, byte for byte, for every value, including those it leaves to rfc8785."""
+    assert canonical_json(value) == rfc8785.dumps(value)
