@@ -1,5 +1,5 @@
 """Benchmark: checkouts per second, the gateway's own latency, and database round trips per
-checkout (issue 4, issue 13; bench/README.md).
+checkout (bench/README.md).
 
     python bench/checkout.py [--duration 10] [--connections 16] [--orders 20000] [--json PATH]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every benchmark with its figures in JSON (issue 13; bench/README.md, "The recorded run").
+# Every benchmark with its figures in JSON (bench/README.md, "The recorded run").
 # Run as root on a quiet machine (nothing else running: `uptime` is printed before and after).
 #   bench/run_all.sh [OUT_DIR]        # default bench/results/<UTC time>
 # Needs wrk and PostgreSQL 15's binaries (apt-get install -y wrk postgresql-15), the repository's
