@@ -1,4 +1,4 @@
-"""The dispatcher's HTTP clients: one small keep-alive pool per delivery in flight (issue 13).
+"""The dispatcher's HTTP clients: one small keep-alive pool per delivery in flight.
 
 httpcore's connection pool does work for every request in proportion to its connections (each
 request and each response's close scans every connection, with a socket-readability syscall for
