@@ -37,7 +37,7 @@ class Runtime:
     db: Database
     # Outgoing HTTP to the providers (gateway.outbound): budgets on the clock cut calls off.
     http: httpx.AsyncClient
-    # The outbox's deliveries: a keep-alive connection per delivery in flight (issue 13).
+    # The outbox's deliveries: a keep-alive connection per delivery in flight.
     outbox: Lanes
 
 
