@@ -1,4 +1,4 @@
-"""Losing the broker loses no work (issue 11 item 1; DESIGN.md: "PostgreSQL is the single source
+"""Losing the broker loses no work (DESIGN.md: "PostgreSQL is the single source
 of truth, Redis only carries wake-up messages (losing the broker loses no payment; sweeps find due
 work from the database)"), on the real Valkey with real Dramatiq workers and CardCo in-process.
 
@@ -78,10 +78,10 @@ async def _relay(world: World) -> None:
 
 async def test_flushall_mid_flow_delays_every_path_by_one_sweep_and_loses_nothing(
         world: World, shop: Shop, jobs_runtime: dramatiq.Broker, sinks: dict[str, respx.Route]) -> None:
-    """Issue 11 item 1: "Walk every other message the broker carries and show, with a test that
+    """Walk every other message the broker carries and show, with a test that
     flushes the broker mid-flow (FLUSHALL on the real server), that losing it delays work by at
-    most one sweep and loses none: checkout recovery, outbox, reminders, payouts, recalls" (and
-    refunds, which start through the outbox the same way, item 3); seed
+    most one sweep and loses none: checkout recovery, outbox, reminders, payouts, recalls (and
+    refunds, which start through the outbox the same way); seed
     000 section 7 ("The Queue Message Is Transport"); seed 004 "The Recovery Loop", "Downstream
     Work", "Reminders"."""
     from jobs.outbox import dispatch_outbox
@@ -154,8 +154,8 @@ async def test_flushall_mid_flow_delays_every_path_by_one_sweep_and_loses_nothin
 
 
 async def test_two_messages_for_one_grant_make_one_cardco_call(world: World, jobs_runtime: dramatiq.Broker) -> None:
-    """Issue 11 item 1: "single-use grants and the atomic claim make a duplicate message harmless
-    (prove it: two messages for one grant, one provider call)"; seed 000 section 7: "If someone
+    """Single-use grants and the atomic claim make a duplicate message harmless
+    (prove it: two messages for one grant, one provider call); seed 000 section 7: "If someone
     copies the message, the second copy meets a consumed grant"; matrix: "Two workers race for one
     grant -> one wins, one claim.lost, 1 call in total". The relay and the sweep both publish the
     job; two worker threads take both."""

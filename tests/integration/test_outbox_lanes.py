@@ -1,4 +1,4 @@
-"""The dispatcher's delivery lanes over real HTTP (issue 13: "keep-alive HTTP connections" in the
+"""The dispatcher's delivery lanes over real HTTP ("keep-alive HTTP connections" in the
 outbox; gateway/outbox/lanes.py): a sink served by uvicorn on loopback, in this event loop, that
 notes which TCP connection (the client's port) carried each delivery."""
 
@@ -44,7 +44,7 @@ async def sink() -> AsyncIterator[tuple[ConnectionSink, str]]:
 
 async def test_each_delivery_in_flight_keeps_its_own_connection_alive_across_batches(
         db: Any, clock: Any, settings: Settings, sink: tuple[ConnectionSink, str]) -> None:
-    """Issue 13: "keep-alive HTTP connections" and "deliver concurrently across ordering keys".
+    """Keep-alive HTTP connections and "deliver concurrently across ordering keys".
     Four attempts with three effects each: every batch claims the four keys' heads and delivers
     them at once, so three batches make twelve deliveries over real HTTP. They take exactly four
     connections, one per delivery in flight, each kept alive from one batch to the next (a lane
@@ -66,7 +66,7 @@ async def test_each_delivery_in_flight_keeps_its_own_connection_alive_across_bat
 
 
 async def test_lanes_beyond_those_kept_are_closed_when_their_delivery_ends() -> None:
-    """Issue 13 (lanes sized to the concurrency): several dispatchers on one worker's event loop
+    """Lanes sized to the concurrency: several dispatchers on one worker's event loop
     share its lanes; when more deliveries ran at once than lanes are kept, the extra lanes are
     closed as their deliveries end, and the kept ones are reused, not reopened."""
     closed: list[httpx.AsyncBaseTransport] = []
