@@ -78,6 +78,9 @@ class Snapshot:
     cancelled_orders: frozenset[str] = frozenset()
     # when each of those cancellations committed: the order's ``updated_at`` in the answer
     cancellations_committed: Mapping[str, datetime] = field(default_factory=dict)
+    # the campaign's clerk: when each payout's grant may first be valid, from the release time the
+    # clerk asked for less the configured grant lead (seed 000: ``not_before = release_at - lead``)
+    payout_windows_open: Mapping[str, datetime] = field(default_factory=dict)
     # what the run saw: what was still moving when the settle reached its deadline (empty when it
     # settled), processes not alive or not ready at the end, the scenarios asked for and those
     # that reached an outcome, steps of the run that failed (a fault-rule install, a disruption,
@@ -384,6 +387,22 @@ def no_send_after_cancellation(s: Snapshot) -> list[str]:
             and a["intent_at"] > committed[a["order_id"]]]
 
 
+def no_payout_before_its_grant(s: Snapshot) -> list[str]:
+    """Seed 000 (a grant is valid from ``not_before``, the payout's release time less the grant
+    lead; a worker presents it no earlier): every payout create CardCo received (its request log,
+    both dialects) came no earlier than the window the clerk's own release time opens, as the
+    campaign asked for it, not as the gateway recorded it. One sent earlier was sent without a
+    valid grant. CardCo logs milliseconds: its receive time is compared at that precision."""
+    found = []
+    for create in creates(s):
+        payout = _order_of(create.reference) if create.kind == "payout" and create.reference else None
+        opens = s.payout_windows_open.get(payout) if payout else None
+        if opens is not None and create.received_at < opens.replace(microsecond=opens.microsecond // 1000 * 1000):
+            found.append(f"payout {payout}: CardCo received {create.reference} at {create.received_at:%H:%M:%S.%f}, "
+                         f"before its grant's window opened ({opens:%H:%M:%S.%f})")
+    return found
+
+
 def _business(rows: Iterable[Row]) -> list[Row]:
     """The merchant's effects among outbox rows: ordered, and no job (operator alerts have no
     ordering key)."""
@@ -580,6 +599,7 @@ CHECKS: dict[str, Callable[[Snapshot], list[str]]] = {
     "orders-agree-with-ledger": orders_match_ledger,
     "cancellation-respected": cancellations_respected,
     "no-send-after-cancellation": no_send_after_cancellation,
+    "no-payout-before-its-grant": no_payout_before_its_grant,
     "sink-once-per-dedup-key": sink_once_per_dedup_key,
     "sink-in-order-per-ordering-key": sink_in_order,
     "effects-delivered-or-escalated": effects_delivered_or_escalated,

@@ -108,6 +108,9 @@ class Load:
         # orders whose cancellation the gateway accepted, and when it committed: the order's
         # ``updated_at`` in the answer, stamped under the order's lock
         self.cancelled: dict[str, datetime] = {}
+        # payouts asked for, and when each one's grant may first be valid: its release time less the
+        # grant lead the gateway runs with (seed 000)
+        self.windows_open: dict[str, datetime] = {}
 
     async def setup(self) -> bool:
         """Reference data through the admin API: a daily limit the run cannot exhaust, a newly
@@ -204,6 +207,8 @@ class Load:
     async def payout(self, p: Payout) -> None:
         destination = NEW_DESTINATION if p.kind == "new-destination" else self._doc["destination_id"]
         release_at = datetime.now(UTC) + timedelta(seconds=p.release_in_s)
+        self.windows_open[p.payout_id] = release_at - timedelta(
+            seconds=float(self._doc["settings"]["payout_grant_lead_s"]))
         terms = {"beneficiary_id": self._doc["beneficiary_id"], "destination_id": destination,
                  "amount_minor": p.amount_minor, "currency": "EUR", "purpose": "campaign payout",
                  "release_at": release_at.isoformat().replace("+00:00", "Z")}

@@ -3,15 +3,19 @@ product's safety rules, each applied to a copy of the tree and run under a short
 must fail.
 
 ``python -m paygate_local.campaign.mutations --list`` prints the table (mutation, file:line, the rule it
-breaks); ``python -m paygate_local.campaign.mutations [NAME ...]`` runs them (all by default), each in a
-fresh copy of this tree (``.venv``, ``.git`` and caches left out) with ``PYTHONPATH`` pointing at
-the copy, so the campaign and every process of its fleet import the mutated code, under
-``paygate campaign --checkouts 300 --payouts 30`` (``--checkouts``, ``--payouts``, ``--seed`` to
-change), and reports which invariants caught each. A mutation marked ``equivalent`` breaks a rule
-that other guards hold on every path, so no run can catch it; it is kept (were a guard removed, it
-would show) and its pass is reported as such, not as a miss. A mutation is applied only if its ``before``
-text occurs exactly once in its file (``apply``); ``tests/unit/test_campaign_mutations.py`` holds
-every one of them applicable to the current tree. Not run by CI: each run takes minutes.
+breaks), then the equivalent mutants under their own heading; ``python -m paygate_local.campaign.mutations
+[NAME ...]`` runs the list's mutations (all by default), each in a fresh copy of this tree (``.venv``,
+``.git`` and caches left out) with ``PYTHONPATH`` pointing at the copy, so the campaign and every process
+of its fleet import the mutated code, under ``paygate campaign --checkouts 300 --payouts 30``
+(``--checkouts``, ``--payouts``, ``--seed`` to change), and reports which invariants caught each.
+Every mutation of :data:`MUTATIONS` can be caught, and a pass is a miss (exit 1).
+
+:data:`EQUIVALENT` keeps the equivalent mutants apart: each breaks a rule that other guards hold on
+every path, so no run can catch it; each says which guards. They are not run by default and not
+counted (were a guard removed, one would show: run it by name, its pass is reported as equivalent).
+A mutation is applied only if its ``before`` text occurs exactly once in its file (``apply``);
+``tests/unit/test_campaign_mutations.py`` holds every one of them applicable to the current tree.
+Not run by CI: each run takes minutes.
 """
 
 from __future__ import annotations
@@ -41,8 +45,8 @@ class Mutation:
     before: str  # occurs exactly once in the file; may carry context lines to be unique
     after: str  # the same text with one line changed
     breaks: str  # the safety rule, and its seed
-    # When set, why no run can catch it: the other guards that hold the same rule on every path
-    # (an equivalent mutant). Its run is reported, and a pass is not counted as a miss.
+    # An equivalent mutant's (EQUIVALENT): why no run can catch it, the other guards that hold the
+    # same rule on every path.
     equivalent: str = ""
 
 
@@ -68,14 +72,13 @@ MUTATIONS: tuple[Mutation, ...] = (
              "        return from_error(NotificationNotRecorded())",
              "        return Response(status_code=204)",
              "seed 004 The Notification Handler: acknowledge only what was recorded"),
-    Mutation("stalled-send-closed-as-never-sent", "recovery", "gateway/domain/recovery.py",
-             "        if now >= abandon_at:\n            return Step(\"close-never-sent\"",
-             "        if True:\n            return Step(\"close-never-sent\"",
-             "seed 004 The Recovery Loop: NotStarted is closed only past the abandonment threshold",
-             "recovery claims a NotStarted attempt only once it is due (payments/leases.sql claim_due: "
-             "next_check_at <= now), and its next_check_at is its created_at plus the abandonment threshold "
-             "(payments/attempts.py _insert), which no writer moves earlier: the mutated branch only ever "
-             "sees now >= abandon_at"),
+    Mutation("unknown-left-without-a-lookup", "recovery", "gateway/domain/recovery.py",
+             "    # Unknown, a stalled Started, or one whose customer action expired (never shown again).\n"
+             "    return Step(\"reconcile\")",
+             "    # Unknown, a stalled Started, or one whose customer action expired (never shown again).\n"
+             "    return Step(\"close-never-sent\", reason=\"never-sent\")",
+             "seed 004 The Recovery Loop: an Unknown or stalled attempt is looked up (then resolved, resent "
+             "or escalated), never taken for one that was never sent"),
     Mutation("new-key-per-pipeline-send", "recovery", "gateway/pipeline/executor.py",
              'observation = await calls.create(request.path, request.body, attempt["idempotency_key"], key)',
              'observation = await calls.create(request.path, request.body, __import__("uuid").uuid4().hex, key)',
@@ -87,15 +90,11 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("not-found-before-the-cutoff", "payouts", "gateway/domain/attempt_timing.py",
              "    return lookup_started_at >= cutoff", "    return True",
              "seed 000: NotApplied on not found only after expiry plus skew plus the visibility delay"),
-    Mutation("grant-used-twice", "payouts", "gateway/pipeline/rows.sql",
-             " WHERE grant_id = %(grant_id)s AND state = 'Issued' AND not_before <= %(now)s AND expires_at > %(now)s",
-             " WHERE grant_id = %(grant_id)s AND state IN ('Issued', 'Consumed') AND not_before <= %(now)s "
-             "AND expires_at > %(now)s",
-             "seed 000: a grant is single-use",
-             "a consumed grant presented again is refused by validation first (pipeline/grants.py: grant.consumed; "
-             "44 to 60 such redeliveries in a seed-3 300/30 run), and a claim racing the one that consumed it "
-             "fails on the payout's version (payouts/attempts.sql claim_payout; recalls and refunds: the "
-             "unique grant_id of their attempts, uq_*_attempt_grant) and rolls back"),
+    Mutation("grant-valid-before-release", "payouts", "gateway/payouts/decisions.py",
+             '    not_before, expires_at = timings.grant_window(record["release_at"])',
+             '    not_before, expires_at = timings.grant_window(now)',
+             "seed 000: a payout's grant is valid only from its release time less the lead (not_before); a "
+             "scheduled payout is not sent before it"),
     Mutation("recalled-read-as-failed", "recalls", "gateway/providers/cardco/tables.py",
              '    "recalled": Row(AttemptState.SUCCEEDED, "provider.recalled",',
              '    "recalled": Row(AttemptState.FAILED, "provider.recalled",',
@@ -118,6 +117,38 @@ MUTATIONS: tuple[Mutation, ...] = (
              "seed 004 Downstream Work: what cannot be delivered is escalated, never dropped"),
 )
 
+# Equivalent mutants: kept with the guards that make them so, not run by default and not counted.
+EQUIVALENT: tuple[Mutation, ...] = (
+    Mutation("recovery-resend-under-a-new-key", "recovery", "gateway/recovery/loop.py",
+             'evidence = await self._sends.create_payment(stored_request(attempt), attempt["attempt_id"], '
+             'actor=self.owner,',
+             'evidence = await self._sends.create_payment(stored_request({**attempt, "idempotency_key": '
+             '__import__("uuid").uuid4().hex}), attempt["attempt_id"], actor=self.owner,',
+             "seed 004 The Recovery Loop: a resend after not found is the stored request under its original "
+             "key, never a new payment",
+             "every payment send passes the send gate first (payments/sends.py create_payment: gate.open), which "
+             "digests the stored request with its transport, idempotency key included, and refuses one that is not "
+             "the attempt's committed effect record (seed 001): the resend under a new key is never sent (Unknown, "
+             "request.not-buildable; a seed-3 300/30 run passed with it)"),
+    Mutation("grant-used-twice", "payouts", "gateway/pipeline/rows.sql",
+             " WHERE grant_id = %(grant_id)s AND state = 'Issued' AND not_before <= %(now)s AND expires_at > %(now)s",
+             " WHERE grant_id = %(grant_id)s AND state IN ('Issued', 'Consumed') AND not_before <= %(now)s "
+             "AND expires_at > %(now)s",
+             "seed 000: a grant is single-use",
+             "a consumed grant presented again is refused by validation first (pipeline/grants.py: grant.consumed; "
+             "44 to 60 such redeliveries in a seed-3 300/30 run), and a claim racing the one that consumed it "
+             "fails on the payout's version (payouts/attempts.sql claim_payout; recalls and refunds: the "
+             "unique grant_id of their attempts, uq_*_attempt_grant) and rolls back"),
+    Mutation("stalled-send-closed-as-never-sent", "recovery", "gateway/domain/recovery.py",
+             "        if now >= abandon_at:\n            return Step(\"close-never-sent\"",
+             "        if True:\n            return Step(\"close-never-sent\"",
+             "seed 004 The Recovery Loop: NotStarted is closed only past the abandonment threshold",
+             "recovery claims a NotStarted attempt only once it is due (payments/leases.sql claim_due: "
+             "next_check_at <= now), and its next_check_at is its created_at plus the abandonment threshold "
+             "(payments/attempts.py _insert), which no writer moves earlier: the mutated branch only ever "
+             "sees now >= abandon_at"),
+)
+
 
 def apply(text: str, mutation: Mutation) -> str:
     """The text with the mutation applied; ValueError unless ``before`` occurs exactly once."""
@@ -135,13 +166,21 @@ def changed_line(text: str, mutation: Mutation) -> int:
     return text.count("\n", 0, start) + offset + 1
 
 
-def table(root: Path = ROOT) -> list[str]:
+def table(root: Path = ROOT, mutations: tuple[Mutation, ...] = MUTATIONS) -> list[str]:
+    """The markdown table of ``mutations``; an equivalent mutant's row says which guards hold its rule."""
     rows = ["| mutation | area | file:line | breaks |", "|---|---|---|---|"]
-    for m in MUTATIONS:
+    for m in mutations:
         line = changed_line((root / m.path).read_text(), m)
         rows.append(f"| `{m.name}` | {m.area} | `{m.path}:{line}` | {m.breaks}"
                     f"{f' (equivalent: {m.equivalent})' if m.equivalent else ''} |")
     return rows
+
+
+def listing(root: Path = ROOT) -> list[str]:
+    """What ``--list`` prints: the list that runs and counts, then the equivalent mutants apart."""
+    return [f"Mutations (run by default, each must be caught): {len(MUTATIONS)}", *table(root), "",
+            f"Equivalent mutants (not run by default, not counted): {len(EQUIVALENT)}",
+            *table(root, EQUIVALENT)]
 
 
 @dataclass(frozen=True)
@@ -185,16 +224,17 @@ def run_one(mutation: Mutation, *, seed: int, checkouts: int, payouts: int, root
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m paygate_local.campaign.mutations",
                                      description=__doc__.split("\n")[0])
-    parser.add_argument("names", nargs="*", help="mutations to run (default: all)")
+    parser.add_argument("names", nargs="*", help="mutations to run (default: every one of the list; an "
+                                                 "equivalent mutant only by name)")
     parser.add_argument("--list", action="store_true", help="print the table of mutations and exit")
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--checkouts", type=int, default=300)
     parser.add_argument("--payouts", type=int, default=30)
     args = parser.parse_args(argv)
     if args.list:
-        print("\n".join(table()))
+        print("\n".join(listing()))
         return 0
-    known = {m.name: m for m in MUTATIONS}
+    known = {m.name: m for m in (*MUTATIONS, *EQUIVALENT)}
     unknown = [name for name in args.names if name not in known]
     if unknown:
         parser.error(f"unknown mutations: {', '.join(unknown)}")

@@ -153,7 +153,7 @@ async def _campaign(options: Options, fleet: Fleet, progress: Progress, logs: Pa
         failed_steps += disruptions.failures
         still_moving = await _settle(fleet, cardco, progress)
         observed = await snapshot.read(cardco, doc, fleet.database_url, logs,
-                                       dict(load.cancelled))
+                                       dict(load.cancelled), dict(load.windows_open))
         # After the snapshot: what it forges at CardCo is not the run's and must not meet the invariants.
         reconciled, reconciliation = await provider_check.check(gateway, cardco, doc, window_from, tag, progress)
         failed_steps += reconciled

@@ -115,7 +115,7 @@ async def pending_webhooks(http: httpx.AsyncClient, control_url: str) -> int:
 
 
 async def read(http: httpx.AsyncClient, document: dict[str, Any], database_url: str, logs: Path,
-               cancelled: dict[str, datetime]) -> Snapshot:
+               cancelled: dict[str, datetime], windows_open: dict[str, datetime]) -> Snapshot:
     control_url = document["control_url"]
     ledger = (await http.get(f"{control_url}/ledger")).json()
     requests = (await http.get(f"{control_url}/requests")).json()["requests"]
@@ -132,4 +132,5 @@ async def read(http: httpx.AsyncClient, document: dict[str, Any], database_url: 
     return Snapshot(now=now, ledger_payments=ledger["payments"], ledger_payouts=ledger["payouts"],
                     ledger_refunds=ledger["refunds"], ledger_recalls=ledger["recalls"], requests=requests,
                     deliveries=deliveries, sink=sink, alerts=alerts, logged_dead_letters=logged_dead_letters(logs),
-                    cancelled_orders=frozenset(cancelled), cancellations_committed=cancelled, **rows)
+                    cancelled_orders=frozenset(cancelled), cancellations_committed=cancelled,
+                    payout_windows_open=windows_open, **rows)

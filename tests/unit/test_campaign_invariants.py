@@ -265,6 +265,24 @@ def test_no_send_intent_after_the_cancellation_committed() -> None:
         "(14:00:00.000000)"]
 
 
+def test_no_payout_reaches_cardco_before_its_grant_window_opens() -> None:
+    """Seed 000 (a grant is valid from its release time less the lead): CardCo's receive time of a
+    payout create, at its millisecond precision, against the window the clerk's release time opens;
+    a recall, and a payout the campaign did not ask for, are not judged."""
+    opens = {"PO-1": NOW + timedelta(microseconds=700), "PO-2": NOW, "PO-3": NOW}
+    clean = [_request("key-PO-1-a1", b'{"client_reference": "PO-1-a1"}', "/v1/payouts", at=NOW),
+             _request("key-PO-2-a2", b'{"client_reference": "PO-2-a2"}', "/v1/payouts", at=NOW + timedelta(seconds=9)),
+             _request("key-PO-3-r1", b'{"client_reference": "PO-3-a1"}', "/v1/payouts/po_3/recalls",
+                      at=NOW - timedelta(seconds=9)),
+             _request("key-PO-9-a1", b'{"client_reference": "PO-9-a1"}', "/v1/payouts", at=NOW - timedelta(hours=1))]
+    assert invariants.no_payout_before_its_grant(Snapshot(NOW, requests=clean, payout_windows_open=opens)) == []
+    early = [_request("key-PO-3-a1", b'{"client_reference": "PO-3-a1"}', "/v1/payouts",
+                      at=NOW - timedelta(seconds=4))]
+    assert invariants.no_payout_before_its_grant(Snapshot(NOW, requests=early, payout_windows_open=opens)) == [
+        "payout PO-3: CardCo received PO-3-a1 at 13:59:56.000000, before its grant's window opened "
+        "(14:00:00.000000)"]
+
+
 def test_every_dispatched_effect_reaches_the_sink_and_a_key_never_carries_two_payloads() -> None:
     outbox = [_outbox(1, "attempt:1:order-confirmation"), _outbox(2, "attempt:2:order-confirmation"),
               _outbox(3, "alert:1", ordering=None, kind="operator-alert")]
