@@ -30,7 +30,7 @@ from jobs.reminders import send_reminders
 
 log = structlog.get_logger("jobs.clock")
 
-# Every actor the clock wakes on each tick; issues that add sweeps add them here.
+# Every actor the clock wakes on each tick; a new sweep is added here.
 PERIODIC: tuple[dramatiq.Actor, ...] = (heartbeat_module.heartbeat, recover_attempts, dispatch_outbox, send_reminders,
                                         sweep_payouts, reconcile_payouts, sweep_refunds, reconcile_refunds,
                                         expire_unused_grants, republish_due_jobs, reconcile_providers)

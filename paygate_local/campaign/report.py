@@ -1,5 +1,6 @@
-"""The campaign's result: the JSON document API.md names (``{"seed", "operations", "faults",
-"kills", "restarts", "violations", "wall_s"}``) with the fault counts added, read from evidence:
+"""The campaign's result: the JSON document of the README's "Fault campaign with real processes"
+(``{"seed", "operations", "faults", "kills", "restarts", "violations", "wall_s"}``) with the fault counts added,
+read from evidence:
 ``faults_fired`` (what CardCo's request log and webhook deliveries say fired, by
 ``operation:action``; ``faults`` stays the rules installed), ``outcomes`` (the gateway's final
 states of checkouts, payouts, refunds and recalls) and ``escalations`` (by reason); and what the

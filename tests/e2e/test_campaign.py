@@ -1,7 +1,7 @@
 """``paygate campaign`` as testers run it: the real command starts its own PostgreSQL,
 Valkey and fleet, drives checkouts and payouts over HTTP while CardCo misbehaves, kills a worker,
 a web process and the clock, restarts PostgreSQL and the broker, settles, checks every invariant
-and writes the JSON document the issue names.
+and writes its JSON report (README, "Fault campaign with real processes").
 
 The default test run keeps a short sample (about 90 s on 2 cores); ``pytest -m campaign`` runs
 the 300-checkout run and the full default campaign (1,000 checkouts, 100 payouts) and checks

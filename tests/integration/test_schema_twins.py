@@ -128,7 +128,7 @@ REFUND_OWN = {
     ("payout_recall_decisions", "payment_refund_decisions")])
 def test_refund_tables_are_a_third_instance_of_the_attempt_tables(
         conn: psycopg.Connection[Any], recall_table: str, refund_table: str) -> None:
-    """The refund operation of the durability issue is built as a third instance; its
+    """The refund is built as a third instance of the attempt pipeline (docs/decisions/0019); its
     tables carry every constraint, index and trigger of the recall's, up to names, plus its own."""
     recall, refund = catalog(conn, recall_table, AS_RECALL), catalog(conn, refund_table, AS_REFUND)
     recall_only, refund_only, different = REFUND_OWN[refund_table]
