@@ -1,4 +1,4 @@
-"""What must hold after a campaign has settled (issue 12; DESIGN.md, "Invariants" and "Quality
+"""What must hold after a campaign has settled (DESIGN.md, "Invariants" and "Quality
 bars": "afterwards the provider's ledger and the gateway's records must agree, with zero duplicate
 effects and zero lost notifications").
 
@@ -7,7 +7,7 @@ deliveries; the gateway's rows; the sinks' messages and the workers' logged dead
 run itself saw: the settle, the fleet's health, the operations made, the steps that failed) and
 returns the violations it found, each a short line naming the object, so a failing run says what
 to look at. Money and ordering are judged from evidence the gateway does not write (CardCo's
-ledger and request log, the sinks), the gateway's rows only say what it claims (issue 22). The
+ledger and request log, the sinks), the gateway's rows only say what it claims. The
 choices behind each reading are in docs/decisions/0028 and 0055.
 """
 
@@ -102,7 +102,7 @@ class Snapshot:
 def names(escalation: Row, identifier: str) -> bool:
     """Whether the escalation names ``identifier`` exactly in its own fields: its attempt, or one
     of its details' values (an attempt, payout, refund, order or message id). Its key or text
-    merely containing the id names nothing (issue 22)."""
+    merely containing the id names nothing."""
     return str(escalation.get("attempt_id")) == identifier or identifier in map(str, escalation["details"].values())
 
 
@@ -269,7 +269,7 @@ def _same_money(entry: Row, ours: Row) -> bool:
 
 
 def _ledger_agrees(kind: str, ledger: list[Row], attempts: list[Row]) -> list[str]:
-    """Both directions, amount and currency (issue 22): a Succeeded attempt has exactly one entry
+    """Both directions, amount and currency: a Succeeded attempt has exactly one entry
     that took effect at CardCo; a Failed, NotApplied or NotStarted one has none; every entry of the
     ledger (whatever its status) belongs to an attempt of the gateway with its amount and currency."""
     entries: dict[tuple[str, str], list[Row]] = defaultdict(list)
@@ -330,7 +330,7 @@ def orders_match_ledger(s: Snapshot) -> list[str]:
     """Every succeeded payment's order is Paid (PaidAfterCancel while its refund is owed and
     escalated), every refunded one's is Refunded, every order the gateway calls paid or
     refunded has its payment at CardCo (docs/decisions/0020 for the order states), and an order is
-    Refunded exactly when CardCo holds a succeeded refund for it (issue 22: "an order's state, its
+    Refunded exactly when CardCo holds a succeeded refund for it ("an order's state, its
     refunds and the ledger agree")."""
     found = []
     orders = {o["order_id"]: o["state"] for o in s.orders}
@@ -358,7 +358,7 @@ def cancellations_respected(s: Snapshot) -> list[str]:
     """An order whose cancellation the gateway accepted (``Cancelled`` or ``CancelRequested``) is
     never left charged: a payment that succeeded anyway is refunded as its own operation, or a
     person is told (seed 004, "Cancellation": "if it turns out to have succeeded, the refund is its
-    own operation"; issue 11 item 3)."""
+    own operation")."""
     orders = {o["order_id"]: o["state"] for o in s.orders}
     found = []
     for payment in s.ledger_payments:
@@ -427,7 +427,7 @@ def sink_once_per_dedup_key(s: Snapshot) -> list[str]:
 def effects_delivered_or_escalated(s: Snapshot) -> list[str]:
     """Seed 004 ("Downstream Work"): every business effect reaches the merchant sink, or is
     dead-lettered and a person is told: an open escalation names its message id. A dead letter is
-    no exemption (issue 22); a row still pending after the settle did not arrive either. A dead
+    no exemption; a row still pending after the settle did not arrive either. A dead
     letter the operator retried during the run is judged as the operator found it, before the
     retry (which resolves its escalation): an open escalation named it then."""
     received = {m["dedup_key"] for m in s.sink}
@@ -559,7 +559,7 @@ def no_lease_past_expiry(s: Snapshot) -> list[str]:
 
 def settled(s: Snapshot) -> list[str]:
     """Nothing is left moving: a settle that reached its deadline is a violation, with what was
-    still moving then (issue 22)."""
+    still moving then."""
     return [f"settle deadline reached: {what}" for what in s.still_moving]
 
 

@@ -1,4 +1,4 @@
-"""The campaign's customers, merchants and clerks (issue 12: "Drives load through HTTP only, like
+"""The campaign's customers, merchants and clerks ("Drives load through HTTP only, like
 real clients").
 
 Checkouts: cards that succeed, decline, need 3-D Secure that is completed, abandoned or left to
@@ -8,7 +8,7 @@ offers ``POST /v1/orders/{id}/refund``). Payouts: decision, acknowledgement or a
 policy asks for one, execution by the workers, and a few recalls of paid payouts. A client only
 waits as long as a person would (``PATIENCE_S``); whatever is still open then is left to the
 system, and the settle and the invariants judge the outcome. A scenario is counted (``made``, and
-``operations["checkout:<kind>"]``) once it reached its end, not when it started (issue 22): one the
+``operations["checkout:<kind>"]``) once it reached its end, not when it started: one the
 gateway never answered, or that raised, is missing from the count.
 """
 
@@ -116,7 +116,7 @@ class Load:
         """Reference data through the admin API: a daily limit the run cannot exhaust, a newly
         registered destination (whose payouts need an acknowledgement) and a published recall
         policy (without one every recall is Deferred ``context.unavailable`` and no recall is ever
-        sent: issue 22). True if refunds exist."""
+        sent). True if refunds exist."""
         tenant = {"daily_limit_minor": 10**11, "currency": "EUR", "payouts_suspended": False,
                   "settlement_time_zone": "Europe/Berlin"}
         await self._ok("PUT", f"/v1/tenants/{self._doc['tenant_id']}", "admin", tenant)

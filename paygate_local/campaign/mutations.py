@@ -1,4 +1,4 @@
-"""Prove the campaign bites (issue 22, "Prove it bites: mutations"): one-line changes to the
+"""Prove the campaign bites ("Prove it bites: mutations"): one-line changes to the
 product's safety rules, each applied to a copy of the tree and run under a short campaign that
 must fail.
 

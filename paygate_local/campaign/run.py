@@ -1,5 +1,5 @@
 """``paygate campaign``: start the fleet, drive the load in waves with CardCo faults and the
-seeded disruptions, settle, check, report (issue 12).
+seeded disruptions, settle, check, report.
 
 The load runs in waves of about ``WAVE_CHECKOUTS`` checkouts (and the payouts that go with them),
 each wave with its own CardCo fault rules: ``POST /_control/faults`` replaces the rule set and its
@@ -8,7 +8,7 @@ counters, so a wave's rules name only its own client references and the next wav
 campaign waits until nothing is moving (attempts resolved or escalated past their deadline,
 payouts executed, outbox drained, CardCo's webhooks delivered), at most ``SETTLE_S``, then checks.
 
-What the run itself saw is evidence too (issue 22): a fault-rule install CardCo refused, a
+What the run itself saw is evidence too: a fault-rule install CardCo refused, a
 disruption or a client scenario that raised, a 5xx the gateway answered outside an injected
 outage, a settle that reached its deadline (with what was still moving), a process not alive or
 not ready at the end, fewer scenarios reaching an outcome than were asked for: each is a
