@@ -1,5 +1,5 @@
-"""The campaign's invariants (issue 12, "checks, against CardCo's ledger and request log and the
-gateway's API and database"; issue 22, evidence the gateway does not write), each shown holding
+"""The campaign's invariants ("checks, against CardCo's ledger and request log and the
+gateway's API and database", and evidence the gateway does not write: docs/decisions/0055), each shown holding
 and shown violated (a planted violation) on a small snapshot."""
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def test_a_grant_that_lapsed_unused_needs_an_escalation_naming_its_payout_or_ord
 
 
 def test_the_ledger_and_the_payment_attempts_agree_both_ways_amount_and_currency_included() -> None:
-    """Issue 22: a Succeeded attempt has exactly one payment that took effect, a Failed, NotApplied
+    """A Succeeded attempt has exactly one payment that took effect, a Failed, NotApplied
     or NotStarted one none; every entry belongs to an attempt and carries its amount and currency."""
     attempts = [_attempt("ORD-1-a1", "Succeeded"), _attempt("ORD-2-a1", "Failed"), _attempt("ORD-3-a1", "NotStarted"),
                 _attempt("ORD-4-a1", "Unknown")]
@@ -173,7 +173,7 @@ def test_refunds_and_recalls_agree_with_the_ledger() -> None:
 
 
 def test_a_paid_payout_is_paid_at_cardco_and_a_failed_one_is_not() -> None:
-    """Issue 22: "A payout the gateway records as Paid while CardCo failed it (or the reverse)"."""
+    """A payout the gateway records as Paid while CardCo failed it (or the reverse)."""
     payouts = [{"payout_id": "PO-1", "state": "Paid", "amount_minor": 500, "currency": "EUR"},
                {"payout_id": "PO-2", "state": "Failed", "amount_minor": 500, "currency": "EUR"}]
     attempts = [_attempt("PO-1-a1", "Succeeded"), _attempt("PO-2-a1", "Failed")]
@@ -224,7 +224,7 @@ def test_a_succeeded_payment_needs_a_paid_order_and_a_paid_order_needs_its_payme
               {"order_id": "ORD-3", "state": "Cancelled"}, {"order_id": "ORD-4", "state": "Paid"},
               {"order_id": "ORD-5", "state": "PaidAfterCancel"}, {"order_id": "ORD-6", "state": "PaidAfterCancel"},
               {"order_id": "ORD-7", "state": "Paid"}]
-    # An escalation whose text merely contains ORD-6 (ORD-66's) excuses nothing (issue 22).
+    # An escalation whose text merely contains ORD-6 (ORD-66's) excuses nothing.
     owed = [_escalation("order:ORD-5:refund-owed", order_id="ORD-5"),
             _escalation("order:ORD-66:refund-owed", order_id="ORD-66")]
     refunds = [_payment("ORD-2-r1", pid="re_2"), _payment("ORD-7-r1", pid="re_7")]
@@ -298,7 +298,7 @@ def test_every_dispatched_effect_reaches_the_sink_and_a_key_never_carries_two_pa
 
 
 def test_a_dead_lettered_effect_needs_an_open_escalation_naming_its_message() -> None:
-    """Issue 22: dead letters are no longer exempt; the escalation names the message id exactly."""
+    """Dead letters are no longer exempt; the escalation names the message id exactly."""
     dead = [_outbox(4, "attempt:4:x", dispatched_at=None, dead_lettered_at=NOW),
             _outbox(5, "attempt:5:x", dispatched_at=None, dead_lettered_at=NOW),
             _outbox(6, "attempt:6:x", dispatched_at=None)]
@@ -340,7 +340,7 @@ def test_an_operator_alert_reaches_the_alert_sink_or_the_log() -> None:
 
 
 def test_what_the_run_saw_fails_it_a_deadline_an_unready_process_a_shortfall_a_failed_step_a_5xx() -> None:
-    """Issue 22: a run that does nothing, hits its settle deadline, has a refused fault install or
+    """A run that does nothing, hits its settle deadline, has a refused fault install or
     a disruption that threw, or met a 5xx outside an outage, fails."""
     ok = Snapshot(NOW, asked={"checkouts": 3, "payouts": 1}, made={"checkouts": 3, "payouts": 1})
     assert [name for name, found in invariants.check(ok).items() if found] == []

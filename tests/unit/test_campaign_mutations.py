@@ -1,4 +1,4 @@
-"""The campaign's mutation list (issue 22, "Prove it bites: mutations"): every mutation still
+"""The campaign's mutation list ("Prove it bites: mutations"): every mutation still
 applies to the tree exactly once and changes exactly one line, the list is spread over the
 product's safety rules, and a mutation whose text is missing or repeated is refused."""
 
