@@ -78,6 +78,11 @@ class Urls:
     def alert_sink(self) -> str:
         return f"{self.sinks}/alerts"
 
+    @property
+    def shop(self) -> str:
+        """The reference checkout page, served with the merchant's sink (paygate_local.shop)."""
+        return f"{self.sinks}/demo/shop"
+
 
 def _provider(account_id: str) -> str:
     return account_id.split(":", 1)[0]
@@ -254,6 +259,7 @@ def demo_document(stored: dict[str, Any], urls: Urls, tokens: dict[str, str],
         } for account_id in ACCOUNTS],
         "merchant_sink_url": urls.merchant_sink,
         "alert_sink_url": urls.alert_sink,
+        "shop_url": urls.shop,
         "settings": effective,
     }
 

@@ -3,6 +3,7 @@
 A small ASGI app (``uvicorn --factory paygate_local.sinks:create_app``) that keeps what it
 receives in memory, oldest first: ``POST /merchant`` and ``POST /alerts`` record a message,
 ``GET`` on the same paths returns ``{"messages": [...]}`` in the shape of API.md, "Shapes".
+The merchant's reference checkout page is served here too (``/demo/shop``, paygate_local.shop).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from gateway.domain.timestamps import rfc3339
+from paygate_local import shop
 
 SINKS = ("merchant", "alerts")
 
@@ -51,4 +53,4 @@ def create_app() -> Starlette:
         received[name].append(_message(body))
         return Response(status_code=204)
 
-    return Starlette(routes=[Route("/{name}", sink, methods=["GET", "POST"])])
+    return Starlette(routes=[*shop.routes(), Route("/{name}", sink, methods=["GET", "POST"])])

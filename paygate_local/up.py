@@ -194,8 +194,13 @@ def prepare(data_dir: Path, servers: Servers, urls: demo.Urls, *, rehearsal: boo
         # Migrations bring every known version to schema.sql; what is left was changed by hand.
         say("paygate: warning: the database differs from schema.sql (changed by hand?):\n  " + "\n  ".join(drift))
     tokens = asyncio.run(prepare_database(settings))
+    # The reference checkout page's backend (paygate_local.shop) holds these, never its browser.
+    demo.write_private_json(data_dir / "shop.json", {
+        "gateway_url": urls.gateway, "merchant_token": tokens["merchant"], "customer_token": tokens["customer"],
+        "customer_id": demo.CUSTOMER_ID})
     env = {"DATABASE_URL": servers.database_url, "REDIS_URL": servers.redis_url,
            "PAYGATE_CONFIG": str(config_path), "CARDCO_CONFIG": str(cardco_path),
+           "PAYGATE_SHOP_CONFIG": str(data_dir / "shop.json"),
            "PAYGATE_LOG_FORMAT": os.environ.get("PAYGATE_LOG_FORMAT", "console"),
            "PYTHONUNBUFFERED": "1"}
     return Prepared(settings, demo.demo_document(stored, urls, tokens, effective), env)
@@ -275,6 +280,7 @@ def describe(document: dict[str, Any], path: Path) -> str:
         f"  gateway      {document['gateway_url']}   (console: {document['gateway_url']}/console/)",
         f"  CardCo fake  {document['provider_url']}   (control: {document['control_url']})",
         f"  sinks        merchant {document['merchant_sink_url']}   alerts {document['alert_sink_url']}",
+        f"  demo shop    {document['shop_url']}   (the reference checkout page)",
         "  tokens:",
         *[f"    {role:<9} {token}" for role, token in document["tokens"].items()],
         f"  demo customer {document['customer_id']}, open order {document['demo_order_id']}, "
