@@ -27,10 +27,12 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
 from gateway.domain.provider_accounts import ACCOUNT_ID
+from gateway.domain.return_urls import return_url_problem
 
 # The largest delay a timer in any of our runtimes accepts without surprises: 2^31-1 ms, the
 # bound the seed uses for a CancellationTokenSource delay.
@@ -106,6 +108,18 @@ class ProviderAccount(_Model):
     # available (an older API version, a country without it), by listing the PaymentIntents
     # created since the attempt and matching the metadata reference.
     payment_lookup: Literal["search", "list"] = "search"
+    # Where 3-D Secure's redirect flow returns the customer when an order names no ``return_url``
+    # (gateway.domain.return_urls; docs/decisions/0078). None: no redirect flow on Stripe unless
+    # the order asks for one.
+    return_url: str | None = None
+
+    @field_validator("return_url")
+    @classmethod
+    def _return_url(cls, value: str | None) -> str | None:
+        problem = return_url_problem(value) if value is not None else None
+        if problem is not None:
+            raise ValueError(f"return_url {problem}")
+        return value
 
     @model_validator(mode="after")
     def _coherent(self) -> ProviderAccount:

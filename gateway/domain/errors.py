@@ -46,6 +46,13 @@ class RequestInvalid(PaygateError):
     code, status = "request.invalid", 422
 
 
+class ReturnUrlRefused(RequestInvalid):
+    """A ``return_url`` the customer's browser must not be sent to: not https, and not http on a
+    loopback host (the redirect flow of 3-D Secure, docs/decisions/0078)."""
+
+    code = "order.return_url_refused"
+
+
 
 class RequestTooLarge(PaygateError):
     """The request body is too large."""

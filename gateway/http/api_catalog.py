@@ -84,7 +84,7 @@ CATALOG: dict[tuple[str, str], Operation] = {
     ("POST", "/v1/orders"): Operation(
         "Create an order (same id and body again: the existing order)", ("merchant",),
         {201: _ORDER, 200: Reply("The existing order with the same terms", "Order")},
-        (e.OrderConflict,), body=orders.NewOrder, refusal=e.OrderNotFound),
+        (e.OrderConflict, e.ReturnUrlRefused), body=orders.NewOrder, refusal=e.OrderNotFound),
     ("GET", "/v1/orders/{order_id}"): Operation(
         "Read an order (its merchant or its customer), with its refunds", ("merchant", "customer"), {200: _ORDER},
         (e.OrderNotFound,), refusal=e.OrderNotFound),

@@ -56,7 +56,9 @@ SHAPES: dict[str, Schema] = {
         errors={"type": "array", "items": shape("field", "message")}),
     "Order": shape("order_id", "customer_id", "amount_minor", "currency", "state", **_MONEY,
                    state={"enum": ["Open", "Paid", "Cancelled", "CancelRequested", "PaidAfterCancel", "Refunded"]},
-                   refund={"oneOf": [{"type": "null"}, ref("RefundSummary")]}),
+                   refund={"oneOf": [{"type": "null"}, ref("RefundSummary")]},
+                   return_url={"description": "Where 3-D Secure's redirect returns the customer (https, or http on "
+                               "loopback; null: the provider account's default)", **_STRING_OR_NULL}),
     "RefundSummary": shape("refund_number", "cause", "state", "decision_id", "attempt_id",
                            cause={"enum": ["paid-after-cancel", "merchant-request"]},
                            state={"enum": ["Requested", "Expired", *PIPELINE_STATES]}),
@@ -66,6 +68,9 @@ SHAPES: dict[str, Schema] = {
     "PaymentStatus": shape(
         "order_id", "attempt_id", "attempt_number", "client_reference", "state", "provider_status", "next_action",
         "outcome_reason", "provider_payment_id", "status_url", state={"enum": ATTEMPT_STATES},
+        next_action={"description": "The customer's current action, else null: type redirect_to_url with its url "
+                     "(CardCo; Stripe with a return_url), or Stripe's use_stripe_sdk", "oneOf": [
+                         {"type": "null"}, shape("type", type={"type": "string"}, url={"type": "string"})]},
         refund={"oneOf": [{"type": "null"}, ref("RefundSummary")]}),
     "Escalation": shape(
         "escalation_id", "escalation_key", "reason", "attempt_id", "raised_at", "acknowledged_at", "reminder_count",

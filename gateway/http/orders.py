@@ -11,7 +11,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from gateway.auth.tokens import Principal
-from gateway.domain.errors import OrderNotFound, OrderPaid, PaymentNotStarted, RequestInvalid
+from gateway.domain.errors import OrderNotFound, OrderPaid, PaymentNotStarted, RequestInvalid, ReturnUrlRefused
+from gateway.domain.return_urls import return_url_problem
 from gateway.domain.timestamps import rfc3339
 from gateway.http.app_services import services_of
 from gateway.http.auth import authenticate
@@ -33,6 +34,8 @@ class NewOrder(Body):
     currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
     payment_method: Annotated[str, Field(pattern=r"^pm_[A-Za-z0-9_]{1,100}$")]
     provider_account: Annotated[str, Field(min_length=1, max_length=200)]
+    # Where 3-D Secure's redirect flow returns the customer (gateway.domain.return_urls).
+    return_url: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
 
 
 def order_body(order: dict[str, Any]) -> dict[str, Any]:
@@ -40,6 +43,7 @@ def order_body(order: dict[str, Any]) -> dict[str, Any]:
         "order_id": order["order_id"], "customer_id": order["customer_id"],
         "amount_minor": order["amount_minor"], "currency": order["currency"],
         "payment_method": order["payment_method"], "provider_account": order["provider_account"],
+        "return_url": order["return_url"],
         "state": order["state"], "version": order["version"],
         "created_at": rfc3339(order["created_at"]), "updated_at": rfc3339(order["updated_at"]),
     }
@@ -62,6 +66,9 @@ async def create_order(request: Request) -> Response:
     if services.settings.account(body.provider_account) is None:
         raise RequestInvalid("provider_account is not a configured account",
                              errors=[{"field": "provider_account", "message": "not a configured provider account"}])
+    problem = return_url_problem(body.return_url) if body.return_url is not None else None
+    if problem is not None:
+        raise ReturnUrlRefused(f"return_url {problem}", errors=[{"field": "return_url", "message": problem}])
     order, created = await services.orders.create(principal.subject, body.model_dump())
     return JSONResponse(order_body(order), status_code=201 if created else 200)
 

@@ -3,9 +3,9 @@
 -- name: insert
 -- A repeat of the same order_id is not an error here: the caller compares the stored terms.
 INSERT INTO orders (order_id, merchant_id, customer_id, amount_minor, currency, payment_method,
-                    provider_account, state, created_at, updated_at)
+                    return_url, provider_account, state, created_at, updated_at)
 VALUES (%(order_id)s, %(merchant_id)s, %(customer_id)s, %(amount_minor)s, %(currency)s, %(payment_method)s,
-        %(provider_account)s, 'Open', %(now)s, %(now)s)
+        %(return_url)s, %(provider_account)s, 'Open', %(now)s, %(now)s)
 ON CONFLICT (order_id) DO NOTHING
 RETURNING *;
 

@@ -18,7 +18,7 @@ from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.orders")
 
-TERMS = ("customer_id", "amount_minor", "currency", "payment_method", "provider_account")
+TERMS = ("customer_id", "amount_minor", "currency", "payment_method", "return_url", "provider_account")
 
 Order = dict[str, Any]
 
@@ -30,6 +30,7 @@ class Orders:
 
     async def create(self, merchant_id: str, terms: dict[str, Any]) -> tuple[Order, bool]:
         """The order and whether it was created now; the same id with other terms is a conflict."""
+        terms = {"return_url": None, **terms}
         async with self._db.transaction() as conn:
             created = await fetch_one(conn, _SQL["insert"], {**terms, "merchant_id": merchant_id,
                                                               "now": self._clock.now()})

@@ -57,10 +57,12 @@ def stored_request(attempt: Attempt) -> StoredRequest:
 
 def request_body(account: ProviderAccount, order: dict[str, Any], client_reference: str) -> str:
     """The exact bytes every send of the attempt carries, in the account's provider's encoding
-    (gateway.providers): a payment-method token, never card data."""
+    (gateway.providers): a payment-method token, never card data, and where 3-D Secure's redirect
+    returns the customer (the order's ``return_url``, else the account's; docs/decisions/0078)."""
     return checkout(provider_for(account.id)).body(amount_minor=order["amount_minor"], currency=order["currency"],
                                                  payment_method=order["payment_method"],
-                                                 client_reference=client_reference)
+                                                 client_reference=client_reference,
+                                                 return_url=order.get("return_url") or account.return_url)
 
 
 def facts(attempt: Attempt) -> AttemptFacts:

@@ -73,6 +73,7 @@ CREATE TABLE IF NOT EXISTS orders (
     amount_minor      bigint      NOT NULL,
     currency          text        NOT NULL,
     payment_method    text        NOT NULL,     -- a provider payment-method token, never card data
+    return_url        text        NULL,         -- where 3-D Secure's redirect comes back (https, or loopback http)
     provider_account  text        NOT NULL REFERENCES provider_accounts (provider_account),
     state             text        NOT NULL,
     created_at        timestamptz NOT NULL,

@@ -92,8 +92,11 @@ def _payout_request(attempt: Row, token: str | None) -> Request:
     return Request(PAYOUTS_PATH, payout_body(attempt, token))
 
 
-def payment_body(*, amount_minor: int, currency: str, payment_method: str, client_reference: str) -> str:
-    """Compact JSON, keys in a fixed order, a payment-method token and never card data."""
+def payment_body(*, amount_minor: int, currency: str, payment_method: str, client_reference: str,
+                 return_url: str | None = None) -> str:
+    """Compact JSON, keys in a fixed order, a payment-method token and never card data. CardCo's
+    challenge is always a redirect (its ``next_action.url``) and its API takes no return URL: the
+    checkout page's own flow brings the customer back, so ``return_url`` is not sent."""
     return json.dumps({"amount_minor": amount_minor, "currency": currency, "payment_method": payment_method,
                        "client_reference": client_reference}, separators=(",", ":"))
 

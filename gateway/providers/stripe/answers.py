@@ -89,12 +89,21 @@ def common_fields(body: bytes | str, **renamed: str) -> dict[str, Any]:
     return fields
 
 
-def payment_body(*, amount_minor: int, currency: str, payment_method: str, client_reference: str) -> str:
+def payment_body(*, amount_minor: int, currency: str, payment_method: str, client_reference: str,
+                 return_url: str | None = None) -> str:
     """``POST /v1/payment_intents``: created and confirmed in one request, server-side, with the
-    payment method named by its token (never card data) and the attempt's reference as metadata."""
+    payment method named by its token (never card data) and the attempt's reference as metadata.
+
+    With a ``return_url`` (Stripe: "The URL to redirect your customer back to after they
+    authenticate or cancel their payment on the payment method's app or site"; only with
+    ``confirm=true``), redirects are allowed, and a card that needs 3-D Secure answers
+    ``next_action.type`` ``redirect_to_url``, which a plain page can follow. Without one, Stripe
+    requires ``allow_redirects=never`` and such a card answers ``use_stripe_sdk`` (Stripe.js)."""
+    redirects = [("return_url", return_url)] if return_url is not None else [
+        ("automatic_payment_methods[allow_redirects]", "never")]
     return form([("amount", str(amount_minor)), ("currency", currency.lower()), ("payment_method", payment_method),
-                 ("confirm", "true"), ("automatic_payment_methods[enabled]", "true"),
-                 ("automatic_payment_methods[allow_redirects]", "never"), (CLIENT_REFERENCE, client_reference)])
+                 ("confirm", "true"), ("automatic_payment_methods[enabled]", "true"), *redirects,
+                 (CLIENT_REFERENCE, client_reference)])
 
 
 def _metadata_reference(document: dict[str, Any]) -> str | None:
@@ -113,6 +122,16 @@ def _failure(document: dict[str, Any]) -> str | None:
     return reason if isinstance(reason, str) else None
 
 
+def customer_action(action: dict[str, Any]) -> dict[str, Any]:
+    """Stripe's ``next_action`` as the checkout page reads it: a ``redirect_to_url`` action also
+    carries its ``url`` at the top, where CardCo's does, so one page follows both; Stripe's own
+    fields stay beside it."""
+    redirect = action.get("redirect_to_url")
+    if action.get("type") == "redirect_to_url" and isinstance(redirect, dict) and isinstance(redirect.get("url"), str):
+        return {**action, "url": redirect["url"]}
+    return action
+
+
 def payment_intent(document: Any) -> PaymentObject:
     """A PaymentIntent in the common shape; ValueError (or ValidationError) if it is not one."""
     if not isinstance(document, dict) or document.get("object") != "payment_intent":
@@ -126,7 +145,8 @@ def payment_intent(document: Any) -> PaymentObject:
         "amount_minor": document.get("amount"), "currency": currency.upper() if isinstance(currency, str) else currency,
         "status": status, "native_status": native,
         "failure_code": (_failure(document) or native) if status == "failed" else None,
-        "next_action": NextAction.model_validate(action) if status == "requires_action" and isinstance(action, dict)
+        "next_action": NextAction.model_validate(customer_action(action))
+        if status == "requires_action" and isinstance(action, dict)
         else None})
 
 
