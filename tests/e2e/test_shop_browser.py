@@ -78,6 +78,10 @@ async def test_a_customer_pays_through_the_shop_page(work_dir: Path, account: st
             paid = await _pay(page, account, cards["plain"])
             assert paid["outcome"] == "paid", paid
             assert _order(demo, paid["order"])["state"] == "Paid"
+            # Coming back to the page from the bank's (the return_url, ?order=ID) shows the order's outcome.
+            await page.send("Page.navigate", url=f"{demo['shop_url']}?order={paid['order']}")
+            await page.wait_for(f"location.search === {json.dumps('?order=' + paid['order'])} && "
+                                "document.getElementById('result')?.dataset.outcome === 'paid'", timeout_s=30)
 
             completed = await _pay(page, account, cards["3ds"], challenge="confirm")
             assert completed["outcome"] == "paid", completed
