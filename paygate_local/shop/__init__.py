@@ -70,10 +70,12 @@ async def create_order(request: Request) -> Response:
     account, card = choice.get("provider_account"), choice.get("payment_method")
     if account not in ACCOUNTS or card not in CARDS[account.split(":")[0]]:
         return JSONResponse({"error": "unknown account or card"}, status_code=422)
-    config = _config()
+    config, order_id = _config(), f"SHOP-{secrets.token_hex(6)}"
+    # 3-D Secure's redirect flow: the bank's page sends the customer back here, to this order.
+    return_url = f"{request.url_for('page')}?order={order_id}"
     return await _gateway("POST", "/v1/orders", config["merchant_token"], {
-        "order_id": f"SHOP-{secrets.token_hex(6)}", "customer_id": config["customer_id"],
-        "amount_minor": AMOUNT_MINOR, "currency": CURRENCY, "payment_method": card, "provider_account": account})
+        "order_id": order_id, "customer_id": config["customer_id"], "amount_minor": AMOUNT_MINOR,
+        "currency": CURRENCY, "payment_method": card, "provider_account": account, "return_url": return_url})
 
 
 async def pay(request: Request) -> Response:
@@ -89,7 +91,7 @@ async def status(request: Request) -> Response:
 
 def routes() -> list[Route]:
     return [
-        Route("/demo/shop", page),
+        Route("/demo/shop", page, name="page"),
         Route("/demo/shop/api/catalogue", catalogue),
         Route("/demo/shop/api/orders", create_order, methods=["POST"]),
         Route("/demo/shop/api/orders/{order_id}/payment", pay, methods=["POST"]),

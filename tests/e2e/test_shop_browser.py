@@ -83,9 +83,11 @@ async def test_a_customer_pays_through_the_shop_page(work_dir: Path, account: st
             await page.wait_for(f"location.search === {json.dumps('?order=' + paid['order'])} && "
                                 "document.getElementById('result')?.dataset.outcome === 'paid'", timeout_s=30)
 
+            # The order names the page as its return_url: Stripe answers redirect_to_url, as CardCo does.
             completed = await _pay(page, account, cards["3ds"], challenge="confirm")
             assert completed["outcome"] == "paid", completed
-            assert _order(demo, completed["order"])["state"] == "Paid"
+            order = _order(demo, completed["order"])
+            assert order["state"] == "Paid" and order["return_url"] == f"{demo['shop_url']}?order={completed['order']}"
 
             # Abandoned: the customer closes the challenge; it expires after ABANDON_EXPIRES_IN_S (else 600 s).
             _faults(demo, {"operation": "create_payment", "action": "requires_action",
