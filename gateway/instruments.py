@@ -98,13 +98,14 @@ RECONCILIATIONS = _pipeline(
     "paygate_payout_reconciliations", "Reconciler passes over one attempt, by outcome",
     outcome=("succeeded", "failed", "not_applied", "not_found", "processing", "mismatch", "lookup_failed",
              "rate_limited", "account_not_configured", "already_resolved"))
-# Every provider call of every kind (checkout's create, lookup and payment-method check; each
+# Every provider call of every kind (checkout's create, lookup, payment-method check and client-secret read; each
 # pipeline kind's create and lookup): what it was for and the account it went to (the operator's
 # latency and error rate per account, docs/decisions/0063), one family (docs/decisions/0065).
 PROVIDER_CALLS = Family(
     "paygate_provider_call_seconds", "histogram",
     "Provider calls of every attempt kind, by operation, account, outcome",
-    {"kind": tuple(kind.name for kind in KINDS), "operation": ("create", "lookup", "payment_method", "list"),
+    {"kind": tuple(kind.name for kind in KINDS),
+     "operation": ("create", "lookup", "payment_method", "list", "client_secret"),
      "account": "account", "outcome": CALL_OUTCOMES}, LATENCY_BUCKETS)
 # Counted by the database itself, in the deciding transaction (schema.sql, paygate_count_decision):
 # a decision is a row, so its count commits with it. Declared here so /metrics knows its shape.

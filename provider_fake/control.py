@@ -22,7 +22,7 @@ from starlette.routing import Route
 from provider_fake.api import parse
 from provider_fake.clock import rfc3339
 from provider_fake.config import Account
-from provider_fake.errors import NotFound, ProviderError
+from provider_fake.errors import InvalidRequest, NotFound, ProviderError
 from provider_fake.fake import CardCo
 from provider_fake.faults import FaultRules
 from provider_fake.objects import ProviderObject
@@ -51,6 +51,8 @@ class Authentication(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     result: Literal["succeeded", "failed"] = "succeeded"
+    # As Stripe.js confirms with the PaymentIntent's client secret: when given, it must be the payment's.
+    client_secret: str | None = None
 
 
 class Amendment(BaseModel):
@@ -176,6 +178,9 @@ class ControlApi:
         authentication = parse(Authentication, body or b"{}")
         async with self.fake.store.lock:
             payment = _find(self.fake.store.payments, request)
+            if authentication.client_secret is not None and \
+                    authentication.client_secret != payment.public().get("client_secret"):
+                raise InvalidRequest("client_secret is not this payment's")
             authenticate_payment(self.fake, payment, authentication.result == "succeeded")
             return payment.public()
 

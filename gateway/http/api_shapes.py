@@ -67,10 +67,14 @@ SHAPES: dict[str, Schema] = {
                             outcome={"enum": ["Allowed", "Denied", "Deferred"]}),
     "PaymentStatus": shape(
         "order_id", "attempt_id", "attempt_number", "client_reference", "state", "provider_status", "next_action",
-        "outcome_reason", "provider_payment_id", "status_url", state={"enum": ATTEMPT_STATES},
+        "outcome_reason", "provider_payment_id", "status_url", "client_secret", state={"enum": ATTEMPT_STATES},
         next_action={"description": "The customer's current action, else null: type redirect_to_url with its url "
                      "(CardCo; Stripe with a return_url), or Stripe's use_stripe_sdk", "oneOf": [
                          {"type": "null"}, shape("type", type={"type": "string"}, url={"type": "string"})]},
+        client_secret={"description": "While the current next_action is Stripe's use_stripe_sdk: the "
+                       "PaymentIntent's client secret for Stripe.js, read live and kept nowhere; else null "
+                       "(also when the read failed: poll on). Only the owning customer sees it",
+                       **_STRING_OR_NULL},
         refund={"oneOf": [{"type": "null"}, ref("RefundSummary")]}),
     "Escalation": shape(
         "escalation_id", "escalation_key", "reason", "attempt_id", "raised_at", "acknowledged_at", "reminder_count",

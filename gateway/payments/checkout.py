@@ -60,8 +60,15 @@ class PaymentStatus:
             "outcome_reason": attempt["outcome_reason"],
             "provider_payment_id": attempt["provider_payment_id"],
             "status_url": status_url(order_id),
+            "client_secret": None,  # only Checkout._revealed fills it, for the owning customer (docs/decisions/0078)
         }
         return cls(body=body, state=attempt["state"], action_current=current)
+
+    @property
+    def sdk_action(self) -> bool:
+        """The current action is one only the provider's browser SDK completes (Stripe's ``use_stripe_sdk``)."""
+        action = self.body["next_action"]
+        return self.action_current and isinstance(action, dict) and action.get("type") == "use_stripe_sdk"
 
     @property
     def final(self) -> bool:
@@ -79,6 +86,7 @@ class Checkout:
         self._clock = clock
         self._orders = orders
         self._attempts = attempts
+        self._client = client
         self._sends = PaymentSends(SendGate(db, clock, settings.reminder_interval_s), client)  # seed 001
         self._running: set[asyncio.Task[PaymentStatus]] = set()
 
@@ -87,8 +95,8 @@ class Checkout:
         attempt = await self._attempts.get_or_create_live(order_id, customer_id)
         if attempt["state"] != "NotStarted":
             # Someone already started it: this click, tab or browser retry only reports.
-            return PaymentStatus.of(attempt, self._clock.now())
-        return await self._detached(self._start_and_send(attempt))
+            return await self._revealed(PaymentStatus.of(attempt, self._clock.now()), attempt["provider_account"])
+        return await self._revealed(await self._detached(self._start_and_send(attempt)), attempt["provider_account"])
 
     async def status(self, order_id: str, customer_id: str) -> PaymentStatus:
         """Observation only: the order's latest attempt; never sends anything."""
@@ -99,7 +107,20 @@ class Checkout:
             raise PaymentNotFound()
         if attempt["customer_id"] != customer_id:
             raise OrderNotFound()
-        return PaymentStatus.of(attempt, self._clock.now())
+        return await self._revealed(PaymentStatus.of(attempt, self._clock.now()), attempt["provider_account"])
+
+    async def _revealed(self, status: PaymentStatus, provider_account: str) -> PaymentStatus:
+        """The owning customer's status with the payment's ``client_secret`` while its current action
+        is one the provider's browser SDK completes (Stripe.js, ``use_stripe_sdk``), read live from
+        the provider and kept nowhere: never logged, stored, or shown to anyone else (API.md
+        PaymentStatus; docs/decisions/0078). Else, or when the read fails, null: the page polls on."""
+        payment_id = status.body["provider_payment_id"]
+        if not status.sdk_action or not payment_id:
+            return status
+        account = self._settings.account(provider_account)
+        budget_s = account.call_budget_s if account is not None else None
+        status.body["client_secret"] = await self._client.client_secret(provider_account, payment_id, budget_s)
+        return status
 
     async def _detached(self, work: Coroutine[Any, Any, PaymentStatus]) -> PaymentStatus:
         task = asyncio.get_running_loop().create_task(work)

@@ -115,6 +115,22 @@ class PaymentClient:
                                        listing=not provider_id, client_reference=client_reference)
         return dataclasses.replace(found, request_id=response.headers.get("request-id"))
 
+    async def client_secret(self, provider_account: str, provider_id: str, budget_s: float | None = None) -> str | None:
+        """The payment's client secret, read live from the provider (a lookup by id, counted as
+        operation ``client_secret``), for the owning customer's browser SDK; None when the provider
+        has none or the read failed. The answer is read for the secret only: it is neither logged
+        (:meth:`ProviderCalls.answered` logs the status and the request id) nor kept."""
+        account = self._settings.account(provider_account)
+        if account is None:
+            return None
+        calls = self._calls(account)
+        contract = checkout(calls.provider)
+        path, params = contract.lookup(provider_id=provider_id, client_reference=None, account=account)
+        response = await calls.read("client_secret", path, params, budget_s)
+        if isinstance(response, Unanswered):
+            return None
+        return contract.client_secret(response.status_code, response.content)
+
     async def payment_method_usable(self, provider_account: str, payment_method: str,
                                     budget_s: float | None = None) -> bool | None:
         """Whether the provider still accepts ``payment_method`` for the account (seed 004: resend

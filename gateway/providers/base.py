@@ -119,7 +119,9 @@ class PaymentOperation:
     ``payment_method(body)`` the payment method it names, or None (then it is never resent);
     ``evidence(account_id, status, body)`` classifies a create's answer; ``lookup`` and
     ``lookup_result`` are the lookup (:class:`PaymentLookup`, :class:`LookupReader`); ``method_path``
-    and ``method_usable(status, body, now)`` are the payment-method check (None: the check failed)."""
+    and ``method_usable(status, body, now)`` are the payment-method check (None: the check failed);
+    ``client_secret(status, body)`` reads the secret a provider's browser SDK completes a customer
+    action with out of a lookup by id (None: the provider has none, as CardCo)."""
 
     path: str
     body: Callable[..., str]
@@ -130,6 +132,7 @@ class PaymentOperation:
     lookup_result: LookupReader
     method_path: Callable[[str], str]
     method_usable: Callable[[int, bytes, datetime], bool | None]
+    client_secret: Callable[[int, bytes], str | None] = lambda status_code, body: None
 
     def endpoint(self, account: ProviderAccount) -> str:
         """The create's URL on ``account``."""

@@ -115,7 +115,8 @@ def lookup_result(status_code: int, body: bytes, retry_after: str | None, *, lis
 CHECKOUT = PaymentOperation(
     PAYMENT_INTENTS_PATH, stripe.payment_body, stripe.common_fields, payment_method, stripe.payment_evidence,
     payment_lookup, lookup_result,
-    lambda method: f"{PAYMENT_METHODS_PATH}/{quote(method, safe='')}", stripe.payment_method_usable)
+    lambda method: f"{PAYMENT_METHODS_PATH}/{quote(method, safe='')}", stripe.payment_method_usable,
+    stripe.client_secret)
 
 OPERATIONS: dict[str, Operation | PaymentOperation] = {
     PAYMENT.name: CHECKOUT,

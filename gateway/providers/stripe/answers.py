@@ -214,6 +214,15 @@ def document(body: bytes) -> Any:
         return None
 
 
+def client_secret(status_code: int, body: bytes) -> str | None:
+    """The PaymentIntent's ``client_secret`` from a 200 read of it, else None. It lets whoever holds
+    it confirm the payment with Stripe.js: the caller hands it to the owning customer and keeps it
+    nowhere (docs/decisions/0078)."""
+    read = document(body) if status_code == 200 else None
+    secret = read.get("client_secret") if isinstance(read, dict) else None
+    return secret if isinstance(secret, str) and secret else None
+
+
 def resend_allowed(should_retry: str | None) -> bool:
     """``Stripe-Should-Retry: false`` says the request must not be sent again; ``true``, or no
     header, leaves the decision to the classification table, which resends only a documented

@@ -73,12 +73,17 @@ class Shop:
             response = await control.post("/_control/faults", json={"rules": list(rules)})
             assert response.status_code == 200, response.text
 
-    async def authenticate(self, payment_id: str) -> None:
-        """The customer completes 3-D Secure (the fake's control API, so both dialects announce it)."""
+    async def authenticate(self, payment_id: str, client_secret: str | None = None,
+                           result: str = "succeeded") -> httpx.Response:
+        """The customer completes 3-D Secure (the fake's control API, so both dialects announce it),
+        with Stripe.js's ``client_secret`` when given (the fake refuses one that is not the payment's)."""
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=_control_app(self.cardco)),
                                      base_url="http://cardco.test") as control:
-            response = await control.post(f"/_control/payments/{payment_id}/authenticate", json={"result": "succeeded"})
-            assert response.status_code == 200, response.text
+            body = {"result": result} | ({} if client_secret is None else {"client_secret": client_secret})
+            response = await control.post(f"/_control/payments/{payment_id}/authenticate", json=body)
+            if client_secret is None:
+                assert response.status_code == 200, response.text
+            return response
 
     def provider_requests(self, path: str | None = None) -> list[dict[str, Any]]:
         """The fake's log of requests to ``path`` (default: the provider's create path)."""

@@ -2,7 +2,8 @@
 Stripe.js) is in every PaymentIntent Stripe returns, the create's answer and each lookup's. paygate
 reads the common evidence out of those answers and nothing else: the secret is never logged,
 never stored (no table holds it: attempts, their events, evidence, escalations, outbox), and
-neither the merchant's order nor the operator's attempt view shows it. Through the real fake's
+neither the merchant's order nor the operator's attempt view shows it. Only the owning customer's
+PaymentStatus carries it, read live while the Stripe.js challenge is current. Through the real fake's
 Stripe dialect, on a card whose 3-D Secure challenge is Stripe.js's ``use_stripe_sdk``, and after
 the customer completed it and the signed ``payment_intent.*`` events, each carrying the
 PaymentIntent, were applied (docs/decisions/0078).
@@ -37,6 +38,8 @@ async def test_the_payment_intents_client_secret_is_never_logged_stored_or_shown
     [intent] = shop.cardco.store.payments.values()
     secret = intent.client_secret  # type: ignore[attr-defined]
     assert secret and f"{intent.id}_{secret}" in str(intent.public())  # type: ignore[attr-defined]
+    assert challenged["client_secret"] == f"{intent.id}_{secret}"  # the owning customer's, and only theirs
+    assert (await shop.status()).json()["client_secret"] == f"{intent.id}_{secret}"
     await shop.authenticate(challenged["provider_payment_id"])
     delivered = await shop.cardco.deliver_pending()  # the PaymentIntent in signed events, secret and all
     assert [(d.event.type, d.state) for d in delivered] == [
@@ -49,7 +52,8 @@ async def test_the_payment_intents_client_secret_is_never_logged_stored_or_shown
     assert merchant_order.status_code == 200 and attempt_view.status_code == 200, attempt_view.text
     assert merchant_order.json()["state"] == "Paid"
     captured = capsys.readouterr()
-    assert "provider_answered" in captured.out + captured.err  # the answers were logged, the secret was not
+    # The answers were logged (the live reads of the secret too), the secret was not.
+    assert "operation=client_secret" in captured.out + captured.err
     for where, text in (("logs", captured.out + captured.err), ("the database", await _every_stored_text(shop)),
                         ("the merchant's order", merchant_order.text), ("the operator's attempt", attempt_view.text)):
         assert secret not in text, f"the client secret is in {where}"
