@@ -29,10 +29,12 @@ from datetime import datetime
 from typing import Any, Literal
 
 import httpx
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from gateway import instruments
 from gateway.clock import Clock
+from gateway.domain.attempt_kinds import KINDS, Kind
 from gateway.domain.attempts import Evidence, seen
 from gateway.domain.evidence_rule import Seen
 from gateway.domain.outcomes import AttemptState
@@ -60,9 +62,18 @@ from gateway.refunds.attempts import REFUND
 from gateway.settings import ProviderAccount, Settings
 from gateway.store.db import Connection, Database, fetch_all, fetch_one
 from gateway.store.keyset import directed, page_params
+from gateway.store.per_kind import per_kind
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.reconciliation", "runs.sql")
+
+
+def unlisted_succeeded(kinds: tuple[Kind, ...]) -> sql.Composed:
+    """The Succeeded attempts of ``kinds`` a run did not see listed (runs.sql ``unlisted_succeeded``)."""
+    return sql.SQL(_SQL["unlisted_succeeded"]).format(attempts_by_kind=per_kind(_SQL["kind_attempts"], kinds))
+
+
+UNLISTED_SUCCEEDED = unlisted_succeeded(KINDS)
 
 ACTOR = "provider-reconciliation"
 KEYSET = Keyset("reconciliation-runs", "requested_at", "run_id", uuid.UUID)
@@ -291,7 +302,7 @@ class Runs:
             current = await fetch_one(conn, _SQL["lock_run"], {"run_id": run["run_id"]})
             if current is None or current["state"] != "Running":
                 return
-            unlisted = await fetch_all(conn, _SQL["unlisted_succeeded"], {
+            unlisted = await fetch_all(conn, UNLISTED_SUCCEEDED, {
                 "run_id": run["run_id"], "provider_account": account.id, "window_from": run["window_from"],
                 "before": before, "kinds": list(provider_for(account.id).listed_kinds)})
             missing = 0

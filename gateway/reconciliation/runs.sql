@@ -59,28 +59,22 @@ SELECT * FROM payment_attempts
 -- name: unlisted_succeeded
 -- The account's Succeeded attempts whose send began in [:window_from, :before) and whose object
 -- this run did not list (by the provider id each recorded): the run's missing findings.
+-- The attempts are kind_attempts for every registered kind (gateway.domain.attempt_kinds).
 SELECT a.kind, a.attempt_id, a.provider_id, a.client_reference, a.amount_minor, a.currency, a.sent_at
-  FROM (SELECT 'payment' AS kind, attempt_id, provider_payment_id AS provider_id, client_reference, amount_minor,
-               currency, first_sent_at AS sent_at, provider_account, state
-          FROM payment_attempts
-        UNION ALL
-        SELECT 'payout', attempt_id, provider_payout_id, client_reference, amount_minor, currency, started_at,
-               provider_account, state
-          FROM payout_attempts
-        UNION ALL
-        SELECT 'payout_recall', attempt_id, provider_recall_id, client_reference, amount_minor, currency, started_at,
-               provider_account, state
-          FROM payout_recall_attempts
-        UNION ALL
-        SELECT 'payment_refund', attempt_id, provider_refund_id, client_reference, amount_minor, currency,
-               started_at, provider_account, state
-          FROM payment_refund_attempts) a
+  FROM ({attempts_by_kind}) a
  WHERE a.provider_account = %(provider_account)s AND a.state = 'Succeeded' AND a.kind = ANY(%(kinds)s)
    AND a.sent_at >= %(window_from)s AND a.sent_at < %(before)s
    AND NOT EXISTS (SELECT 1 FROM reconciliation_findings f
                     WHERE f.run_id = %(run_id)s AND f.kind = a.kind
                       AND f.provider_object_id = COALESCE(a.provider_id, a.client_reference))
  ORDER BY a.sent_at, a.attempt_id;
+
+-- name: kind_attempts
+-- One kind's attempts as a run compares them with a listing ({provider_id} its provider-id
+-- column, {sent_at} its send column); composed for every registered kind.
+SELECT {kind}::text AS kind, attempt_id, {provider_id} AS provider_id, client_reference, amount_minor, currency,
+       {sent_at} AS sent_at, provider_account, state
+  FROM {attempts}
 
 -- name: list_runs
 -- The runs, by request time (docs/decisions/0036; gateway/store/keyset.py binds {beyond} and

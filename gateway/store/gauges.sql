@@ -27,28 +27,34 @@ UNION ALL
 SELECT 'paygate_process_last_seen_age_seconds', jsonb_build_object('kind', kind),
        min(extract(epoch FROM (%(now)s - seen_at)))::float8
   FROM process_heartbeats GROUP BY kind
-UNION ALL
+
+-- name: grant_gauges
 -- Seed 000 section 21, "Grants issued but never consumed" (docs/decisions/0023):
 -- grants whose window closed unclaimed, and grants due now that nobody has claimed yet (a backlog,
 -- or lost jobs the redelivery sweep is publishing again). One label: the grant's operation.
-SELECT 'paygate_payout_grants_expired_unused', jsonb_build_object('operation', g.operation), count(x.*)
-  FROM (VALUES ('payout.submit'), ('payout.recall'), ('payment.refund')) AS g (operation)
-  LEFT JOIN (SELECT 'payout.submit' AS operation FROM payout_grants WHERE state = 'Expired'
-             UNION ALL SELECT 'payout.recall' FROM payout_recall_grants WHERE state = 'Expired'
-             UNION ALL SELECT 'payment.refund' FROM payment_refund_grants WHERE state = 'Expired') AS x
-    ON x.operation = g.operation
+-- The VALUES are the registered granted kinds' operations, the joined unions the
+-- kind_grants_expired and kind_grants_due blocks composed for each (gateway.store.gauges), so
+-- every operation has a row, zero included.
+SELECT 'paygate_payout_grants_expired_unused' AS name, jsonb_build_object('operation', g.operation) AS labels,
+       count(x.*)::float8 AS value
+  FROM (VALUES {operations}) AS g (operation)
+  LEFT JOIN ({expired}) AS x ON x.operation = g.operation
  GROUP BY g.operation
 UNION ALL
 SELECT 'paygate_payout_grants_due_unclaimed', jsonb_build_object('operation', g.operation), count(x.*)
-  FROM (VALUES ('payout.submit'), ('payout.recall'), ('payment.refund')) AS g (operation)
-  LEFT JOIN (SELECT 'payout.submit' AS operation FROM payout_grants
-              WHERE state = 'Issued' AND not_before <= %(now)s AND expires_at > %(now)s
-             UNION ALL SELECT 'payout.recall' FROM payout_recall_grants
-              WHERE state = 'Issued' AND not_before <= %(now)s AND expires_at > %(now)s
-             UNION ALL SELECT 'payment.refund' FROM payment_refund_grants
-              WHERE state = 'Issued' AND not_before <= %(now)s AND expires_at > %(now)s) AS x
-    ON x.operation = g.operation
- GROUP BY g.operation;
+  FROM (VALUES {operations}) AS g (operation)
+  LEFT JOIN ({due}) AS x ON x.operation = g.operation
+ GROUP BY g.operation
+
+-- name: kind_grants_expired
+-- One granted kind's grants whose window closed unclaimed ({grants} its table, {operation} its
+-- grants' operation).
+SELECT {operation}::text AS operation FROM {grants} WHERE state = 'Expired'
+
+-- name: kind_grants_due
+-- One granted kind's grants due now and not claimed yet.
+SELECT {operation}::text AS operation FROM {grants}
+ WHERE state = 'Issued' AND not_before <= %(now)s AND expires_at > %(now)s
 
 -- name: kind_pipeline_gauges
 -- One kind of the attempt pipeline, composed for every registered pipeline kind
@@ -99,13 +105,11 @@ SELECT kind, 0, 0, count(*)
 
 -- name: open_escalations
 -- Open episodes per reason (one_open_escalation_per_key covers them), with the oldest one's age.
--- ``kind`` names the attempt-pipeline kind the episode belongs to, from the key prefixes its
--- raisers use (gateway.effects.ledger, gateway.payouts.grant_sweep, gateway.domain.refunds);
--- NULL for checkout, outbox and notification episodes.
-SELECT reason,
-       CASE WHEN escalation_key LIKE 'payout-recall-%%' THEN 'payout_recall'
-            WHEN escalation_key LIKE 'payout-%%' THEN 'payout'
-            WHEN escalation_key LIKE 'payment-refund-%%' OR reason LIKE 'payment-refund-%%'
-                 OR reason = 'refund-owed' THEN 'payment_refund' END AS kind,
+-- ``kind`` names the attempt-pipeline kind the episode belongs to: the CASE has one WHEN per
+-- registered kind with an escalation family, most specific key prefix first
+-- (gateway.store.gauges.open_escalations; the key prefixes its raisers use:
+-- gateway.effects.ledger, gateway.payouts.grant_sweep, gateway.domain.refunds); NULL for
+-- checkout, outbox and notification episodes.
+SELECT reason, CASE {kind_of} END AS kind,
        count(*)::float8 AS open, extract(epoch FROM (%(now)s - min(raised_at)))::float8 AS oldest
   FROM payment_escalations WHERE resolved_at IS NULL GROUP BY 1, 2;

@@ -12,7 +12,7 @@ from gateway.domain import overview
 from gateway.domain.timestamps import rfc3339
 from gateway.settings import Settings
 from gateway.store.db import Connection, Database, fetch_all
-from gateway.store.gauges import UNKNOWN_OLDEST
+from gateway.store.gauges import OPEN_ESCALATIONS, UNKNOWN_OLDEST
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.store", "overview.sql")
@@ -58,7 +58,7 @@ async def read(db: Database, settings: Settings, now: datetime) -> dict[str, Any
         levels = await lookup_levels(conn, settings, now)
         calls = overview.account_calls(await fetch_all(conn, _SQL["account_calls"], {}))
         outbox = await fetch_all(conn, _GAUGES["outbox_kinds"], {"now": now})
-        escalations = await fetch_all(conn, _GAUGES["open_escalations"], {"now": now})
+        escalations = await fetch_all(conn, OPEN_ESCALATIONS, {"now": now})
     slots = overview.minutes(per_minute, now)
     pending = [row for row in outbox if row["pending"]]
     no_calls = {"calls": 0, "errors": 0, "error_rate": None, "p50_s": None, "p99_s": None}

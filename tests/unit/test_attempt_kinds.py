@@ -15,6 +15,7 @@ from gateway.domain.attempt_kinds import KINDS, Kind, named, pipeline_kinds
 from gateway.effects.ledger import escalation_key
 from gateway.http import metrics
 from gateway.providers.cardco.adapter import OPERATIONS as CARDCO_OPERATIONS
+from gateway.reconciliation import runs
 from gateway.refunds.attempts import REFUND
 from gateway.store import gauges
 
@@ -29,6 +30,41 @@ def test_the_stored_names_are_unchanged() -> None:
         ("payment_refund", "payment-refund-attempt", "payment_refund_attempts", "started_at", "payment-refund-job"),
     ]
     assert escalation_key("payout_recall", "a1", "deadline") == "payout-recall-attempt:a1:deadline"
+    assert [(k.provider_id, k.grants, k.grant_operation, k.escalation_family, k.escalation_reasons)
+            for k in KINDS] == [
+        ("provider_payment_id", None, None, None, ()),
+        ("provider_payout_id", "payout_grants", "payout.submit", "payout-", ()),
+        ("provider_recall_id", "payout_recall_grants", "payout.recall", "payout-recall-", ()),
+        ("provider_refund_id", "payment_refund_grants", "payment.refund", "payment-refund-",
+         ("payment-refund-", "refund-owed")),
+    ]
+
+
+CAPTURE = Kind("payment_capture", "payment-capture-attempt", "payment_capture_attempts", "payment-capture-job",
+               provider_id="provider_capture_id", grants="payment_capture_grants", grant_operation="payment.capture",
+               escalation_family="payment-capture-")
+
+
+def test_a_new_kind_appears_in_every_composed_statement() -> None:
+    """A kind added to the registry is read by the grants gauges, the open escalations' kind and a
+    reconciliation run's missing attempts, with no statement edited."""
+    registry = (*KINDS, CAPTURE)
+    grants = gauges.grant_gauges(registry).as_string(None)
+    assert "('payment.capture')" in grants and grants.count('FROM "payment_capture_grants"') == 2
+    assert "payment_capture" not in gauges.grant_gauges(KINDS).as_string(None)
+    escalations = gauges.open_escalations(registry).as_string(None)
+    assert "starts_with(escalation_key, 'payment-capture-') THEN 'payment_capture'" in escalations
+    unlisted = runs.unlisted_succeeded(registry).as_string(None)
+    assert """SELECT 'payment_capture'::text AS kind, attempt_id, "provider_capture_id" AS provider_id""" in unlisted
+    assert 'FROM "payment_capture_attempts"' in unlisted
+
+
+def test_the_most_specific_escalation_family_is_tested_first() -> None:
+    """A payout recall's key also starts with ``payout-``: its WHEN comes before the payout's."""
+    order = [kind.name for kind in attempt_kinds.escalating_kinds((*KINDS, CAPTURE))]
+    assert order.index("payout_recall") < order.index("payout") and "payment" not in order
+    escalations = gauges.OPEN_ESCALATIONS.as_string(None)
+    assert escalations.index("'payout-recall-'") < escalations.index("'payout-')")
 
 
 def test_every_derived_table_has_exactly_the_registered_kinds() -> None:
