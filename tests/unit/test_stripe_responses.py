@@ -237,3 +237,17 @@ def test_an_account_looking_payments_up_by_listing_lists_from_the_attempts_creat
     cardco = ProviderAccount(id="cardco:acct_store:test", base_url="https://x", api_key="k", webhook_endpoint_id="c",
                              payment_lookup="list")
     assert CARDCO.account_problem(cardco) == "payment_lookup is a Stripe setting"
+
+
+def test_the_client_secret_is_read_only_from_a_200_payment_intent_and_cardco_has_none() -> None:
+    """Stripe.js's secret (docs/decisions/0078): the PaymentIntent's ``client_secret`` from a read
+    of it; an error, an unreadable body or a missing or empty secret is None (the status shows null)."""
+    read = checkout(STRIPE).client_secret
+    intent = requires_action()
+    assert read(200, json.dumps(intent).encode()) == "pi_3Q0abc_secret_x"
+    assert read(500, json.dumps(intent).encode()) is None
+    assert read(404, json.dumps(error("invalid_request_error", "resource_missing")).encode()) is None
+    assert read(200, b"<html>") is None
+    assert read(200, json.dumps(intent | {"client_secret": ""}).encode()) is None
+    assert read(200, json.dumps(intent | {"client_secret": None}).encode()) is None
+    assert checkout(CARDCO).client_secret(200, json.dumps(intent).encode()) is None
