@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-LISTED_KINDS = ("payment", "payment_refund", "payout", "payout_recall")
-
 
 @dataclass(frozen=True)
 class PageRequest:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.domain.attempt_kinds import KINDS
 from gateway.domain.overview import OUTCOMES
 from gateway.domain.reconciliation import CLASSES as RECONCILIATION_CLASSES
 
@@ -83,7 +84,7 @@ SHAPES: dict[str, Schema] = {
     "ReconciliationRun": _RUN,
     "ReconciliationRunFindings": {"allOf": [_RUN, shape("findings", findings={"type": "array", "items": shape(
         "kind", "provider_object_id", "class", "attempt_id", "details", "found_at",
-        kind={"enum": ["payment", "payment_refund", "payout", "payout_recall"]},
+        kind={"enum": sorted(kind.name for kind in KINDS)},
         **{"class": {"enum": ["evidence", "orphan", "disagreement", "missing"]}},
         attempt_id=_STRING_OR_NULL, details={"type": "object"})})]},
     "OutboxMessage": shape("message_id", "dedup_key", "kind", "ordering_key", "delivery_attempts", "last_error",
@@ -143,7 +144,7 @@ SHAPES: dict[str, Schema] = {
         attempts_last_hour=_PER_MINUTE,
         unknown_attempts={"type": "array", "items": shape(
             "kind", "unknown", "oldest_since", "oldest_age_s",
-            kind={"enum": ["payment", "payout", "payout_recall", "payment_refund"]}, unknown=_COUNT,
+            kind={"enum": [kind.name for kind in KINDS]}, unknown=_COUNT,
             oldest_since=_STRING_OR_NULL, oldest_age_s=_SECONDS_OR_NULL)},
         escalations={"type": "array", "items": shape("reason", "open", "oldest_s", open=_COUNT)},
         outbox=shape("pending", "oldest_pending_age_s", "dead_letters", "by_kind", pending=_COUNT,

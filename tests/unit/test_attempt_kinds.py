@@ -14,6 +14,7 @@ from gateway.domain import attempt_kinds, effect_protocol
 from gateway.domain.attempt_kinds import KINDS, Kind, named, pipeline_kinds
 from gateway.effects.ledger import escalation_key
 from gateway.http import metrics
+from gateway.http.api_shapes import SHAPES
 from gateway.providers.cardco.adapter import OPERATIONS as CARDCO_OPERATIONS
 from gateway.reconciliation import runs
 from gateway.refunds.attempts import REFUND
@@ -108,3 +109,12 @@ def test_a_pipeline_description_must_name_a_registered_pipeline_kind() -> None:
         replace(REFUND, name="payment_capture")
     with pytest.raises(ValueError, match="not a kind of the attempt pipeline"):
         replace(REFUND, name="payment")
+
+
+def test_the_api_shapes_enumerate_the_registered_kinds_as_before() -> None:
+    """API.md is a fixed contract: the kinds the Overview and a run's findings name are the registry's,
+    in the order the served document always had."""
+    findings = SHAPES["ReconciliationRunFindings"]["allOf"][1]["properties"]["findings"]["items"]
+    assert findings["properties"]["kind"]["enum"] == ["payment", "payment_refund", "payout", "payout_recall"]
+    unknown = SHAPES["Overview"]["properties"]["unknown_attempts"]["items"]
+    assert unknown["properties"]["kind"]["enum"] == ["payment", "payout", "payout_recall", "payment_refund"]
