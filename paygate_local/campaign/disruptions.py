@@ -51,6 +51,10 @@ class Lasting:
     started: float = field(default_factory=time.monotonic)
 
 
+# A scheduled pause that found no lease to catch looks again, at most this many rounds in all.
+PAUSE_ROUNDS = 3
+
+
 @dataclass
 class Disruptions:
     plan: list[schedule.Disruption]
@@ -178,13 +182,19 @@ class Disruptions:
     async def _pause(self, d: schedule.Disruption) -> None:
         """A pause runs on past its wave; a server disruption of a later wave waits for it to end.
         A server that fails under it anyway ends it early (the worker is continued), which is
-        noted, not a failure."""
+        noted, not a failure. A pause whose whole wait found no lease to catch (a quiet moment of
+        the load) looks again, up to ``PAUSE_ROUNDS`` times, so a scheduled pause past a lease is
+        not lost to timing (seed 000 "lease epochs" is what it exercises)."""
         fleet = self.fleet
         try:
             async with self._pausing:  # one at a time: a second stopped worker would leave nobody to take over
-                outcome = await pauses.pause_past_lease(
-                    fleet.database_url, d.target, d.duration_s, stop=fleet.pause, resume=fleet.resume,
-                    worker_of=fleet.worker_of, clock=time.monotonic, sleep=asyncio.sleep)
+                for round_ in range(PAUSE_ROUNDS):
+                    outcome = await pauses.pause_past_lease(
+                        fleet.database_url, d.target, d.duration_s, stop=fleet.pause, resume=fleet.resume,
+                        worker_of=fleet.worker_of, clock=time.monotonic, sleep=asyncio.sleep)
+                    if sum(outcome.lapsed.values()) or round_ == PAUSE_ROUNDS - 1:
+                        break
+                    self.notes["pause-rounds-that-found-no-lease"] += 1
         except psycopg.OperationalError as error:
             self.notes["pauses-cut-short-by-an-outage"] += 1
             self.progress(f"pause in wave {d.wave + 1} cut short: {type(error).__name__}; SIGCONT")
