@@ -15,6 +15,7 @@ from provider_fake.app import create_app
 from tests.conftest import TEST_ACCOUNT, account_config
 from tests.integration.checkout.conftest import Shop
 from tests.integration.recovery.conftest import STRIPE_KEY, cardco, settings  # noqa: F401  (both dialects' accounts)
+from tests.integration.test_jobs import jobs_runtime  # noqa: F401  (the real broker, shared with the job tests)
 from tests.stripe_support import STRIPE_ACCOUNT
 
 __all__ = ["cardco", "settings"]

@@ -6,7 +6,6 @@ clock's schedule, one run per account per ``reconciliation_interval_s``, on the 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 from urllib.parse import quote
@@ -18,7 +17,6 @@ import pytest
 from gateway.clock import ManualClock
 from gateway.domain.timestamps import rfc3339
 from gateway.reconciliation.runs import Runs
-from gateway.settings import Settings
 from tests.integration.checkout.conftest import Shop
 from tests.integration.reconciliation.conftest import Provider
 from tests.integration.test_jobs import run_worker_until_idle
@@ -29,19 +27,6 @@ pytestmark = pytest.mark.parametrize("provider", ["cardco"])  # the runs themsel
 @pytest.fixture
 async def operator(shop: Shop) -> dict[str, str]:
     return {"Authorization": f"Bearer {await shop.services.tokens.create('operator', 'op-1')}"}
-
-
-@pytest.fixture
-def jobs_runtime(settings: Settings, clock: ManualClock, redis_url: str) -> Iterator[dramatiq.Broker]:
-    from jobs import broker, runtime
-
-    broker.flush_all()
-    runtime.configure(settings, clock, httpx.AsyncHTTPTransport)  # respx mocks httpx's own transport
-    try:
-        yield broker
-    finally:
-        runtime.configure(None)
-        broker.flush_all()
 
 
 def listing_reads(shop: Shop) -> list[str]:
