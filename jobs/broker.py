@@ -20,7 +20,7 @@ QUEUE = "paygate"
 
 def build_broker(redis_url: str) -> RedisBroker:
     """A Redis broker whose async actors run on the worker's event-loop thread."""
-    built = RedisBroker(url=redis_url)
+    built = RedisBroker(url=redis_url)  # type: ignore[no-untyped-call]  # dramatiq leaves it unannotated
     built.add_middleware(AsyncIO())
     built.add_middleware(RuntimeLifecycle())
     return built

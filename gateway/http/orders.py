@@ -135,7 +135,7 @@ async def pay(request: Request) -> Response:
         status = await services.checkout.pay(order_id, principal.subject)
     except OrderPaid as paid:
         attempt = paid.extra.get("attempt")
-        extra = {"attempt": PaymentStatus.of(attempt, services.clock.now()).body} if attempt else {}
+        extra: dict[str, Any] = {"attempt": PaymentStatus.of(attempt, services.clock.now()).body} if attempt else {}
         return from_error(OrderPaid(**extra))
     if status.state == "NotStarted":
         # This endpoint could not begin the recorded attempt, and nothing was sent (seed 004).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import structlog
@@ -21,7 +22,7 @@ class ProblemResponse(JSONResponse):
 
 
 def problem(status: int, code: str, title: str, detail: str | None = None,
-            headers: dict[str, str] | None = None, **extra: Any) -> ProblemResponse:
+            headers: Mapping[str, str] | None = None, **extra: Any) -> ProblemResponse:
     body: dict[str, Any] = {"type": PROBLEM_TYPE_BASE + code, "title": title, "status": status, "code": code}
     if detail:
         body["detail"] = detail
@@ -29,7 +30,7 @@ def problem(status: int, code: str, title: str, detail: str | None = None,
     return ProblemResponse(body, status_code=status, headers=headers)
 
 
-def from_error(error: PaygateError, headers: dict[str, str] | None = None) -> ProblemResponse:
+def from_error(error: PaygateError, headers: Mapping[str, str] | None = None) -> ProblemResponse:
     return problem(error.status, error.code, error.title, error.detail, headers=headers, **error.extra)
 
 

@@ -21,8 +21,8 @@ from gateway.store.queries import load_queries
 _SQL = load_queries("gateway.notifications")
 # One round trip (docs/decisions/0049): the recording statement locks the attempt with the payments' own lock.
 _LOCK_RECORDED = lock_for_evidence("(SELECT attempt_id FROM recorded)", commented=False)
-IDENTIFY_AND_RECORD = sql.SQL(_SQL["identify_and_record"]).format(  # type: ignore[arg-type]
-    lock_for_evidence=sql.SQL(_LOCK_RECORDED)).as_string(None)  # type: ignore[arg-type]
+IDENTIFY_AND_RECORD = sql.SQL(_SQL["identify_and_record"]).format(
+    lock_for_evidence=sql.SQL(_LOCK_RECORDED)).as_string(None)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ def lock_for_evidence(attempt_id: str, *, commented: bool = True) -> str:
     subquery). Embedded in a longer statement it goes ``commented=False``, without its leading
     comment, so that statement stays within psycopg's query cache (docs/decisions/0048)."""
     template = _TEMPLATE if commented else _TEMPLATE[_TEMPLATE.index("\nWITH ") + 1:]
-    return sql.SQL(template).format(attempt_id=sql.SQL(attempt_id)).as_string(None)  # type: ignore[arg-type]
+    return sql.SQL(template).format(attempt_id=sql.SQL(attempt_id)).as_string(None)
 
 
 LOCK_FOR_EVIDENCE = lock_for_evidence("%(attempt_id)s")

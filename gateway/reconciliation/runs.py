@@ -207,10 +207,11 @@ class Runs:
                 if found is not None:
                     counts[found] += 1
             position = run["kind_position"] + (0 if page.cursor else 1)
-            await conn.execute(_SQL["advance"], {
+            advanced: dict[str, Any] = {
                 "run_id": run["run_id"], "kind_position": position, "page_cursor": page.cursor,
                 "listed": position >= len(kinds), "objects_read": len(inside),
-                **{name: counts[name] for name in CLASSES}})
+                **{name: counts[name] for name in CLASSES}}
+            await conn.execute(_SQL["advance"], advanced)
         instruments.count(instruments.RECONCILIATION_OBJECTS_READ, len(inside), kind=kind)
         _count_findings(counts)
         return True
@@ -315,9 +316,10 @@ class Runs:
                 if await self._record(conn, run, attempt["kind"], object_id, "missing", attempt["attempt_id"],
                                       details, now):
                     missing += 1
-            await conn.execute(_SQL["advance"], {
+            listed: dict[str, Any] = {
                 "run_id": run["run_id"], "kind_position": current["kind_position"], "page_cursor": None,
-                "listed": True, "objects_read": 0, **{name: 0 for name in CLASSES}, "missing": missing})
+                "listed": True, "objects_read": 0, **dict.fromkeys(CLASSES, 0), "missing": missing}
+            await conn.execute(_SQL["advance"], listed)
             finished = await fetch_one(conn, _SQL["finish"], {"run_id": run["run_id"], "state": "Finished",
                                                               "failure": None, "now": now})
         _count_findings(Counter(missing=missing))

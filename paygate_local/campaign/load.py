@@ -181,14 +181,14 @@ class Load:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + PATIENCE_S
         acted = False
-        state = None
+        state: str | None = None
         while loop.time() < deadline:
             self.operations["status-poll"] += 1
             response = await self.gateway.call("GET", f"/v1/orders/{c.order_id}/payment/status", "customer",
                                                patience_s=PATIENCE_S)
             if response is not None and response.status_code in (200, 202):
                 status = response.json()
-                state = status["state"]
+                state = str(status["state"])
                 if state in FINAL:
                     return state
                 action = status.get("next_action")
@@ -250,13 +250,13 @@ class Load:
         applied, else the last state seen when the clerk stops waiting."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + PATIENCE_S * 2
-        state = None
+        state: str | None = None
         while loop.time() < deadline:
             self.operations["payout-poll"] += 1
             response = await self.gateway.call("GET", f"/v1/payouts/{payout_id}", "clerk")
             if response is not None and response.status_code == 200:
                 payout = response.json()
-                state = payout["state"]
+                state = str(payout["state"])
                 if state in PAYOUT_FINAL:
                     return state
                 if state == "Approved" and payout["attempts"] and \

@@ -360,7 +360,7 @@ class StripeApi:
 
         def produce() -> Reply:
             mine = [
-                obj for obj in reversed(objects.values())
+                obj for obj in reversed(list(objects.values()))
                 if isinstance(obj, kind) and obj.account == account.id and self.fake.can_see(obj, rule, consistent=True)
                 and in_range(int(obj.created_at.timestamp()), params.created) and wanted(obj)
             ]
