@@ -5,8 +5,10 @@ flight at a time, in each of these ways, CPU (``time.process_time``) of this pro
 - ``one client, lanes at once``: one ``httpx.AsyncClient`` with a keep-alive connection per lane
   (the dispatcher's client before the delivery lanes of docs/decisions/0052), ``--lanes`` concurrent POSTs per round;
 - ``one client, one at a time``: the same client, one POST after another (no pool contention);
-- ``a pool per lane``: ``gateway.outbox.lanes.Lanes``, one single-connection client per lane,
-  each lane posting one delivery after another, all lanes at once (the dispatcher now).
+- ``a client per lane``: one single-connection httpx client per lane, each lane posting one
+  delivery after another, all lanes at once (the delivery lanes of docs/decisions/0052);
+- ``the outbox's sink pool``: ``gateway.outbox.sinks.sink_transport``, aiohttp's pool for the
+  merchant sink (docs/decisions/0077), the lanes posting through it (the dispatcher now).
 
     python bench/http_costs.py [--lanes 50] [--requests 3000] [--profile WAY]
 
@@ -33,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.support import progress, uvicorn  # noqa: E402
 from gateway.domain.outbound_webhooks import sign_v1  # noqa: E402
-from gateway.outbox.lanes import Lanes, lane_transport  # noqa: E402
+from gateway.outbox.sinks import MERCHANT, sink_transport  # noqa: E402
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 BODY = (b'{"attempt_id":null,"dedup_key":"attempt:1:order-confirmation","escalation_id":null,'
@@ -54,7 +56,8 @@ async def post(client: httpx.AsyncClient, url: str) -> None:
 
 
 async def send(transport: httpx.AsyncBaseTransport, url: httpx.URL) -> None:
-    response = await transport.handle_async_request(httpx.Request("POST", url, content=BODY, headers=headers()))
+    response = await transport.handle_async_request(httpx.Request("POST", url, content=BODY, headers=headers(),
+                                                                  extensions=MERCHANT))
     await response.aclose()
     if response.status_code != 204:
         raise RuntimeError(f"sink answered {response.status_code}")
@@ -97,14 +100,13 @@ def ways(url: str, lanes: int, rounds: int) -> list[tuple[str, Callable[[Measure
         for client in clients:
             await client.aclose()
 
-    async def transport_per_lane(measured: Measured) -> None:
-        async with Lanes(lambda: lane_transport(context)) as pools:
+    async def sinks_transport(measured: Measured) -> None:
+        async with sink_transport(context) as transport:
             target = httpx.URL(url)
 
             async def lane(count: int) -> None:
                 for _ in range(count):
-                    async with pools.lane() as transport:
-                        await send(transport, target)
+                    await send(transport, target)
 
             await asyncio.gather(*(lane(1) for _ in range(lanes)))
             with measured():
@@ -112,7 +114,7 @@ def ways(url: str, lanes: int, rounds: int) -> list[tuple[str, Callable[[Measure
 
     return [(f"one client, {lanes} at once", shared_at_once), ("one client, one at a time", shared_one_at_a_time),
             (f"a client per lane, {lanes} lanes", client_per_lane),
-            (f"a transport per lane, {lanes} lanes", transport_per_lane)]
+            (f"the outbox's sink pool (aiohttp), {lanes} at once", sinks_transport)]
 
 
 def measure(url: str, lanes: int, requests: int, profile: int | None, loop: str) -> None:

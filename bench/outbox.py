@@ -6,7 +6,7 @@
 For each dispatcher count, a fresh backlog in an embedded PostgreSQL: ``--keys`` ordering keys
 ``attempt:<id>`` with ``--rows-per-key`` pending business effects each (message ids interleaved
 across keys, as concurrent attempts write them), plus ``--alerts`` operator alerts with no key.
-That many processes, each with its own pool and the dispatcher's keep-alive lanes, call
+That many processes, each with its own pool and the dispatcher's keep-alive pool per sink, call
 ``dispatch_due`` until nothing is pending (at most 60 s), delivering to bench/sink_app.py under
 uvicorn on loopback, which only remembers what it received; afterwards every row must have arrived
 exactly once and, per key, in message_id order. Ceilings, in the same run:
@@ -49,7 +49,7 @@ from bench.support import (  # noqa: E402
 from gateway.clock import SystemClock  # noqa: E402
 from gateway.logs import configure_logging  # noqa: E402
 from gateway.outbox.dispatcher import BATCH_SIZE, IDLE_GRACE_S, dispatch_due  # noqa: E402
-from gateway.outbox.lanes import Lanes  # noqa: E402
+from gateway.outbox.sinks import sink_transport  # noqa: E402
 from gateway.settings import Settings, build_settings  # noqa: E402
 from gateway.store.db import Database  # noqa: E402
 from gateway.store.queries import load_queries  # noqa: E402
@@ -101,13 +101,13 @@ async def dispatch(index: int, url: str, sink: str, profile: Path | None, start:
     db = await Database.open(url, size=2, name=f"bench-outbox-{index}")
     claimed = 0
     profiler = cProfile.Profile(time.process_time) if profile and index == 0 else None
-    async with Lanes() as lanes:
+    async with sink_transport() as sinks:
         start()
         began, cpu = time.perf_counter(), time.process_time()
         if profiler:
             profiler.enable()
         while time.perf_counter() - began < MAX_RUN_S:
-            batch = await dispatch_due(db, clock, settings, lanes)
+            batch = await dispatch_due(db, clock, settings, sinks)
             claimed += batch
             if batch == 0:
                 if (await db.fetch_one(_PENDING))["pending"] == 0:  # type: ignore[index]
@@ -117,9 +117,9 @@ async def dispatch(index: int, url: str, sink: str, profile: Path | None, start:
             profiler.disable()
             profiler.dump_stats(str(profile))
         seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
-        opened = len(lanes)
+        opened = len(sinks.pools)
     await db.close()
-    return {"seconds": seconds, "claimed": claimed, "cpu_s": cpu, "lanes": opened}
+    return {"seconds": seconds, "claimed": claimed, "cpu_s": cpu, "pools": opened}
 
 
 def wire_counts(url: str, sink: str) -> dict[str, float]:
@@ -219,7 +219,7 @@ def run(url: str, sink: str, work: Path, workers: int, backlog: dict[str, int], 
     return {"workers": workers, "rows": rows, "seconds": seconds, "rate": dispatched / seconds, "problem": problem,
             "pgbench_rate": rows / drained_s, "ratio_pgbench": dispatched / seconds / (rows / drained_s),
             "cpu_us_per_row": sum(r["cpu_s"] for r in results) / max(dispatched, 1) * 1e6,
-            "lanes": sum(r["lanes"] for r in results)}
+            "pools": sum(r["pools"] for r in results)}
 
 
 def main() -> None:
@@ -255,10 +255,10 @@ def report(runs: list[dict[str, Any]], backlog: dict[str, int], sink: float, wir
     print(f"  per batch of {BATCH_SIZE} on the wire: {wire['round_trips']:.1f} round trips, "
           f"{wire['statements']:.1f} statements (one dispatcher, the pass's final empty claim included)\n")
     print(f"{'dispatchers':>11} {'rows/s':>8} {'seconds':>7} {'pgbench rows/s':>14} {'ratio':>6} {'cpu us/row':>10} "
-          f"{'lanes':>5}  delivery")
+          f"{'pools':>5}  delivery")
     for run in runs:
         print(f"{run['workers']:>11} {run['rate']:>8.0f} {run['seconds']:>7.1f} {run['pgbench_rate']:>14.0f} "
-              f"{run['ratio_pgbench']:>6.2f} {run['cpu_us_per_row']:>10.0f} {run['lanes']:>5}  "
+              f"{run['ratio_pgbench']:>6.2f} {run['cpu_us_per_row']:>10.0f} {run['pools']:>5}  "
               f"{run['problem'] or 'every row once, in order per key'}")
 
 

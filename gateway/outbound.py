@@ -14,6 +14,14 @@ reason a provider call records (gateway.providers.answers) reads as it did under
 ``ConnectError`` (refused, unreachable, TLS), ``RemoteProtocolError`` (the peer closed the
 connection or broke HTTP, mid-response included), ``ReadError`` (a reset or another socket error
 while waiting), ``TransportError`` for anything else aiohttp raises.
+
+Pools: one aiohttp session, so one bounded keep-alive pool, per *pool name* a request carries in
+its ``paygate_pool`` extension (:func:`pool`): a provider account's calls
+(gateway.providers.calls) and each outbox sink's deliveries (gateway.outbox.delivery) name their
+own, so two accounts on one origin (two Stripe accounts on api.stripe.com) never share connections,
+and one sink's deliveries never wait behind another's. A request naming none uses the unnamed pool.
+Every pool is closed with the transport, that is with the process's client. Other transports
+(httpx's own, MockTransport, respx) ignore the extension.
 """
 
 from __future__ import annotations
@@ -24,9 +32,17 @@ from typing import Any
 import aiohttp
 import httpx
 
-# At most this many connections per origin (scheme, host, port), kept alive between calls.
-CONNECTIONS_PER_ORIGIN = 100
+# At most this many connections per pool (and, within it, per origin), kept alive between calls.
+CONNECTIONS_PER_POOL = 100
 KEEPALIVE_S = 30.0
+# The request extension naming the pool a request is sent from.
+POOL = "paygate_pool"
+
+
+def pool(*name: str) -> dict[str, str]:
+    """The extensions of a request sent from the pool ``name`` (its parts joined by ``:``), e.g.
+    ``pool("provider", account.id)`` or ``pool("sink", "merchant")``."""
+    return {POOL: ":".join(name)}
 
 
 def _raised(error: aiohttp.ClientError) -> httpx.TransportError:
@@ -42,25 +58,33 @@ def _raised(error: aiohttp.ClientError) -> httpx.TransportError:
 
 
 class AiohttpTransport(httpx.AsyncBaseTransport):
-    """httpx requests over one aiohttp session: one keep-alive pool per origin, opened in the
-    running event loop at the first request and closed with the client."""
+    """httpx requests over aiohttp sessions: one bounded keep-alive pool per pool name (see the
+    module docstring), each opened in the running event loop at its first request and all closed
+    with the client."""
 
-    def __init__(self, *, verify: ssl.SSLContext | None = None, connections: int = CONNECTIONS_PER_ORIGIN) -> None:
+    def __init__(self, *, verify: ssl.SSLContext | None = None, connections: int = CONNECTIONS_PER_POOL) -> None:
         self._ssl = verify if verify is not None else httpx.create_ssl_context()
         self._connections = connections
-        self._session: aiohttp.ClientSession | None = None
+        self._sessions: dict[str, aiohttp.ClientSession] = {}
 
-    def _open(self) -> aiohttp.ClientSession:
-        connector = aiohttp.TCPConnector(limit=0, limit_per_host=self._connections, ssl=self._ssl,
+    def _open(self, name: str) -> aiohttp.ClientSession:
+        connector = aiohttp.TCPConnector(limit=self._connections, limit_per_host=self._connections, ssl=self._ssl,
                                          keepalive_timeout=KEEPALIVE_S)
         # No cookies kept, no proxies from the environment, nothing decompressed (httpx decodes).
-        self._session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
-                                              auto_decompress=False, trust_env=False,
-                                              timeout=aiohttp.ClientTimeout(total=None))
-        return self._session
+        session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
+                                        auto_decompress=False, trust_env=False,
+                                        timeout=aiohttp.ClientTimeout(total=None))
+        self._sessions[name] = session
+        return session
+
+    @property
+    def pools(self) -> tuple[str, ...]:
+        """The names of the pools open, in the order they opened."""
+        return tuple(self._sessions)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        session = self._session or self._open()
+        name = request.extensions.get(POOL, "")
+        session = self._sessions.get(name) or self._open(name)
         body: Any = request.content or None
         try:
             async with session.request(request.method, str(request.url), headers=request.headers.multi_items(),
@@ -77,8 +101,8 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         return httpx.Response(status, headers=list(headers), content=content, request=request, extensions=extensions)
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            session, self._session = self._session, None
+        sessions, self._sessions = self._sessions, {}
+        for session in sessions.values():
             await session.close()
 
 
@@ -87,5 +111,5 @@ def outbound_client(transport: httpx.AsyncBaseTransport | None = None) -> httpx.
     else :class:`AiohttpTransport`. No client-side timeout and no redirects: budgets on the
     injected clock cut calls off, and only the checkout flow and recovery decide when a request
     goes out (seed 004)."""
-    return httpx.AsyncClient(transport=transport or AiohttpTransport(), timeout=httpx.Timeout(None),
-                             follow_redirects=False)
+    return httpx.AsyncClient(transport=transport if transport is not None else AiohttpTransport(),
+                             timeout=httpx.Timeout(None), follow_redirects=False)

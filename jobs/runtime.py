@@ -22,7 +22,7 @@ from dramatiq.broker import MessageProxy
 
 from gateway.clock import Clock, SystemClock
 from gateway.outbound import outbound_client
-from gateway.outbox.lanes import Lanes
+from gateway.outbox.sinks import sink_transport
 from gateway.providers.registry import check_accounts
 from gateway.settings import Settings, load_settings
 from gateway.store.counters import flush_logged
@@ -37,8 +37,8 @@ class Runtime:
     db: Database
     # Outgoing HTTP to the providers (gateway.outbound): budgets on the clock cut calls off.
     http: httpx.AsyncClient
-    # The outbox's deliveries: a keep-alive connection per delivery in flight.
-    outbox: Lanes
+    # The outbox's deliveries: a bounded keep-alive pool per sink (gateway.outbox.sinks).
+    outbox: httpx.AsyncBaseTransport
 
 
 _configured: tuple[Settings, Clock, Callable[[], httpx.AsyncBaseTransport] | None] | None = None
@@ -49,8 +49,8 @@ _opening: asyncio.Lock | None = None
 
 def configure(settings: Settings | None, clock: Clock | None = None,
               transport: Callable[[], httpx.AsyncBaseTransport] | None = None) -> None:
-    """Run actors with ``settings``, ``clock``, and provider calls and outbox lanes over transports
-    ``transport`` makes (None: back to the environment, the wall clock and aiohttp,
+    """Run actors with ``settings``, ``clock``, and provider calls and outbox deliveries over
+    transports ``transport`` makes (None: back to the environment, the wall clock and aiohttp,
     gateway.outbound). The previous runtime must have been closed with :func:`close`."""
     global _configured
     if _current is not None:
@@ -72,7 +72,8 @@ async def current() -> Runtime:
             # find the work again in the database.
             db = await open_current(settings.database_url, size=4, name="paygate-jobs")
             _current = Runtime(settings=settings, clock=clock, db=db,
-                               http=outbound_client(transport() if transport else None), outbox=Lanes(transport))
+                               http=outbound_client(transport() if transport else None),
+                               outbox=transport() if transport else sink_transport())
         return _current
 
 

@@ -27,7 +27,7 @@ import structlog
 
 from gateway.clock import Clock
 from gateway.domain.outbound_webhooks import sign_v1
-from gateway.outbox.lanes import Lanes
+from gateway.outbox.sinks import ALERTS, MERCHANT
 from gateway.outbox.store import OPERATOR_ALERT
 from gateway.settings import Settings
 
@@ -49,13 +49,14 @@ def message_body(row: dict[str, Any]) -> bytes:
     }, separators=(",", ":"), sort_keys=True).encode()
 
 
-def _target(row: dict[str, Any], settings: Settings, clock: Clock, body: bytes) -> tuple[str, dict[str, str]] | str:
-    """The URL and headers for ``row``, or the reason it cannot be sent."""
+def _target(row: dict[str, Any], settings: Settings, clock: Clock,
+            body: bytes) -> tuple[str, dict[str, str], dict[str, str]] | str:
+    """The URL, headers and pool (gateway.outbox.sinks) for ``row``, or the reason it cannot be sent."""
     headers = {"content-type": "application/json", "user-agent": "paygate-outbox/1"}
     if row["kind"] == OPERATOR_ALERT:
         if not settings.alert_sink_url:
             return "alert_sink_url is not configured"
-        return settings.alert_sink_url, headers
+        return settings.alert_sink_url, headers, ALERTS
     if not settings.merchant_sink_url:
         return "merchant_sink_url is not configured"
     secret = settings.merchant_signing_secret.get_secret_value() if settings.merchant_signing_secret else ""
@@ -67,7 +68,7 @@ def _target(row: dict[str, Any], settings: Settings, clock: Clock, body: bytes) 
         "webhook-timestamp": str(timestamp),
         "webhook-signature": sign_v1(secret, row["dedup_key"], timestamp, body),
     }
-    return settings.merchant_sink_url, headers
+    return settings.merchant_sink_url, headers, MERCHANT
 
 
 async def publish(row: dict[str, Any], publisher: Publisher, clock: Clock) -> str | None:
@@ -79,10 +80,11 @@ async def publish(row: dict[str, Any], publisher: Publisher, clock: Clock) -> st
     return None
 
 
-async def deliver(row: dict[str, Any], settings: Settings, clock: Clock, lanes: Lanes,
+async def deliver(row: dict[str, Any], settings: Settings, clock: Clock, sinks: httpx.AsyncBaseTransport,
                   publishers: Mapping[str, Publisher] | None = None) -> str | None:
-    """POST ``row`` to its sink within the delivery budget on a lane of its own (or publish it,
-    for a kind that has a publisher); None on success, else the error."""
+    """POST ``row`` to its sink within the delivery budget from that sink's pool of ``sinks``
+    (gateway.outbox.sinks), or publish it, for a kind that has a publisher; None on success, else
+    the error."""
     publisher = (publishers or {}).get(row["kind"])
     if publisher is not None:
         return await publish(row, publisher, clock)
@@ -96,10 +98,11 @@ async def deliver(row: dict[str, Any], settings: Settings, clock: Clock, lanes: 
     target = _target(row, settings, clock, body)
     if isinstance(target, str):
         return target
-    url, headers = target
+    url, headers, sink = target
     try:
-        async with lanes.lane() as transport, clock.budget(settings.outbox_delivery_budget_s):
-            status = await post(transport, httpx.Request("POST", parsed(url), content=body, headers=headers))
+        async with clock.budget(settings.outbox_delivery_budget_s):
+            status = await post(sinks, httpx.Request("POST", parsed(url), content=body, headers=headers,
+                                                     extensions=sink))
     except TimeoutError:
         return f"no answer within the delivery budget of {settings.outbox_delivery_budget_s:g} s"
     except httpx.HTTPError as exc:
@@ -117,10 +120,10 @@ def parsed(url: str) -> httpx.URL:
 
 
 async def post(transport: httpx.AsyncBaseTransport, request: httpx.Request) -> int:
-    """Send ``request`` on the lane's transport (no client: no cookie jar, auth or redirects to
-    work through) and read the answer to its end, so the connection is kept alive for the lane's
-    next delivery; a response cut off (the budget, an error) is closed, and with it the connection,
-    never left holding the lane's only connection. The answer's status code."""
+    """Send ``request`` on the sinks' transport (no client: no cookie jar, auth or redirects to
+    work through) and read the answer to its end, so its connection is kept alive for the next
+    delivery; a response cut off (the budget, an error) is closed, and with it the connection,
+    never left held. The answer's status code."""
     response = await transport.handle_async_request(request)
     try:
         await response.aread()

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
+import httpx
 import structlog
 
 from gateway.clock import Clock
@@ -35,7 +36,6 @@ from gateway.domain.outbox_policy import (
 )
 from gateway.escalations.store import raise_escalation
 from gateway.outbox.delivery import Publisher, deliver
-from gateway.outbox.lanes import Lanes
 from gateway.outbox.store import OPERATOR_ALERT
 from gateway.settings import Settings
 from gateway.store.db import Connection, Database, fetch_all
@@ -55,14 +55,14 @@ def retry_policy(settings: Settings) -> RetryPolicy:
     return RetryPolicy(settings.outbox_backoff_initial_s, settings.outbox_backoff_max_s, settings.outbox_max_failures)
 
 
-async def dispatch_batch(db: Database, clock: Clock, settings: Settings, lanes: Lanes,
+async def dispatch_batch(db: Database, clock: Clock, settings: Settings, sinks: httpx.AsyncBaseTransport,
                          *, limit: int = BATCH_SIZE, publishers: Mapping[str, Publisher] | None = None) -> int:
     """Claim, deliver and settle one batch of eligible rows; how many rows it claimed."""
     async with db.transaction() as conn:
         timeout_ms = int((settings.outbox_delivery_budget_s + IDLE_GRACE_S) * 1000)
         await conn.execute(_SQL["bound_idle_transaction"], {"timeout_ms": str(timeout_ms)})
         rows = await fetch_all(conn, _SQL["claim_due"], {"now": clock.now(), "limit": limit})
-        outcomes = await asyncio.gather(*(deliver(row, settings, clock, lanes, publishers) for row in rows),
+        outcomes = await asyncio.gather(*(deliver(row, settings, clock, sinks, publishers) for row in rows),
                                         return_exceptions=True)
         delivered = []
         for row, outcome in zip(rows, outcomes, strict=True):
@@ -76,7 +76,7 @@ async def dispatch_batch(db: Database, clock: Clock, settings: Settings, lanes: 
     return len(rows)
 
 
-async def dispatch_due(db: Database, clock: Clock, settings: Settings, lanes: Lanes,
+async def dispatch_due(db: Database, clock: Clock, settings: Settings, sinks: httpx.AsyncBaseTransport,
                        *, max_batches: int = 20, publishers: Mapping[str, Publisher] | None = None) -> int:
     """Dispatch batches until nothing is eligible (or ``max_batches``); how many rows it claimed.
     Settling a row can make its successor eligible, so the next batch delivers that one without
@@ -84,7 +84,7 @@ async def dispatch_due(db: Database, clock: Clock, settings: Settings, lanes: La
     leaves the rest to the next wake-up, so one message never runs unbounded."""
     total = 0
     for _ in range(max_batches):
-        claimed = await dispatch_batch(db, clock, settings, lanes, publishers=publishers)
+        claimed = await dispatch_batch(db, clock, settings, sinks, publishers=publishers)
         total += claimed
         if claimed == 0:
             break

@@ -11,7 +11,8 @@ answer (either budget, or any of gateway.providers.answers) is :class:`Unanswere
 returns as :class:`NoResponse` and the outcome vocabulary reads as Unknown
 (gateway.domain.outcomes). The API key is read at the call, and for a pipeline kind only after a
 confirmed claim (seed 000, "Worker Identity Is Presenter Identity"). Calls go through the
-process's shared HTTP client (``Services.http``, the jobs runtime's ``http``). Lookup records
+process's shared HTTP client (``Services.http``, the jobs runtime's ``http``), from the account's
+own keep-alive pool (``gateway.outbound.pool``: two accounts on one host share no connection). Lookup records
 replace a destination token with its digest before anything else sees them (the adapters'
 lookups call :meth:`ProviderCalls.digest`).
 """
@@ -31,6 +32,7 @@ from gateway.domain.outcomes import NoResponse, Observation, ProviderResponse
 from gateway.domain.provider_listing import Page
 from gateway.domain.provider_listing import Unreadable as ListingUnreadable
 from gateway.instruments import provider_call
+from gateway.outbound import pool
 from gateway.providers.answers import CALLER, CEILING, Unanswered, answer
 from gateway.providers.base import destination_digest
 from gateway.providers.registry import provider_for
@@ -66,6 +68,7 @@ class ProviderCalls:
         self.pepper = pepper
         self.kind = kind  # the attempt kind these calls serve: the ``kind`` label of their metric
         self.ceiling_s = account.call_budget_s if ceiling_s is None else ceiling_s
+        self.pool = pool("provider", account.id)  # the account's own connections (gateway.outbound)
 
     def credential(self) -> str:
         key = self.account.api_key.get_secret_value()
@@ -104,7 +107,8 @@ class ProviderCalls:
                      budget_s: float | None = None) -> Observation:
         """Send ``body`` once under ``idempotency_key``: the answer, or :class:`NoResponse`."""
         headers = self.provider.headers(self.account, key) | {"Idempotency-Key": idempotency_key}
-        response = await self.answered("create", self.http.post(self.url(path), content=body, headers=headers),
+        response = await self.answered("create", self.http.post(self.url(path), content=body, headers=headers,
+                                                                 extensions=self.pool),
                                        budget_s)
         if isinstance(response, Unanswered):
             return NoResponse(response.kind, response.reason)
@@ -120,7 +124,8 @@ class ProviderCalls:
             headers = self.provider.headers(self.account, self.credential())
         except CredentialUnavailable:
             return Unanswered("transport", "CredentialUnavailable")
-        return await self.answered(operation, self.http.get(self.url(path), params=params, headers=headers), budget_s)
+        return await self.answered(operation, self.http.get(self.url(path), params=params, headers=headers,
+                                                            extensions=self.pool), budget_s)
 
     async def list_page(self, kind: str, start: datetime, end: datetime,
                         cursor: str | None) -> Page | ListingUnreadable:

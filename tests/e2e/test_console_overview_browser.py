@@ -21,10 +21,10 @@ from gateway.services import Services
 from tests.e2e.browser import CHROMIUM, Page, browser_page
 from tests.e2e.test_console_browser import VIEW, _picture, gateway_url
 from tests.integration.checkout.conftest import Shop, shop
-from tests.integration.outbox_support import World, receiver, settings, sink_lanes, world
+from tests.integration.outbox_support import World, receiver, settings, sinks, world
 from tests.integration.overview_support import success_decline_unknown_dead_letter
 
-__all__ = ["gateway_url", "receiver", "settings", "shop", "sink_lanes", "world"]
+__all__ = ["gateway_url", "receiver", "settings", "shop", "sinks", "world"]
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed "
                                                   "(apt-get install chromium to run the console in a browser)")]
 NARROW = 390  # a phone's CSS width

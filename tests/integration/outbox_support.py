@@ -23,7 +23,6 @@ from starlette.routing import Route
 from gateway.clock import ManualClock
 from gateway.escalations.store import raise_escalation
 from gateway.outbox.dispatcher import dispatch_due
-from gateway.outbox.lanes import Lanes
 from gateway.outbox.store import attempt_ordering_key, enqueue
 from gateway.settings import Settings
 from gateway.store.db import Database
@@ -93,11 +92,10 @@ def receiver() -> Receiver:
 
 
 @pytest.fixture
-async def sink_lanes(receiver: Receiver) -> AsyncIterator[Lanes]:
-    """The dispatcher's delivery lanes, each routed to the receiver app over a real ASGI transport."""
-    app = receiver.app()
-    async with Lanes(lambda: httpx.ASGITransport(app=app)) as lanes:
-        yield lanes
+async def sinks(receiver: Receiver) -> AsyncIterator[httpx.AsyncBaseTransport]:
+    """The dispatcher's transport to the sinks, routed to the receiver app over a real ASGI transport."""
+    async with httpx.ASGITransport(app=receiver.app()) as transport:
+        yield transport
 
 
 @dataclass
@@ -157,13 +155,13 @@ class Seeder:
 
 @dataclass
 class World(Seeder):
-    """A seeder plus the dispatcher's delivery lanes and the receiver behind them."""
+    """A seeder plus the dispatcher's transport to the sinks and the receiver behind them."""
 
-    lanes: Lanes
+    sinks: httpx.AsyncBaseTransport
     receiver: Receiver
 
     async def dispatch(self) -> int:
-        return await dispatch_due(self.db, self.clock, self.settings, self.lanes)
+        return await dispatch_due(self.db, self.clock, self.settings, self.sinks)
 
     async def fail_until_dead(self, dedup_key: str) -> None:
         """Let the sink refuse ``dedup_key`` through every retry until the row is dead-lettered,
@@ -180,5 +178,5 @@ class World(Seeder):
 
 
 @pytest.fixture
-def world(db: Database, clock: ManualClock, settings: Settings, sink_lanes: Lanes, receiver: Receiver) -> World:
-    return World(db, clock, settings, sink_lanes, receiver)
+def world(db: Database, clock: ManualClock, settings: Settings, sinks: httpx.AsyncBaseTransport, receiver: Receiver) -> World:
+    return World(db, clock, settings, sinks, receiver)

@@ -25,7 +25,6 @@ from pydantic import SecretStr
 
 from gateway.escalations.store import raise_escalation
 from gateway.outbox.dispatcher import dispatch_due
-from gateway.outbox.lanes import Lanes
 from gateway.redelivery.republish import republish_due
 from gateway.settings import Settings
 from tests.integration.broker_support import flushall, queued, start_worker, until_held
@@ -72,8 +71,8 @@ async def _relay(world: World) -> None:
     """The outbox relay, as ``dispatch_outbox`` runs it, in this process."""
     from jobs.outbox import PUBLISHERS
 
-    async with Lanes(httpx.AsyncHTTPTransport) as lanes:  # respx mocks httpx's own transport
-        await dispatch_due(world.services.db, world.clock, world.settings, lanes, publishers=PUBLISHERS)
+    async with httpx.AsyncHTTPTransport() as sinks:  # respx mocks httpx's own transport
+        await dispatch_due(world.services.db, world.clock, world.settings, sinks, publishers=PUBLISHERS)
 
 
 async def test_flushall_mid_flow_delays_every_path_by_one_sweep_and_loses_nothing(

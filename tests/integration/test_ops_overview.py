@@ -24,10 +24,10 @@ from tests.integration.checkout.conftest import Shop, shop
 from tests.integration.conftest import cardco_only as provider  # noqa: F401  (CardCo alone: see above)
 from tests.integration.metrics_support import scrape
 from tests.integration.notifications.conftest import operator
-from tests.integration.outbox_support import World, receiver, settings, sink_lanes, world
+from tests.integration.outbox_support import World, receiver, settings, sinks, world
 from tests.integration.overview_support import success_decline_unknown_dead_letter
 
-__all__ = ["operator", "receiver", "settings", "shop", "sink_lanes", "world"]
+__all__ = ["operator", "receiver", "settings", "shop", "sinks", "world"]
 
 
 async def _overview(shop: Shop, operator: dict[str, str]) -> dict[str, Any]:

@@ -15,8 +15,11 @@ from typing import Any
 import httpx
 import pytest
 
+from gateway.clock import SystemClock
 from gateway.outbound import AiohttpTransport, outbound_client
 from gateway.providers.answers import Unanswered, answer
+from gateway.providers.calls import ProviderCalls
+from gateway.settings import ProviderAccount
 from paygate_local.servers import free_port
 from tests.integration.loopback import request_body, served
 
@@ -109,3 +112,25 @@ async def test_a_call_cancelled_by_its_budget_leaves_the_client_usable(provider:
             async with asyncio.timeout(0):
                 await http.post(f"{url}/echo", content=b"x")
         assert (await http.post(f"{url}/echo", content=b"y")).json()["body"] == "y"
+
+
+async def test_two_accounts_on_one_origin_keep_a_pool_each(provider: tuple[Provider, str]) -> None:
+    """One keep-alive pool per provider account: two accounts whose base_url is the same host
+    (two Stripe accounts on api.stripe.com) make their calls, one after another, alternately; the
+    provider sees two connections, each account's calls all on its own, kept alive between calls
+    and never lent to the other account."""
+    app, url = provider
+    accounts = [ProviderAccount(id=f"cardco:acct_{name}:test", base_url=url, api_key="key", webhook_endpoint_id="we")
+                for name in ("one", "two")]
+    ports: dict[str, list[int]] = {account.id: [] for account in accounts}
+    transport = AiohttpTransport()
+    async with outbound_client(transport) as http:
+        calls = [ProviderCalls(account, SystemClock(), http, kind="checkout") for account in accounts]
+        for _ in range(3):
+            for account_calls in calls:
+                response = await account_calls.read("lookup", "/echo")
+                assert isinstance(response, httpx.Response) and response.status_code == 201
+                ports[account_calls.account.id].append(app.ports[-1])
+        assert transport.pools == ("provider:cardco:acct_one:test", "provider:cardco:acct_two:test")
+    one, two = (set(seen) for seen in ports.values())
+    assert len(one) == 1 and len(two) == 1 and one != two

@@ -10,9 +10,9 @@ from datetime import timedelta
 from pydantic import SecretStr
 
 from gateway.outbox.dispatcher import dispatch_batch
-from tests.integration.outbox_support import ALERT_PATH, World, receiver, settings, sink_lanes, world
+from tests.integration.outbox_support import ALERT_PATH, World, receiver, settings, sinks, world
 
-__all__ = ["receiver", "settings", "sink_lanes", "world"]
+__all__ = ["receiver", "settings", "sinks", "world"]
 
 
 async def test_an_undeliverable_row_is_dead_lettered_and_escalated_without_delaying_others(world: World) -> None:
@@ -142,7 +142,7 @@ async def test_a_crash_after_the_escalation_commits_still_alerts_a_person_from_t
     key = f"escalation:{escalation_id}:initial"
     _release, arrived = world.receiver.hold(key)
 
-    crashed = asyncio.create_task(dispatch_batch(world.db, world.clock, world.settings, world.lanes))
+    crashed = asyncio.create_task(dispatch_batch(world.db, world.clock, world.settings, world.sinks))
     await asyncio.wait_for(arrived.wait(), 10)
     crashed.cancel()
     await asyncio.gather(crashed, return_exceptions=True)

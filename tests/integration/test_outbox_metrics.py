@@ -8,9 +8,9 @@ import httpx
 
 from gateway.services import Services
 from tests.integration.metrics_support import scrape
-from tests.integration.outbox_support import World, receiver, settings, sink_lanes, world
+from tests.integration.outbox_support import World, receiver, settings, sinks, world
 
-__all__ = ["receiver", "settings", "sink_lanes", "world"]
+__all__ = ["receiver", "settings", "sinks", "world"]
 
 
 async def test_a_dead_letter_shows_until_an_operator_retries_it_and_blocks_its_successor_meanwhile(

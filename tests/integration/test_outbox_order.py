@@ -10,10 +10,9 @@ import httpx
 import pytest
 
 from gateway.outbox.dispatcher import dispatch_batch, dispatch_due
-from gateway.outbox.lanes import Lanes
-from tests.integration.outbox_support import Receiver, World, receiver, settings, sink_lanes, world
+from tests.integration.outbox_support import Receiver, World, receiver, settings, sinks, world
 
-__all__ = ["receiver", "settings", "sink_lanes", "world"]
+__all__ = ["receiver", "settings", "sinks", "world"]
 
 
 async def test_a_refund_queued_after_a_confirmation_is_not_delivered_before_it(world: World) -> None:
@@ -23,7 +22,7 @@ async def test_a_refund_queued_after_a_confirmation_is_not_delivered_before_it(w
     confirmation = await world.effect(attempt, "order-confirmation")
     refund = await world.effect(attempt, "refund")
 
-    assert await dispatch_batch(world.db, world.clock, world.settings, world.lanes) == 1
+    assert await dispatch_batch(world.db, world.clock, world.settings, world.sinks) == 1
     assert world.receiver.keys() == [f"attempt:{attempt}:order-confirmation"]
 
     assert await world.dispatch() == 1
@@ -67,11 +66,11 @@ async def test_a_row_locked_by_another_dispatcher_blocks_its_successor(world: Wo
     await world.effect(attempt, "refund")
     release, arrived = world.receiver.hold(f"attempt:{attempt}:order-confirmation")
 
-    first = asyncio.create_task(dispatch_batch(world.db, world.clock, world.settings, world.lanes))
+    first = asyncio.create_task(dispatch_batch(world.db, world.clock, world.settings, world.sinks))
     await asyncio.wait_for(arrived.wait(), 10)
     await world.effect(other, "order-confirmation")
 
-    assert await dispatch_batch(world.db, world.clock, world.settings, world.lanes) == 1
+    assert await dispatch_batch(world.db, world.clock, world.settings, world.sinks) == 1
     assert world.receiver.keys() == [f"attempt:{other}:order-confirmation"]
 
     release.set()
@@ -106,7 +105,7 @@ async def test_two_dispatchers_racing_over_the_same_keys_deliver_each_key_in_ord
     """Deliver concurrently across ordering keys while keeping each key in order, with
     two dispatchers at once (seed 004, "Downstream Work": per-ordering-key order, at least once).
     Six attempts with four effects each, drained by two dispatchers racing, each with its own
-    connection and lanes, while one attempt's first effect fails its first delivery: each row
+    connection and transport, while one attempt's first effect fails its first delivery: each row
     arrives once, each attempt's in message_id order, and the failing attempt's later effects wait
     for it, though other keys' deliveries in the same concurrent batch go through."""
     attempts = [await world.attempt() for _ in range(6)]
@@ -119,16 +118,16 @@ async def test_two_dispatchers_racing_over_the_same_keys_deliver_each_key_in_ord
     world.receiver.failing[stuck] = 503
     app = world.receiver.app()
 
-    async with Lanes(lambda: httpx.ASGITransport(app=app)) as other_lanes:
-        other = dispatch_due(world.db, world.clock, world.settings, other_lanes)
+    async with httpx.ASGITransport(app=app) as other_sinks:
+        other = dispatch_due(world.db, world.clock, world.settings, other_sinks)
         claimed = await asyncio.gather(world.dispatch(), other)
     assert sum(claimed) == 6 * 4 - 3  # the failed row once; its three successors not at all
     assert [key for key in world.receiver.keys() if key.startswith(f"attempt:{attempts[2]}:")] == []
 
     del world.receiver.failing[stuck]
     world.clock.advance(world.settings.outbox_backoff_initial_s)
-    async with Lanes(lambda: httpx.ASGITransport(app=app)) as other_lanes:
-        await asyncio.gather(world.dispatch(), dispatch_due(world.db, world.clock, world.settings, other_lanes))
+    async with httpx.ASGITransport(app=app) as other_sinks:
+        await asyncio.gather(world.dispatch(), dispatch_due(world.db, world.clock, world.settings, other_sinks))
 
     received = world.receiver.keys()
     assert sorted(received) == sorted(key for keys in order.values() for key in keys)

@@ -25,9 +25,9 @@ from gateway.app import routes
 from gateway.http.openapi import build
 from gateway.services import Services
 from gateway.store.registry import register_provider_accounts
-from tests.integration.outbox_support import World, receiver, settings, sink_lanes, world
+from tests.integration.outbox_support import World, receiver, settings, sinks, world
 
-__all__ = ["receiver", "settings", "sink_lanes", "world"]
+__all__ = ["receiver", "settings", "sinks", "world"]
 
 UUID_IDS = ("attempt_id", "grant_id")
 NEXT = re.compile(r'^<(?P<url>/[^>]*)>; rel="next"$')

@@ -10,9 +10,9 @@ from datetime import timedelta
 from gateway.escalations import operator
 from gateway.escalations.reminders import claim_reminder, send_due_reminders
 from gateway.escalations.store import resolve_for_attempt
-from tests.integration.outbox_support import World, receiver, settings, sink_lanes, world
+from tests.integration.outbox_support import World, receiver, settings, sinks, world
 
-__all__ = ["receiver", "settings", "sink_lanes", "world"]
+__all__ = ["receiver", "settings", "sinks", "world"]
 
 
 async def remind(world: World) -> int:
