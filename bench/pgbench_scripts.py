@@ -191,7 +191,7 @@ def checkout() -> list[Step]:
 def notification() -> list[Step]:
     """A matched ``payment.succeeded`` for a Started attempt ``PGB-<n>`` whose provider payment id
     is ``pay_pgb_<n>`` (gateway/notifications/handler.py: identify, record and lock in one
-    statement, then the evidence under the savepoint). Variables: ``-D account=... rows=<attempts>
+    statement, then the evidence under that lock, without a savepoint). Variables: ``-D account=... rows=<attempts>
     clients=N turn=0``."""
     payment_id = "'pay_pgb_' || (:n)::text"
     event = "'evt_pgb_' || txid_current()"
@@ -206,10 +206,8 @@ def notification() -> list[Step]:
             "conflict_key": "concat_ws(chr(58), 'notification', (:account)::text, " + event + ", 'identity-conflict')",
             "unmatched_key": "concat_ws(chr(58), 'notification', (:account)::text, " + event + ", 'unmatched')",
             "evidence_payment_id": payment_id, "now": NOW}, gset=True),
-        Control('SAVEPOINT "apply_evidence"'),
         write_evidence(state="Started", payment_id=payment_id, actor="notification-handler", kind=None, detail=None,
                        transition="'{\"from\": \"Started\", \"to\": \"Succeeded\", \"reason\": null}'"),
-        Control('RELEASE SAVEPOINT "apply_evidence"'),
         Control("COMMIT"),
     ]
     return steps

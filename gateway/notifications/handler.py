@@ -18,6 +18,7 @@ returns, i.e. after the commit.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from gateway.domain.webhook_verdicts import Rejected, Verified
 from gateway.escalations.store import raise_escalation
 from gateway.notifications import repository
 from gateway.notifications.committed_keys import CommittedKeys, KeysInFlight
-from gateway.payments.attempts import Attempts, retry_transaction
+from gateway.payments.attempts import Attempts, VersionConflict, retry_transaction
 from gateway.payouts import notifications as payout_notifications
 from gateway.providers import Provider, provider_for
 from gateway.refunds import notifications as refund_notifications
@@ -149,8 +150,7 @@ class NotificationHandler:
         with self._in_flight.recording(account.id, key):
             unit = (_Context(account, key, verified.webhook_id, connected_unconfigured), parsed)
             if self._group is None:
-                async with self._db.transaction() as conn:
-                    handled = await self._in_transaction(conn, unit)
+                handled: Handled = await retry_transaction(lambda: self._alone(unit))
             else:
                 handled = await self._group.run(unit)  # once the transaction that did it has committed
             self._committed.committed(account.id, key)  # after COMMIT only: recorded here or by another
@@ -158,6 +158,12 @@ class NotificationHandler:
                  notification_event_id=handled.notification_event_id, notification_key=key,
                  attempt_id=str(handled.attempt_id) if handled.attempt_id else None, webhook_id=verified.webhook_id)
         return handled
+
+    async def _alone(self, unit: tuple[_Context, Notification | Unreadable]) -> Handled:
+        """One delivery in its own transaction; a deadlock (or a write that missed under its lock)
+        rolls the whole of it back, the record included, and :meth:`handle` does it again."""
+        async with self._db.transaction() as conn:
+            return await self._in_transaction(conn, unit)
 
     async def _in_transaction(self, conn: Connection, unit: tuple[_Context, Notification | Unreadable]) -> Handled:
         context, parsed = unit
@@ -319,20 +325,24 @@ class NotificationHandler:
         writer that changed the attempt makes it reapply against the new version, a bounded number
         of times, inside a savepoint: the notification record is never rolled back for it.
         ``locked``: the attempt as the recording statement locked it (docs/decisions/0049), used by
-        the first application; a reapplication locks and reads it again."""
+        the first application, which needs no savepoint: under that lock the version it read cannot
+        move, so its conditional write cannot miss (if it did, it wrote nothing and the savepointed
+        reapplication follows), and an error there fails the whole transaction, whose caller does it
+        again or answers 503 (:meth:`handle`). A reapplication locks and reads the attempt again."""
         if parsed.payment is None:
             raise ValueError("only payment notifications apply to payment attempts")
         evidence = dataclasses.replace(
             object_evidence(account_id, parsed.payment, notification_event_id=event_id,
                             provider_event_id=parsed.event_id),
             evidence_key=key)
+        if locked is not None:
+            with contextlib.suppress(VersionConflict):
+                return await self._attempts.apply_evidence(attempt_id, evidence, actor=actor, kind=None, conn=conn,
+                                                           locked=locked)
 
         async def once() -> dict[str, Any]:
-            nonlocal locked
-            taken, locked = locked, None
             async with savepoint(conn, "apply_evidence"):
-                return await self._attempts.apply_evidence(attempt_id, evidence, actor=actor, kind=None, conn=conn,
-                                                           locked=taken)
+                return await self._attempts.apply_evidence(attempt_id, evidence, actor=actor, kind=None, conn=conn)
 
         applied: dict[str, Any] = await retry_transaction(once)
         return applied

@@ -82,3 +82,39 @@ async def test_a_matched_notification_waits_for_the_order_lock_in_the_statement_
         await holder.commit()
     assert (await delivery).status_code == 204
     assert (await webhooks.reload(attempt))["state"] == "Succeeded"
+
+
+async def test_a_deadlock_in_the_first_application_does_the_whole_delivery_again(
+        webhooks: Webhooks, services: Services) -> None:
+    """The first application runs under the locks its recording statement took, without a
+    savepoint: a deadlock there (another transaction holding the effect record, the last lock,
+    and then asking for the attempt: out of the one lock order) rolls back the whole transaction,
+    the notification's record with it, and the handler does the delivery again in a new one. Seed
+    004: a notification is acknowledged only once recorded and handled; it is recorded once."""
+    attempt = await webhooks.attempt()
+    async with await psycopg.AsyncConnection.connect(services.settings.database_url) as holder:
+        # The delivery waits first, so its deadlock check (after deadlock_timeout) finds the cycle;
+        # the holder's own check is left far behind.
+        await holder.execute("SET deadlock_timeout = '60s'")
+        await holder.execute("SELECT 1 FROM effect_records WHERE attempt_id = %s FOR NO KEY UPDATE",
+                             (attempt["attempt_id"],))
+        delivery = asyncio.create_task(webhooks.deliver(payment_event(attempt)))
+        waiting = None
+        for _ in range(1000):  # poll (not a deadline) until the delivery waits on the record's lock
+            waiting = await services.db.fetch_one(
+                "SELECT query FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()")
+            if waiting is not None:
+                break
+            await asyncio.sleep(0.01)
+        assert waiting is not None and "effect_ledger" in waiting["query"]
+        # Out of order: the holder now asks for the attempt the delivery holds; the delivery's
+        # transaction is the one PostgreSQL breaks, which frees the attempt for the holder.
+        await holder.execute("SELECT 1 FROM payment_attempts WHERE attempt_id = %s FOR NO KEY UPDATE",
+                             (attempt["attempt_id"],))
+        assert (await webhooks.reload(attempt))["state"] == "Started"
+        await holder.commit()
+    response = await delivery
+    assert response.status_code == 204, response.text
+    assert (await webhooks.reload(attempt))["state"] == "Succeeded"
+    recorded = [row for row in await webhooks.notifications() if row["attempt_id"] == attempt["attempt_id"]]
+    assert len(recorded) == 1
