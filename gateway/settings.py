@@ -225,6 +225,9 @@ class Settings(_Model):
     # savepoint. A delivery that finds a lane free never waits.
     ingest_batch_max: int = Field(default=1, ge=1, le=256)
     ingest_batch_lanes: int = Field(default=2, ge=1, le=64)
+    # How a batch goes: "pipelined", every matched payment notification's statements sent before
+    # any result is read, and any failure redoes each alone; or "savepoints", one after another.
+    ingest_batch_mode: Literal["pipelined", "savepoints"] = "pipelined"
     # Worker processes of one web process (docs/decisions/0049): each has its own pool of
     # db_pool_size connections. Up to the cores the gateway gets; 1 serves in the process itself.
     web_workers: int = Field(default=1, gt=0, le=64)

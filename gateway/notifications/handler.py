@@ -28,9 +28,10 @@ from uuid import UUID
 import structlog
 
 from gateway.clock import Clock
+from gateway.domain.attempts import Evidence
 from gateway.domain.errors import WebhookEndpointNotFound
 from gateway.domain.notification_keys import escalation_key, notification_key
-from gateway.domain.provider_evidence import Notification, Unreadable, object_evidence
+from gateway.domain.provider_evidence import Notification, Unreadable, object_evidence, refund_evidence
 from gateway.domain.webhook_verdicts import Rejected, Verified
 from gateway.escalations.store import raise_escalation
 from gateway.notifications import repository
@@ -67,6 +68,7 @@ class _Context:
     connected_unconfigured: bool = False  # about a connected account no configured account takes
 
 
+Unit = tuple[_Context, Notification | Unreadable]  # one verified delivery, parsed
 Apply = Callable[[Connection, int], Awaitable[None]]  # (transaction, notification_event_id)
 
 
@@ -84,6 +86,7 @@ class _Found:
     conflict_attempt: UUID | None = None  # the payment attempt a conflict's escalation is attached to
     recorded: repository.Recorded | repository.Duplicate | None = None
     field: str = "payout_attempt_id"
+    locked: dict[str, Any] | None = None  # the payment attempt as the recording statement locked it
 
 
 class NotificationHandler:
@@ -97,9 +100,11 @@ class NotificationHandler:
         # With ingest_batch_max > 1, deliveries that arrive while others are being committed share
         # a transaction (docs/decisions/0073: off by default, it measured slower on this design);
         # each is acknowledged only after the one that did it commits.
-        self._group: GroupCommit[tuple[_Context, Notification | Unreadable], Handled] | None = GroupCommit(
+        self._group: GroupCommit[Unit, Handled] | None = GroupCommit(
             db, self._in_transaction, max_batch=settings.ingest_batch_max, lanes=settings.ingest_batch_lanes,
-            lock_wait_ms=INGEST_BATCH_LOCK_WAIT_MS) if settings.ingest_batch_max > 1 else None
+            lock_wait_ms=INGEST_BATCH_LOCK_WAIT_MS,
+            batch=self._pipelined if settings.ingest_batch_mode == "pipelined" else None,
+        ) if settings.ingest_batch_max > 1 else None
         # Per endpoint, per provider: the verification material of each account (decoded once).
         self._endpoints: dict[str, dict[str, tuple[Provider, list[Any]]]] = {}
         for account in settings.provider_accounts:
@@ -159,13 +164,55 @@ class NotificationHandler:
                  attempt_id=str(handled.attempt_id) if handled.attempt_id else None, webhook_id=verified.webhook_id)
         return handled
 
-    async def _alone(self, unit: tuple[_Context, Notification | Unreadable]) -> Handled:
+    async def _alone(self, unit: Unit) -> Handled:
         """One delivery in its own transaction; a deadlock (or a write that missed under its lock)
         rolls the whole of it back, the record included, and :meth:`handle` does it again."""
         async with self._db.transaction() as conn:
             return await self._in_transaction(conn, unit)
 
-    async def _in_transaction(self, conn: Connection, unit: tuple[_Context, Notification | Unreadable]) -> Handled:
+    async def _pipelined(self, conn: Connection, units: list[Unit]) -> list[Handled | None]:
+        """A batch of deliveries in ``conn``'s transaction, in phases (docs/decisions/0073): every
+        batched one's ``identify_and_record`` sent, then read; the evidence decisions made in
+        Python on the attempts those statements locked and all their writes sent, then read and
+        finished; one COMMIT after. Three round trips for the batch. Batched are only readable
+        payment notifications with a key, about the account that verified them, in its API
+        version, naming no refund, whose client reference and payment id no other in the batch
+        names (two of one attempt would decide on the same locked version); the others (None) are
+        done alone after the commit. Any error fails the batch and each is done again alone
+        (GroupCommit), where a recording this one committed is found by its key."""
+        batched: list[int] = []
+        names: set[tuple[str, str]] = set()
+        for index, (context, parsed) in enumerate(units):
+            named = _batchable(context, parsed)
+            if named is not None and not named & names:
+                names |= named
+                batched.append(index)
+        sent = []
+        for index in batched:
+            context, parsed = units[index]
+            if not isinstance(parsed, Notification):
+                raise TypeError("only readable notifications are batched")
+            keys, detail = _keys_and_detail(context, parsed)
+            identify = await repository.send_identify(conn, self._identify(context, parsed, keys, detail))
+            sent.append((index, context, parsed, keys, detail, identify))
+        results: list[Handled | None] = [None] * len(units)
+        writes = []
+        for index, context, parsed, keys, detail, identify in sent:
+            found = self._payment_found(context, parsed, await repository.read_identified(identify, context.key))
+            recorded = found.recorded
+            if found.locked is None or not isinstance(recorded, repository.Recorded) or found.attempt_id is None:
+                results[index] = await self._placed(conn, context, parsed, keys, detail, found)
+                continue
+            evidence = _evidence(context.account.id, parsed, recorded.event_id, context.key)
+            written = await self._attempts.send_evidence(conn, found.attempt_id, evidence, actor=ACTOR,
+                                                         locked=found.locked)
+            writes.append((index, written, Handled("applied", recorded.event_id, found.attempt_id)))
+        for index, written, handled in writes:
+            await written()
+            results[index] = handled
+        return results
+
+    async def _in_transaction(self, conn: Connection, unit: Unit) -> Handled:
         context, parsed = unit
         if isinstance(parsed, Unreadable):
             return await self._unreadable(conn, context, parsed)
@@ -226,18 +273,21 @@ class NotificationHandler:
         return Handled("held", recorded.event_id)
 
     async def _readable(self, conn: Connection, context: _Context, parsed: Notification) -> Handled:
-        account_id = context.account.id
-        reference, object_id = parsed.client_reference, parsed.provider_object_id
-        keys = {problem: escalation_key(account_id, problem, notification_key=context.key,
-                                        provider_object_id=object_id, client_reference=reference)
-                for problem in ("identity-conflict", "unmatched")}
-        detail = {**parsed.detail(), "webhook_id": context.webhook_id}
+        keys, detail = _keys_and_detail(context, parsed)
         found = _Found()
         for matcher in _MATCHERS[parsed.kind]:  # the first matcher that places it wins
             placed = await matcher(self, conn, context, parsed, keys, detail)
             if placed is not None:
                 found = placed
                 break
+        return await self._placed(conn, context, parsed, keys, detail, found)
+
+    async def _placed(self, conn: Connection, context: _Context, parsed: Notification, keys: dict[str, str],
+                      detail: dict[str, Any], found: _Found) -> Handled:
+        """Where the matchers placed it: recorded (if the matcher did not), then applied to its
+        attempt, or escalated as an identity conflict or unmatched."""
+        account_id = context.account.id
+        reference, object_id = parsed.client_reference, parsed.provider_object_id
         esc_key = keys["identity-conflict" if found.conflict else "unmatched"]
         recorded = found.recorded
         if recorded is None:  # a refund's or a payout's notification, matched by its own aggregate
@@ -269,12 +319,20 @@ class NotificationHandler:
         """Both identifiers resolved independently and the notification recorded with what they
         found, in one statement; if they name different attempts the notification is
         contradictory evidence, applied to neither."""
-        identified = await repository.identify_and_record(
-            conn, provider_account=context.account.id, client_reference=parsed.client_reference,
-            provider_payment_id=parsed.provider_object_id, notification_key=context.key,
-            detail={**detail, "payout_attempt_id": None}, conflict_key=keys["identity-conflict"],
-            unmatched_key=keys["unmatched"],
-            evidence_payment_id=parsed.payment.id if parsed.payment else None, now=self._clock.now())
+        identified = await repository.read_identified(
+            await repository.send_identify(conn, self._identify(context, parsed, keys, detail)), context.key)
+        return self._payment_found(context, parsed, identified)
+
+    def _identify(self, context: _Context, parsed: Notification, keys: dict[str, str],
+                  detail: dict[str, Any]) -> dict[str, Any]:
+        """``identify_and_record``'s parameters (gateway/notifications/repository.py)."""
+        return {"provider_account": context.account.id, "client_reference": parsed.client_reference,
+                "provider_payment_id": parsed.provider_object_id, "notification_key": context.key,
+                "detail": {**detail, "payout_attempt_id": None}, "conflict_key": keys["identity-conflict"],
+                "unmatched_key": keys["unmatched"],
+                "evidence_payment_id": parsed.payment.id if parsed.payment else None, "now": self._clock.now()}
+
+    def _payment_found(self, context: _Context, parsed: Notification, identified: repository.Identified) -> _Found:
         by_reference, by_payment_id = identified.by_reference, identified.by_payment_id
         if by_reference is not None and by_payment_id is not None and by_reference != by_payment_id:
             return _Found(conflict=(str(by_reference), str(by_payment_id)), conflict_attempt=by_reference,
@@ -286,7 +344,7 @@ class NotificationHandler:
         async def apply(conn: Connection, event_id: int) -> None:
             await self.apply(conn, context.account.id, attempt_id, parsed, event_id, context.key, actor=ACTOR,
                              locked=identified.locked)
-        return _Found(attempt_id=attempt_id, apply=apply, recorded=identified.recorded)
+        return _Found(attempt_id=attempt_id, apply=apply, recorded=identified.recorded, locked=identified.locked)
 
     async def _refund(self, conn: Connection, context: _Context, parsed: Notification, keys: dict[str, str],
                       detail: dict[str, Any]) -> _Found | None:
@@ -329,12 +387,7 @@ class NotificationHandler:
         move, so its conditional write cannot miss (if it did, it wrote nothing and the savepointed
         reapplication follows), and an error there fails the whole transaction, whose caller does it
         again or answers 503 (:meth:`handle`). A reapplication locks and reads the attempt again."""
-        if parsed.payment is None:
-            raise ValueError("only payment notifications apply to payment attempts")
-        evidence = dataclasses.replace(
-            object_evidence(account_id, parsed.payment, notification_event_id=event_id,
-                            provider_event_id=parsed.event_id),
-            evidence_key=key)
+        evidence = _evidence(account_id, parsed, event_id, key)
         if locked is not None:
             with contextlib.suppress(VersionConflict):
                 return await self._attempts.apply_evidence(attempt_id, evidence, actor=actor, kind=None, conn=conn,
@@ -357,6 +410,34 @@ class NotificationHandler:
         await raise_escalation(conn, escalation_key=key, reason=reason, now=self._clock.now(),
                                reminder_interval_s=self._settings.reminder_interval_s,
                                attempt_id=attempt_id, details=details)
+
+
+def _batchable(context: _Context, parsed: Notification | Unreadable) -> set[tuple[str, str]] | None:
+    """What names a delivery's attempt (its account's client reference and payment id), when it may
+    go in a pipelined batch (NotificationHandler._pipelined); else None."""
+    if not isinstance(parsed, Notification) or context.key is None or context.connected_unconfigured \
+            or parsed.kind != "payment" or parsed.payment is None or refund_evidence(parsed) is not None \
+            or (parsed.api_version is not None and parsed.api_version != context.account.api_version):
+        return None
+    account = context.account.id
+    return {(account, f"reference:{parsed.client_reference}"), (account, f"payment:{parsed.provider_object_id}")}
+
+
+def _keys_and_detail(context: _Context, parsed: Notification) -> tuple[dict[str, str], dict[str, Any]]:
+    """A readable notification's two possible escalation keys and the detail it is recorded with."""
+    keys = {problem: escalation_key(context.account.id, problem, notification_key=context.key,
+                                    provider_object_id=parsed.provider_object_id,
+                                    client_reference=parsed.client_reference)
+            for problem in ("identity-conflict", "unmatched")}
+    return keys, {**parsed.detail(), "webhook_id": context.webhook_id}
+
+
+def _evidence(account_id: str, parsed: Notification, event_id: int, key: str | None) -> Evidence:
+    """A payment notification's evidence, naming the notification it came from."""
+    if parsed.payment is None:
+        raise ValueError("only payment notifications apply to payment attempts")
+    return dataclasses.replace(object_evidence(account_id, parsed.payment, notification_event_id=event_id,
+                                               provider_event_id=parsed.event_id), evidence_key=key)
 
 
 Matcher = Callable[[NotificationHandler, Connection, _Context, Notification, dict[str, str], dict[str, Any]],

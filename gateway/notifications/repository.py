@@ -14,7 +14,7 @@ from psycopg.types.json import Jsonb
 
 from gateway.domain.paging import Keyset, PageRequest
 from gateway.payments.evidence_lock import lock_for_evidence
-from gateway.store.db import Connection, Database, fetch_all, fetch_one
+from gateway.store.db import Connection, Cursor, Database, fetch_all, fetch_one
 from gateway.store.keyset import directed, page_params
 from gateway.store.queries import load_queries
 
@@ -48,18 +48,19 @@ class Identified:
     locked: dict[str, Any] | None
 
 
-async def identify_and_record(conn: Connection, *, provider_account: str, client_reference: str | None,
-                              provider_payment_id: str | None, notification_key: str | None,
-                              detail: dict[str, Any], conflict_key: str, unmatched_key: str,
-                              evidence_payment_id: str | None, now: datetime) -> Identified:
-    """Both lookups, :func:`record` and, for a notification recorded for one attempt, that
-    attempt's evidence locks, in one round trip (queries.sql ``identify_and_record``): ``detail``
-    gains ``escalation_key`` as the handler would set it."""
-    row = await fetch_one(conn, IDENTIFY_AND_RECORD, {
-        "provider_account": provider_account, "client_reference": client_reference,
-        "provider_payment_id": provider_payment_id, "notification_key": notification_key, "detail": Jsonb(detail),
-        "conflict_key": conflict_key, "unmatched_key": unmatched_key, "evidence_payment_id": evidence_payment_id,
-        "now": now})
+async def send_identify(conn: Connection, params: dict[str, Any]) -> Cursor:
+    """A payment notification's first statement (queries.sql ``identify_and_record``): both
+    lookups, :func:`record` and, for a notification recorded for one attempt, that attempt's
+    evidence locks, in one round trip; ``detail`` gains ``escalation_key`` as the handler would set
+    it. ``params``: provider_account, client_reference, provider_payment_id, notification_key,
+    detail, conflict_key, unmatched_key, evidence_payment_id, now. Its result is not read here
+    (:func:`read_identified`): in a pipeline, several travel in one round trip."""
+    return await conn.execute(IDENTIFY_AND_RECORD, {**params, "detail": Jsonb(params["detail"])})
+
+
+async def read_identified(cursor: Cursor, notification_key: str | None) -> Identified:
+    """What :func:`send_identify`'s statement found, recorded and locked."""
+    row = await cursor.fetchone()
     if row is None:
         raise RuntimeError("identify_and_record returns one row")
     by_reference, by_payment_id, event_id = row.pop("by_reference"), row.pop("by_payment_id"), row.pop("event_id")

@@ -8,6 +8,7 @@ recovery loop cannot overwrite one another's results.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
@@ -32,13 +33,16 @@ from gateway.payments.sends import persist_payment
 from gateway.providers import checkout, provider_for
 from gateway.refunds.decisions import RefundPolicy, decide_after_cancel
 from gateway.settings import ProviderAccount, Settings
-from gateway.store.db import Connection, Database, fetch_one, pipelined
+from gateway.store.db import Connection, Cursor, Database, fetch_one, pipelined
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.payments")
 
 Attempt = dict[str, Any]
 RETRIES = 3
+
+
+Written = Callable[[], Awaitable[Attempt]]  # reads an application's queued writes and finishes it
 
 
 class VersionConflict(Exception):
@@ -215,17 +219,26 @@ class Attempts:
         ``locked``: the attempt as the caller's transaction already locked it, ``lock_for_evidence``'s
         row (a notification locks it in the statement that records it, docs/decisions/0049)."""
         if conn is not None:
-            return await self._apply(conn, attempt_id, evidence, actor, kind, lease, locked)
+            return await (await self._send(conn, attempt_id, evidence, actor, kind, lease, locked))()
 
         async def once() -> Attempt:
             async with self._db.transaction() as own:
-                return await self._apply(own, attempt_id, evidence, actor, kind, lease, None)
+                return await (await self._send(own, attempt_id, evidence, actor, kind, lease, None))()
 
         result: Attempt = await retry_transaction(once)
         return result
 
-    async def _apply(self, conn: Connection, attempt_id: uuid.UUID, evidence: Evidence, actor: str,
-                     kind: str | None, lease: Lease | None, locked: Attempt | None) -> Attempt:
+    async def send_evidence(self, conn: Connection, attempt_id: uuid.UUID, evidence: Evidence, *, actor: str,
+                            locked: Attempt) -> Written:
+        """:meth:`apply_evidence` in the caller's transaction on the attempt ``locked`` there, in two
+        halves: this one decides and queues the writes in the connection's pipeline without reading
+        any result, the returned call reads them (VersionConflict if the write missed) and does
+        what follows, so several attempts' writes travel in one round trip (a batch of
+        notifications, docs/decisions/0073). Nothing else may run on ``conn`` between the two."""
+        return await self._send(conn, attempt_id, evidence, actor, None, None, locked)
+
+    async def _send(self, conn: Connection, attempt_id: uuid.UUID, evidence: Evidence, actor: str,
+                    kind: str | None, lease: Lease | None, locked: Attempt | None) -> Written:
         now = self._clock.now()
         attempt = locked or await fetch_one(conn, LOCK_FOR_EVIDENCE, {
             "attempt_id": attempt_id, "evidence_payment_id": evidence.provider_id})
@@ -243,11 +256,11 @@ class Attempts:
             await self._escalate(conn, attempt, decision.escalation, evidence, now)
             if lease is not None:
                 await finish(conn, attempt_id, lease, now, lease.escalated_delay_s)
-            return attempt
+            return functools.partial(_as_is, attempt)
         return await self._write(conn, attempt, decision, evidence, actor, kind, now, lease)
 
     async def _write(self, conn: Connection, attempt: Attempt, decision: Decision, evidence: Evidence,
-                     actor: str, kind: str | None, now: datetime, lease: Lease | None) -> Attempt:
+                     actor: str, kind: str | None, now: datetime, lease: Lease | None) -> Written:
         """Every write the decision implies as ONE statement (queries.sql ``write_evidence``,
         docs/decisions/0048), each part switched by a parameter and hanging on the conditional
         update, so one that missed writes none of it (VersionConflict): the update (a recorded
@@ -296,6 +309,14 @@ class Attempts:
                 "resolves": decision.resolves, "note": f"attempt {state.value}",
                 **_lease_params(lease, decision, now)})
             record = await lock_record(conn, attempt_id) if follows and not owes_refund else None
+        return functools.partial(self._written, conn, attempt, decision, evidence, actor, now, state, applied, record,
+                                 owes_refund, follows)
+
+    async def _written(self, conn: Connection, attempt: Attempt, decision: Decision, evidence: Evidence, actor: str,
+                       now: datetime, state: AttemptState, applied: Cursor, record: Cursor | None, owes_refund: bool,
+                       follows: bool) -> Attempt:
+        """The second half of :meth:`_write`: its results read, and what follows them."""
+        attempt_id = attempt["attempt_id"]
         updated = await applied.fetchone()
         if updated is None:
             raise VersionConflict(f"attempt {attempt_id} changed under its lock")
@@ -336,6 +357,10 @@ class Attempts:
                      detail: dict[str, Any]) -> None:
         await conn.execute(_SQL["append_event"], {"attempt_id": attempt_id, "now": now, "kind": kind,
                                                   "actor": actor, "detail": Jsonb(detail)})
+
+
+async def _as_is(attempt: Attempt) -> Attempt:
+    return attempt
 
 
 def _evidence_detail(evidence: Evidence, decision: Decision) -> dict[str, Any]:

@@ -11,6 +11,11 @@ savepoint (or would wait for a lock longer than ``lock_wait_ms``) is rolled back
 failing the others, and is done again alone in its own transaction after the batch commits: that
 run's result or error is its answer. If the batch transaction itself fails (its COMMIT, the
 connection), every unit in it gets that error: nobody is told a unit committed that did not.
+
+With a ``batch`` function the units go together without savepoints, pipelined: the function sends
+every unit's statements before it reads any result (docs/decisions/0073). Then any error fails the
+whole batch, and every unit in it is done again alone; units the function leaves out (None) are
+done alone after the batch commits.
 """
 
 from __future__ import annotations
@@ -27,17 +32,22 @@ _SQL = load_queries("gateway.store", "group_commit.sql")
 T = TypeVar("T")
 R = TypeVar("R")
 Work = Callable[[Connection, T], Awaitable[R]]
+# A pipelined batch: the units' work done together in the caller's transaction, their statements
+# sent before any result is read; None for a unit it leaves to be done alone after the commit.
+Batch = Callable[[Connection, list[T]], Awaitable[list[R | None]]]
 
 
 class GroupCommit(Generic[T, R]):
     """``work(conn, unit)`` for each unit, grouped as the module says, over ``lanes`` transactions
     at most at once, ``max_batch`` units per transaction at most (1: every unit alone)."""
 
-    def __init__(self, db: Database, work: Work[T, R], *, max_batch: int, lanes: int, lock_wait_ms: int) -> None:
+    def __init__(self, db: Database, work: Work[T, R], *, max_batch: int, lanes: int, lock_wait_ms: int,
+                 batch: Batch[T, R] | None = None) -> None:
         if max_batch < 1 or lanes < 1 or lock_wait_ms < 1:
             raise ValueError("max_batch, lanes and lock_wait_ms must be >= 1")
         self._db = db
         self._work = work
+        self._batch = batch
         self._max_batch = max_batch
         self._free = lanes
         self._lock_wait = f"{lock_wait_ms}ms"
@@ -63,6 +73,8 @@ class GroupCommit(Generic[T, R]):
                 try:
                     if len(batch) == 1:
                         await self._alone(*batch[0])
+                    elif self._batch is not None:
+                        await self._pipelined(batch, self._batch)
                     else:
                         await self._together(batch)
                 except BaseException as error:  # cancelled (shut down): nobody waits for ever
@@ -105,6 +117,27 @@ class GroupCommit(Generic[T, R]):
             _settle(future, result)
         for unit, future in isolated:
             await self._alone(unit, future)
+
+
+    async def _pipelined(self, batch: list[tuple[T, asyncio.Future[R]]], work: Batch[T, R]) -> None:
+        """The batch as ``work`` does it, in one transaction. Any error (a statement's, a lock
+        waited for longer than ``lock_wait_ms``, the COMMIT's, the connection's) rolls all of it
+        back, or leaves its outcome unknown: then every unit is done again alone, so ``work`` must
+        batch only units whose second doing finds what the first committed (a notification's
+        recording by its key); nobody is answered before the commit that did their unit."""
+        try:
+            async with self._db.transaction() as conn:
+                await conn.execute(_SQL["batch_lock_timeout"], {"timeout": self._lock_wait})
+                results = await work(conn, [unit for unit, _ in batch])
+        except Exception:
+            for unit, future in batch:
+                await self._alone(unit, future)
+            return
+        for (unit, future), result in zip(batch, results, strict=True):
+            if result is None:
+                await self._alone(unit, future)
+            else:
+                _settle(future, result)
 
 
 def _settle(future: asyncio.Future[R], result: R | None = None, *, error: BaseException | None = None) -> None:

@@ -45,7 +45,8 @@ async def test_a_write_whose_conditional_update_misses_writes_nothing_and_raises
         decision = decide(facts(stale), evidence, only_send=True)
         assert decision.new_state == "Succeeded" and decision.resolves
         with pytest.raises(VersionConflict):
-            await services.attempts._write(conn, stale, decision, evidence, "endpoint", "send_result", now, None)
+            await (await services.attempts._write(conn, stale, decision, evidence, "endpoint", "send_result", now,
+                                                  None))()
         written = await fetch_one(conn, """
             SELECT (SELECT count(*) FROM payment_attempt_events
                      WHERE attempt_id = %(a)s AND kind IN ('send_result', 'transition')
