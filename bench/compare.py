@@ -1,6 +1,6 @@
 """Compare one benchmark on two git revisions, back to back (bench/README.md, "Comparing two revisions").
 
-    python bench/compare.py REV_A REV_B [--bench notifications|checkout] [--rounds 1] [--json PATH]
+    python bench/compare.py REV_A REV_B [--bench notifications|checkout|outbox|recovery] [--rounds 1] [--json PATH]
                             [-- BENCH ARGS...]
 
 Absolute figures drift by 2x between days on a shared machine; two revisions run one right after
@@ -33,11 +33,14 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCHES = ("notifications", "checkout")
+BENCHES = ("notifications", "checkout", "outbox", "recovery")
 # The figures of each benchmark's --json that a comparison shows (bench/README.md, the JSON table).
 NOTIFICATION_KEYS = ("rate", "p99_ms", "ratio_pgbench", "gateway_cpu_us")
 CHECKOUT_KEYS = ("rate", "p50_ms", "p99_ms", "gateway_p50_ms", "ratio_pgbench", "gateway_cpu_us",
                  "cpu_us_one_client", "one_client_rate", "notification_cpu_us_one_client", "checkout_cpu_ratio")
+# Per run (one per worker count), named ``<workers>w <key>``.
+RUN_KEYS = {"outbox": ("rate", "ratio_pgbench", "cpu_us_per_row"),
+            "recovery": ("rate", "ratio_allowed", "achieved_after_burst", "ratio_lookup", "worker_cpu_us")}
 
 
 @dataclass(frozen=True)
@@ -78,9 +81,13 @@ def parse_args(argv: Sequence[str]) -> Args:
 
 def figures(bench: str, result: dict[str, Any]) -> dict[str, float]:
     """The compared figures of one benchmark's --json, by name. Notifications: each run's figures
-    as ``<senders>s <mix> <key>`` and, per sender count and mix, ``<senders>s <mix>/unique``."""
+    as ``<senders>s <mix> <key>`` and, per sender count and mix, ``<senders>s <mix>/unique``;
+    outbox and recovery: each run's figures as ``<workers>w <key>``."""
     if bench == "checkout":
         return {key: float(result[key]) for key in CHECKOUT_KEYS if key in result}
+    if bench in RUN_KEYS:
+        return {f"{run['workers']}w {key}": float(run[key]) for run in result["runs"] for key in RUN_KEYS[bench]
+                if run.get(key) is not None}
     out: dict[str, float] = {}
     unique: dict[int, float] = {}
     for run in result["runs"]:

@@ -58,6 +58,7 @@ from bench.support import (  # noqa: E402
 )
 from gateway.clock import SystemClock  # noqa: E402
 from gateway.logs import configure_logging  # noqa: E402
+from gateway.outbound import outbound_client  # noqa: E402
 from gateway.payments.attempts import Attempts  # noqa: E402
 from gateway.payments.client import PaymentClient  # noqa: E402
 from gateway.recovery.loop import DEFERRED, Recovery  # noqa: E402
@@ -155,7 +156,7 @@ async def reconcile(index: int, url: str, cardco: str, concurrency: int, limit: 
     clock = SystemClock()
     db = await Database.open(url, size=max(2, concurrency), name=f"bench-recovery-{index}")
     outcomes: Counter[str] = Counter()
-    async with httpx.AsyncClient(timeout=httpx.Timeout(None)) as http:
+    async with outbound_client() as http:  # the jobs runtime's client (aiohttp, docs/decisions/0077)
         recovery = Recovery(settings, clock, db, Attempts(db, clock, settings), PaymentClient(settings, clock, http))
         profiler = cProfile.Profile(time.process_time) if profile else None
         start()
@@ -182,7 +183,7 @@ async def look_up(index: int, url: str, cardco: str, references: list[str], dura
     """One ceiling process: the same payment client's lookups, ``concurrency`` in flight (as many as
     a worker's passes), each one after another, no database."""
     settings = settings_for(url, cardco)
-    async with httpx.AsyncClient(timeout=httpx.Timeout(None)) as http:
+    async with outbound_client() as http:
         client = PaymentClient(settings, SystemClock(), http)
         start()
         done = 0
@@ -322,6 +323,8 @@ def run(url: str, cardco: str, workers: int, count: int, duration: int, concurre
         "achieved_lookup_rate": len(received) / seconds,
         # What the rate alone allowed: the lookups beyond the first burst, per second of the run.
         "achieved_after_burst": (len(received) - (0 if limit is None else limit[1])) / seconds,
+        # The share of the configured rate the loop achieved beyond the burst (None without a rate).
+        "ratio_allowed": None if limit is None else (len(received) - limit[1]) / seconds / limit[0],
         "busiest_second": busiest_second(received),
         "deferred": deferred,
         "lookup_ceiling": sum(r["lookups"] for r in lookups) / max(r["seconds"] for r in lookups),
@@ -394,7 +397,8 @@ def report(rows: list[dict[str, Any]], count: int, duration: int) -> None:
             allowed = row["lookup_rate"] * row["seconds"] + row["lookup_burst"]
             print(f"  {row['workers']} worker(s): lookup rate configured {row['lookup_rate']:g}/s (burst "
                   f"{row['lookup_burst']}), achieved {row['achieved_lookup_rate']:.1f}/s "
-                  f"({row['achieved_after_burst']:.1f}/s beyond the burst): {row['lookups']} lookups in "
+                  f"({row['achieved_after_burst']:.1f}/s beyond the burst, {row['ratio_allowed']:.2f} of the rate): "
+                  f"{row['lookups']} lookups in "
                   f"{row['seconds']:.1f} s (rate x seconds + burst = {allowed:.0f}), at most "
                   f"{row['busiest_second']} in any one second; {row['deferred']} passes deferred")
         if row["other"]:

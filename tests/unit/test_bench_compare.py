@@ -26,8 +26,9 @@ def test_two_revisions_default_to_the_notification_bench_and_pass_on_what_follow
 def test_the_bench_is_one_of_the_two_and_rounds_are_positive() -> None:
     assert parse_args(["a", "b", "--bench", "checkout", "--rounds", "3"]).bench == "checkout"
     assert parse_args(["a", "b", "--same-bench"]).same_bench and not parse_args(["a", "b"]).same_bench
+    assert parse_args(["a", "b", "--bench", "outbox"]).bench == "outbox"
     with pytest.raises(SystemExit):
-        parse_args(["a", "b", "--bench", "outbox"])
+        parse_args(["a", "b", "--bench", "ingest"])
     with pytest.raises(SystemExit):
         parse_args(["a", "b", "--rounds", "0"])
     with pytest.raises(SystemExit):
@@ -51,6 +52,21 @@ def test_notification_figures_are_named_by_senders_and_mix_with_the_duplicate_ra
 def test_checkout_figures_keep_the_compared_keys_it_has() -> None:
     got = figures("checkout", {"rate": 120, "p50_ms": 80.0, "clients": 16, "ratio_pgbench": 0.12})
     assert got == {"rate": 120.0, "p50_ms": 80.0, "ratio_pgbench": 0.12}
+
+
+def test_outbox_and_recovery_figures_are_named_by_workers() -> None:
+    outbox = {"runs": [{"workers": 1, "rate": 2000.0, "ratio_pgbench": 0.2, "cpu_us_per_row": 200.0, "pools": 2},
+                       {"workers": 4, "rate": 1500.0, "ratio_pgbench": 0.3, "cpu_us_per_row": 300.0}],
+              "sink_rate": 20000.0}
+    assert figures("outbox", outbox) == {"1w rate": 2000.0, "1w ratio_pgbench": 0.2, "1w cpu_us_per_row": 200.0,
+                                         "4w rate": 1500.0, "4w ratio_pgbench": 0.3, "4w cpu_us_per_row": 300.0}
+    recovery = {"runs": [{"workers": 1, "rate": 180.0, "ratio_allowed": 0.9, "achieved_after_burst": 180.0,
+                          "ratio_lookup": 0.2, "worker_cpu_us": 3000.0, "deferred": 7}]}
+    assert figures("recovery", recovery) == {"1w rate": 180.0, "1w ratio_allowed": 0.9,
+                                             "1w achieved_after_burst": 180.0, "1w ratio_lookup": 0.2,
+                                             "1w worker_cpu_us": 3000.0}
+    unlimited = {"runs": [{"workers": 1, "rate": 300.0, "ratio_allowed": None}]}
+    assert figures("recovery", unlimited) == {"1w rate": 300.0}
 
 
 def test_rounds_are_averaged_and_the_ratio_is_b_over_a() -> None:
