@@ -23,10 +23,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
+import orjson
 import structlog
 
 from gateway.clock import Clock
 from gateway.domain.outbound_webhooks import sign_v1
+from gateway.outbound import POOL, AiohttpTransport
 from gateway.outbox.sinks import ALERTS, MERCHANT
 from gateway.outbox.store import OPERATOR_ALERT
 from gateway.settings import Settings
@@ -38,15 +40,26 @@ Publisher = Callable[[dict[str, Any], Clock], object]
 
 
 def message_body(row: dict[str, Any]) -> bytes:
-    """The exact bytes sent for ``row`` (the shape the sinks of API.md "Shapes" record)."""
+    """The exact bytes sent for ``row`` (the shape the sinks of API.md "Shapes" record), the same
+    at every redelivery: compact JSON with sorted keys, written by orjson (~10x cheaper than the
+    json module). A document orjson would write with non-ASCII text or DEL unescaped, or cannot
+    write (an integer beyond 64 bits), is written by the json module, every such character
+    escaped. (A float is written as orjson writes it: the same number, e.g. 1e-05 as 0.00001.)"""
     payload = row["payload"]
-    return json.dumps({
+    message = {
         "kind": row["kind"],
         "dedup_key": row["dedup_key"],
         "attempt_id": str(row["attempt_id"]) if row["attempt_id"] else None,
         "escalation_id": payload.get("escalation_id"),
         "payload": payload,
-    }, separators=(",", ":"), sort_keys=True).encode()
+    }
+    try:
+        body = orjson.dumps(message, option=orjson.OPT_SORT_KEYS)
+        if body.isascii() and b"\x7f" not in body:
+            return body
+    except orjson.JSONEncodeError:
+        pass
+    return json.dumps(message, separators=(",", ":"), sort_keys=True).encode()
 
 
 def _target(row: dict[str, Any], settings: Settings, clock: Clock,
@@ -101,8 +114,7 @@ async def deliver(row: dict[str, Any], settings: Settings, clock: Clock, sinks: 
     url, headers, sink = target
     try:
         async with clock.budget(settings.outbox_delivery_budget_s):
-            status = await post(sinks, httpx.Request("POST", parsed(url), content=body, headers=headers,
-                                                     extensions=sink))
+            status = await post(sinks, url, body, headers, sink)
     except TimeoutError:
         return f"no answer within the delivery budget of {settings.outbox_delivery_budget_s:g} s"
     except httpx.HTTPError as exc:
@@ -119,12 +131,17 @@ def parsed(url: str) -> httpx.URL:
     return httpx.URL(url)
 
 
-async def post(transport: httpx.AsyncBaseTransport, request: httpx.Request) -> int:
-    """Send ``request`` on the sinks' transport (no client: no cookie jar, auth or redirects to
-    work through) and read the answer to its end, so its connection is kept alive for the next
-    delivery; a response cut off (the budget, an error) is closed, and with it the connection,
-    never left held. The answer's status code."""
-    response = await transport.handle_async_request(request)
+async def post(transport: httpx.AsyncBaseTransport, url: str, body: bytes, headers: dict[str, str],
+               sink: dict[str, str]) -> int:
+    """POST ``body`` from the sink's pool of the sinks' transport (no client: no cookie jar, auth
+    or redirects to work through) and read the answer to its end, so its connection is kept alive
+    for the next delivery; a response cut off (the budget, an error) is closed, and with it the
+    connection, never left held. The answer's status code. aiohttp's transport (the process's)
+    answers with the status alone; any other (the tests' httpx transports) through httpx's models."""
+    if isinstance(transport, AiohttpTransport):
+        return await transport.status(url, body, headers, sink[POOL])
+    response = await transport.handle_async_request(httpx.Request("POST", parsed(url), content=body,
+                                                                  headers=headers, extensions=sink))
     try:
         await response.aread()
     finally:

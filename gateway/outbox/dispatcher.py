@@ -44,6 +44,8 @@ from gateway.store.queries import load_queries
 _SQL = load_queries("gateway.outbox")
 
 BATCH_SIZE = 50
+# Batches in flight at once in one dispatch_due (each holds a database connection while it delivers).
+STREAMS = 2
 # Beyond the delivery budget, how long the server waits before it ends a silent claim transaction.
 IDLE_GRACE_S = 5.0
 DEAD_LETTERED = "outbox-dead-lettered"
@@ -77,18 +79,34 @@ async def dispatch_batch(db: Database, clock: Clock, settings: Settings, sinks: 
 
 
 async def dispatch_due(db: Database, clock: Clock, settings: Settings, sinks: httpx.AsyncBaseTransport,
-                       *, max_batches: int = 20, publishers: Mapping[str, Publisher] | None = None) -> int:
-    """Dispatch batches until nothing is eligible (or ``max_batches``); how many rows it claimed.
-    Settling a row can make its successor eligible, so the next batch delivers that one without
-    waiting for another wake-up; failed rows back off and are not due again in this pass. The cap
-    leaves the rest to the next wake-up, so one message never runs unbounded."""
-    total = 0
-    for _ in range(max_batches):
-        claimed = await dispatch_batch(db, clock, settings, sinks, publishers=publishers)
-        total += claimed
-        if claimed == 0:
-            break
-    return total
+                       *, max_batches: int = 20, publishers: Mapping[str, Publisher] | None = None,
+                       streams: int = STREAMS) -> int:
+    """Dispatch batches until nothing is eligible (or ``max_batches`` in all); how many rows it
+    claimed. Settling a row can make its successor eligible, so the next batch delivers that one
+    without waiting for another wake-up; failed rows back off and are not due again in this pass.
+    The cap leaves the rest to the next wake-up, so one message never runs unbounded.
+
+    ``streams`` batches run at once, each its own claim transaction, so one batch's deliveries
+    overlap another's claim and commit instead of waiting for them. They are dispatchers racing as
+    separate processes would (the claim skips rows another holds, and a row whose predecessor is
+    held is not eligible), so every key stays in order and every row is delivered at least once;
+    a stream that finds nothing eligible ends, the others go on."""
+    left = max_batches
+
+    async def stream() -> int:
+        nonlocal left
+        total = 0
+        while left > 0:
+            left -= 1
+            claimed = await dispatch_batch(db, clock, settings, sinks, publishers=publishers)
+            total += claimed
+            if claimed == 0:
+                break
+        return total
+
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(stream()) for _ in range(streams)]
+    return sum(task.result() for task in tasks)
 
 
 def _unexpected(row: dict[str, Any], exc: BaseException) -> str:
