@@ -55,12 +55,13 @@ class SendGate:
 
     async def open_in(self, conn: Connection, kind: AttemptKind, attempt_id: uuid.UUID,
                       derive: Callable[[], ledger.Intent], *, actor: str,
-                      record: dict[str, Any] | None = None) -> str | None:
+                      record: dict[str, Any] | None = None, held: ledger.Held | None = None) -> str | None:
         """:meth:`open` in the caller's transaction: the endpoint's first send opens the gate in the
         transaction that commits Started, so the send follows one commit (docs/decisions/0031). The
         refusal is returned (and escalated in that transaction), not logged. ``record`` is the
         effect record as the caller locked it in this transaction and left it
-        (:func:`ledger.advance_record`); without it the gate locks it itself."""
+        (:func:`ledger.advance_record`); without it the gate locks it itself. With ``held``, the
+        step's ledger row joins the caller's held rows, which the caller sends before it commits."""
         try:
             intent: ledger.Intent | None = derive()
         except ManifestUnbuildable:
@@ -75,7 +76,7 @@ class SendGate:
                 "stored_effect_digest": bytes(record["effect_digest"]).hex() if record else None})
         elif record is not None and (following := _NEXT.get(ProtocolState(record["protocol_state"]))):
             await ledger.step(conn, record, following, actor=actor, now=now,
-                              detail={"effect_digest": bytes(record["effect_digest"]).hex()})
+                              detail={"effect_digest": bytes(record["effect_digest"]).hex()}, held=held)
         return problem
 
     async def check(self, attempt_id: uuid.UUID, derive: Callable[[], ledger.Intent]) -> str | None:

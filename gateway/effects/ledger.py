@@ -80,14 +80,20 @@ async def persist(conn: Connection, intent: Intent, *, prelude: Sequence[Step], 
     the stored record as it is, raises ``effect-intent-mismatch``, and leaves every later send of
     the attempt to be refused by the send gate."""
     digest = intent.digest
+    # The ledger up to INTENT_PERSISTED travels with the insert and is written only if the record
+    # is; a record this statement inserted is this intent, with exactly those rows. Only a conflict
+    # needs the stored record read back and compared.
+    steps = [*prelude, (ProtocolState.INTENT_PERSISTED, {"idempotency_key": intent.transport.idempotency_key})]
+    entries, _ = _entries({"attempt_id": intent.attempt_id, "sequence": None, "protocol_state": None,
+                           "effect_digest": digest, "idempotency_key": intent.transport.idempotency_key},
+                          steps, actor, now)
     inserted = await fetch_one(conn, _SQL["insert_record"], {
         "attempt_id": intent.attempt_id, "attempt_kind": intent.kind, "rail": intent.transport.rail,
         "provider_account": intent.transport.provider_account, "idempotency_key": intent.transport.idempotency_key,
         "effect_digest": digest, "policy_digest": intent.policy_digest,
-        "approval_set_digest": intent.approval_set_digest, "manifest": Jsonb(intent.manifest), "now": now})
-    # A record this statement just inserted is this intent, with no ledger yet; only a conflict
-    # needs the stored record read back and compared.
-    stored = {**inserted, "sequence": None, "protocol_state": None} if inserted is not None else await fetch_one(
+        "approval_set_digest": intent.approval_set_digest, "manifest": Jsonb(intent.manifest), "now": now,
+        "actor": actor, "entries": _rows(entries)})
+    stored = inserted if inserted is not None else await fetch_one(
         conn, _SQL["lock_record"], {"attempt_id": intent.attempt_id})
     if stored is None or bytes(stored["effect_digest"]) != digest \
             or stored["idempotency_key"] != intent.transport.idempotency_key:
@@ -96,9 +102,6 @@ async def persist(conn: Connection, intent: Intent, *, prelude: Sequence[Step], 
             "stored_effect_digest": bytes(stored["effect_digest"]).hex() if stored else None})
         log.error("effect_intent_mismatch", attempt_id=str(intent.attempt_id), attempt_kind=intent.kind)
         return False
-    if inserted is not None:
-        steps = [*prelude, (ProtocolState.INTENT_PERSISTED, {"idempotency_key": intent.transport.idempotency_key})]
-        await _append(conn, stored, steps, actor, now)
     return True
 
 
@@ -122,10 +125,13 @@ async def advance(conn: Connection, attempt_id: uuid.UUID, attempt_state: str, *
 
 async def advance_record(conn: Connection, attempt_id: uuid.UUID, attempt_state: str, *, actor: str,
                          now: datetime, certifier: Certifier | None = None, subject: Subject | None = None,
-                         locked: Cursor | None = None) -> dict[str, Any] | None:
+                         locked: Cursor | None = None, held: Held | None = None) -> dict[str, Any] | None:
     """:func:`advance`, answering the locked record as it stands after (its ``sequence`` and
     ``protocol_state`` the last appended), for a caller that appends more in the same transaction
-    (the endpoint's send gate), or None for an attempt without a record."""
+    (the endpoint's send gate), or None for an attempt without a record. With ``held`` the rows are
+    kept there, unsent, for the caller to send with its own (:class:`Held`); not with a certifier."""
+    if held is not None and certifier is not None:
+        raise ValueError("a certified step sends its rows: hold none")
     record = await (locked if locked is not None else await lock_record(conn, attempt_id)).fetchone()
     if record is None:
         return None
@@ -136,17 +142,34 @@ async def advance_record(conn: Connection, attempt_id: uuid.UUID, attempt_state:
         log.error("effect_protocol_refused", attempt_id=str(attempt_id), attempt_state=attempt_state,
                   protocol_state=current.value, reason=str(refused))
         return record
-    record = await _append(conn, record, [(state, {"attempt_state": attempt_state}) for state in states], actor, now)
+    record = await _append(conn, record, [(state, {"attempt_state": attempt_state}) for state in states], actor, now,
+                           held)
     if record["protocol_state"] == ProtocolState.EFFECT_CONFIRMED and certifier is not None and subject is not None:
         record = await certifier.issue(conn, record, subject, now, actor=actor) or record
     return record
 
 
 async def step(conn: Connection, record: dict[str, Any], state: ProtocolState, *, actor: str, now: datetime,
-               detail: dict[str, Any]) -> dict[str, Any]:
+               detail: dict[str, Any], held: Held | None = None) -> dict[str, Any]:
     """Append one explicit transition to a record locked by the caller (the send gate's EXECUTING
-    and RECONCILING); refused by the table like any other."""
-    return await _append(conn, record, [(state, detail)], actor, now)
+    and RECONCILING); refused by the table like any other. With ``held``, after the rows held
+    there, in the same statement."""
+    return await _append(conn, record, [(state, detail)], actor, now, held)
+
+
+class Held:
+    """Ledger rows of one locked record computed but not sent yet, so that the next steps of the
+    same transaction go with them in one statement (the endpoint's Started transaction: the
+    attempt's AUTHORIZATION_ISSUED, then the send gate's EXECUTING). The holder sends them with
+    :meth:`send` before its transaction ends; each row was checked against the protocol's table
+    when it was added, as an unheld one is."""
+
+    def __init__(self) -> None:
+        self.entries: list[dict[str, Any]] = []
+
+    async def send(self, conn: Connection) -> None:
+        entries, self.entries = self.entries, []
+        await _send(conn, entries)
 
 
 def next_entry(record: dict[str, Any], state: ProtocolState, detail: dict[str, Any], actor: str,
@@ -162,16 +185,36 @@ def next_entry(record: dict[str, Any], state: ProtocolState, detail: dict[str, A
             "actor": actor, "detail": Jsonb(detail)}, {**record, "sequence": sequence, "protocol_state": state.value}
 
 
-async def _append(conn: Connection, record: dict[str, Any], steps: Sequence[Step], actor: str,
-                  now: datetime) -> dict[str, Any]:
-    """``steps`` as one statement that reads nothing back (queries.sql ``append_ledger``)."""
+def _entries(record: dict[str, Any], steps: Sequence[Step], actor: str,
+             now: datetime) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The ledger rows ``steps`` append to ``record`` (:func:`next_entry`, in order), and the record
+    as it stands after them."""
     entries = []
     for state, detail in steps:
         entry, record = next_entry(record, state, detail, actor, now)
         entries.append(entry)
+    return entries, record
+
+
+def _rows(entries: Sequence[dict[str, Any]]) -> Jsonb:
+    """``append_ledger``'s ``entries``: each row's own columns, as one JSON array."""
+    return Jsonb([{"sequence": entry["sequence"], "from_state": entry["from_state"], "to_state": entry["to_state"],
+                   "detail": entry["detail"].obj} for entry in entries])
+
+
+async def _send(conn: Connection, entries: Sequence[dict[str, Any]]) -> None:
+    """Consecutive rows of one record as one statement that reads nothing back (queries.sql
+    ``append_ledger``)."""
     if entries:
-        await conn.execute(_SQL["append_ledger"], {
-            **entries[0], "sequences": [entry["sequence"] for entry in entries],
-            "from_states": [entry["from_state"] for entry in entries],
-            "to_states": [entry["to_state"] for entry in entries], "details": [entry["detail"] for entry in entries]})
+        await conn.execute(_SQL["append_ledger"], {**entries[0], "entries": _rows(entries)})
+
+
+async def _append(conn: Connection, record: dict[str, Any], steps: Sequence[Step], actor: str,
+                  now: datetime, held: Held | None = None) -> dict[str, Any]:
+    """``steps`` as one statement (:func:`_send`), or added to ``held`` to go with later ones."""
+    entries, record = _entries(record, steps, actor, now)
+    if held is not None:
+        held.entries.extend(entries)
+    else:
+        await _send(conn, entries)
     return record

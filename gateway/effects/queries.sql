@@ -7,13 +7,25 @@
 -- Re-persisting the same intent is a no-op: the caller then compares the stored key and digest
 -- with its own (seed 001: "ON CONFLICT (intent_id) DO NOTHING; assert stored == K, d"). No
 -- conflict target: a clash on the account's idempotency key is a different intent under the same
--- identity, and must surface as a mismatch too, never as an aborted transaction.
-INSERT INTO effect_records (attempt_id, attempt_kind, rail, provider_account, idempotency_key, effect_digest,
-                            policy_digest, approval_set_digest, manifest, created_at)
-VALUES (%(attempt_id)s, %(attempt_kind)s, %(rail)s, %(provider_account)s, %(idempotency_key)s, %(effect_digest)s,
-        %(policy_digest)s, %(approval_set_digest)s, %(manifest)s, %(now)s)
-ON CONFLICT DO NOTHING
-RETURNING *;
+-- identity, and must surface as a mismatch too, never as an aborted transaction. The record's
+-- first ledger rows (up to INTENT_PERSISTED; `entries` as in append_ledger) go with it, only if
+-- this statement inserted it: one statement for both.
+WITH record AS (
+    INSERT INTO effect_records (attempt_id, attempt_kind, rail, provider_account, idempotency_key, effect_digest,
+                                policy_digest, approval_set_digest, manifest, created_at)
+    VALUES (%(attempt_id)s, %(attempt_kind)s, %(rail)s, %(provider_account)s, %(idempotency_key)s, %(effect_digest)s,
+            %(policy_digest)s, %(approval_set_digest)s, %(manifest)s, %(now)s)
+    ON CONFLICT DO NOTHING
+    RETURNING *
+), ledger AS (
+    INSERT INTO effect_ledger (attempt_id, sequence, from_state, to_state, effect_digest, idempotency_key,
+                               occurred_at, actor, detail)
+    SELECT record.attempt_id, s.sequence, s.from_state, s.to_state, record.effect_digest, record.idempotency_key,
+           %(now)s, %(actor)s, s.detail
+      FROM record, jsonb_to_recordset(%(entries)s::jsonb) AS s(sequence int, from_state text, to_state text,
+                                                              detail jsonb)
+)
+SELECT * FROM record;
 
 -- name: lock_record
 -- The record with its current protocol state. FOR NO KEY UPDATE does not block the FOR KEY SHARE
@@ -31,14 +43,14 @@ SELECT r.*, l.sequence, l.to_state AS protocol_state
 SELECT * FROM effect_records WHERE attempt_id = %(attempt_id)s;
 
 -- name: append_ledger
--- Consecutive rows of one effect in one statement (four rows cost one round trip, not four): the
--- arrays hold each row's sequence, from-state, to-state and detail, in order.
+-- Consecutive rows of one effect in one statement (four rows cost one round trip, not four):
+-- `entries` is a JSON array of the rows' sequence, from_state, to_state and detail, in order (one
+-- jsonb parameter: the driver dumps it once, where four arrays cost it a walk of each element).
 INSERT INTO effect_ledger (attempt_id, sequence, from_state, to_state, effect_digest, idempotency_key,
                            occurred_at, actor, detail)
 SELECT %(attempt_id)s, s.sequence, s.from_state, s.to_state, %(effect_digest)s, %(idempotency_key)s,
        %(now)s, %(actor)s, s.detail
-  FROM unnest(%(sequences)s::int[], %(from_states)s::text[], %(to_states)s::text[], %(details)s::jsonb[])
-       AS s(sequence, from_state, to_state, detail);
+  FROM jsonb_to_recordset(%(entries)s::jsonb) AS s(sequence int, from_state text, to_state text, detail jsonb);
 
 -- name: effects_of
 -- What the APIs show: per attempt, the digest, key and current protocol state.

@@ -23,7 +23,7 @@ from gateway.domain.errors import OrderCancelled, OrderNotFound, OrderPaid, Orde
 from gateway.domain.outcomes import AttemptState
 from gateway.domain.refunds import after_payment
 from gateway.effects.certify import Certifier, Subject
-from gateway.effects.ledger import advance, advance_record, lock_record
+from gateway.effects.ledger import Held, advance, advance_record, lock_record
 from gateway.escalations.store import raise_escalation
 from gateway.outbox.store import attempt_ordering_key, effect_rows
 from gateway.payments.client import StoredRequest, payments_endpoint
@@ -170,11 +170,12 @@ class Attempts:
         return inserted
 
     async def mark_started(self, attempt: Attempt, actor: str = "endpoint", *,
-                           then: Callable[[Connection, Attempt, dict[str, Any] | None], Awaitable[None]] | None = None,
-                           ) -> Attempt | None:
+                           then: Callable[[Connection, Attempt, dict[str, Any] | None, Held], Awaitable[None]]
+                           | None = None) -> Attempt | None:
         """NotStarted -> Started with its send_intent (see queries.sql ``mark_started``); ``then``
         runs in the same transaction once it started, with the attempt's effect record as locked
-        and advanced here (the endpoint opens the send gate there).
+        and advanced here (the endpoint opens the send gate there), and that advance's ledger row
+        held unsent, so that the rows ``then`` appends go with it in one statement.
 
         None means a confirmed miss: another writer moved the attempt, or the order is no longer
         payable. A database failure or an unconfirmed commit raises: the caller reloads."""
@@ -194,10 +195,12 @@ class Attempts:
             locked = await lock_record(conn, attempt["attempt_id"])
             started = await marked.fetchone()
             if started is not None:  # seed 001: INTENT_PERSISTED -> AUTHORIZATION_ISSUED
+                held = Held()
                 record = await advance_record(conn, started["attempt_id"], "Started", actor=actor, now=now,
-                                              locked=locked)
+                                              locked=locked, held=held)
                 if then is not None:
-                    await then(conn, started, record)
+                    await then(conn, started, record, held)
+                await held.send(conn)
             return started
 
     async def record_response(self, attempt_id: uuid.UUID, evidence: Evidence, actor: str) -> Attempt:

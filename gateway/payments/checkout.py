@@ -23,6 +23,7 @@ from gateway.domain.attempts import action_is_current
 from gateway.domain.errors import OrderNotFound, PaymentNotFound
 from gateway.domain.timestamps import rfc3339
 from gateway.effects.gate import SendGate
+from gateway.effects.ledger import Held
 from gateway.orders.repository import Orders
 from gateway.payments.attempts import Attempt, Attempts, VersionConflict, stored_request
 from gateway.payments.client import PaymentClient
@@ -139,11 +140,12 @@ class Checkout:
             return await self._reload(attempt, "start.account-not-configured")
         opened: list[Opened] = []
 
-        async def open_gate(conn: Connection, started: Attempt, record: dict[str, Any] | None) -> None:
+        async def open_gate(conn: Connection, started: Attempt, record: dict[str, Any] | None, held: Held) -> None:
             # Seed 001's send gate in the transaction that commits Started (docs/decisions/0031),
-            # on the effect record that transaction locked.
+            # on the effect record that transaction locked; its EXECUTING row goes with the
+            # AUTHORIZATION_ISSUED one that transaction holds.
             opened.append(await self._sends.open_in(conn, stored_request(started), started["attempt_id"],
-                                                    actor="endpoint", record=record))
+                                                    actor="endpoint", record=record, held=held))
 
         try:
             async with self._clock.budget(account.start_budget_s):

@@ -69,12 +69,13 @@ class PaymentSends:
         return await self.gate.check(attempt_id, lambda: payment_intent(stored, attempt_id))
 
     async def open_in(self, conn: Connection, stored: StoredRequest, attempt_id: Any, *, actor: str,
-                      record: dict[str, Any] | None = None) -> Opened:
+                      record: dict[str, Any] | None = None, held: ledger.Held | None = None) -> Opened:
         """The gate for the first send of an attempt being marked Started, in that transaction
-        (:meth:`SendGate.open_in`, with the effect ``record`` as the caller locked it); pass it to
-        :meth:`create_payment` as ``opened``."""
+        (:meth:`SendGate.open_in`, with the effect ``record`` as the caller locked it and the
+        caller's ``held`` ledger rows); pass it to :meth:`create_payment` as ``opened``."""
         return Opened(await self.gate.open_in(conn, PAYMENT.name, attempt_id,
-                                              lambda: payment_intent(stored, attempt_id), actor=actor, record=record))
+                                              lambda: payment_intent(stored, attempt_id), actor=actor, record=record,
+                                              held=held))
 
     async def create_payment(self, stored: StoredRequest, attempt_id: Any, *, actor: str,
                              budget_s: float | None = None, opened: Opened | None = None) -> Evidence:
