@@ -97,9 +97,9 @@ class NotificationHandler:
         self._attempts = attempts
         self._committed = CommittedKeys(settings.notification_keys_remembered)
         self._in_flight = KeysInFlight()
-        # With ingest_batch_max > 1, deliveries that arrive while others are being committed share
-        # a transaction (docs/decisions/0073: off by default, it measured slower on this design);
-        # each is acknowledged only after the one that did it commits.
+        # With ingest_batch_max > 1 (the default), deliveries that arrive while others are being
+        # committed share a transaction, pipelined (docs/decisions/0080); each is acknowledged only
+        # after the one that did it commits.
         self._group: GroupCommit[Unit, Handled] | None = GroupCommit(
             db, self._in_transaction, max_batch=settings.ingest_batch_max, lanes=settings.ingest_batch_lanes,
             lock_wait_ms=INGEST_BATCH_LOCK_WAIT_MS,
@@ -154,10 +154,10 @@ class NotificationHandler:
             return Handled("duplicate")
         with self._in_flight.recording(account.id, key):
             unit = (_Context(account, key, verified.webhook_id, connected_unconfigured), parsed)
-            if self._group is None:
-                handled: Handled = await retry_transaction(lambda: self._alone(unit))
-            else:
-                handled = await self._group.run(unit)  # once the transaction that did it has committed
+            # Answered once the transaction that did it has committed; one that deadlocked (or
+            # whose write missed under its lock) is done again, its record with it.
+            run = self._alone if self._group is None else self._group.run
+            handled: Handled = await retry_transaction(lambda: run(unit))
             self._committed.committed(account.id, key)  # after COMMIT only: recorded here or by another
         log.info("notification_handled", outcome=handled.outcome, provider_account=account.id,
                  notification_event_id=handled.notification_event_id, notification_key=key,
@@ -171,7 +171,7 @@ class NotificationHandler:
             return await self._in_transaction(conn, unit)
 
     async def _pipelined(self, conn: Connection, units: list[Unit]) -> list[Handled | None]:
-        """A batch of deliveries in ``conn``'s transaction, in phases (docs/decisions/0073): every
+        """A batch of deliveries in ``conn``'s transaction, in phases (docs/decisions/0080): every
         batched one's ``identify_and_record`` sent, then read; the evidence decisions made in
         Python on the attempts those statements locked and all their writes sent, then read and
         finished; one COMMIT after. Three round trips for the batch. Batched are only readable

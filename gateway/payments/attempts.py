@@ -237,7 +237,7 @@ class Attempts:
         halves: this one decides and queues the writes in the connection's pipeline without reading
         any result, the returned call reads them (VersionConflict if the write missed) and does
         what follows, so several attempts' writes travel in one round trip (a batch of
-        notifications, docs/decisions/0073). Nothing else may run on ``conn`` between the two."""
+        notifications, docs/decisions/0080). Nothing else may run on ``conn`` between the two."""
         return await self._send(conn, attempt_id, evidence, actor, None, None, locked)
 
     async def _send(self, conn: Connection, attempt_id: uuid.UUID, evidence: Evidence, actor: str,

@@ -13,7 +13,7 @@ run's result or error is its answer. If the batch transaction itself fails (its 
 connection), every unit in it gets that error: nobody is told a unit committed that did not.
 
 With a ``batch`` function the units go together without savepoints, pipelined: the function sends
-every unit's statements before it reads any result (docs/decisions/0073). Then any error fails the
+every unit's statements before it reads any result (docs/decisions/0080). Then any error fails the
 whole batch, and every unit in it is done again alone; units the function leaves out (None) are
 done alone after the batch commits.
 """
