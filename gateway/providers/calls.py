@@ -124,8 +124,8 @@ class ProviderCalls:
             headers = self.provider.headers(self.account, self.credential())
         except CredentialUnavailable:
             return Unanswered("transport", "CredentialUnavailable")
-        return await self.answered(operation, self.http.get(self.url(path), params=params, headers=headers,
-                                                            extensions=self.pool), budget_s)
+        url = httpx.URL(self.url(path), params=params)  # parsed once: a str is parsed again, and with its params
+        return await self.answered(operation, self.http.get(url, headers=headers, extensions=self.pool), budget_s)
 
     async def list_page(self, kind: str, start: datetime, end: datetime,
                         cursor: str | None) -> Page | ListingUnreadable:

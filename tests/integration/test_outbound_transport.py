@@ -25,7 +25,7 @@ from tests.integration.loopback import request_body, served
 
 
 class Provider:
-    """``/echo`` answers 201 with what it was sent; ``/gzip`` a gzip-encoded document; ``/cut``
+    """``/echo`` answers 201 with what it was sent; ``/cookie`` sets a cookie; ``/gzip`` a gzip-encoded document; ``/cut``
     promises 100 bytes, sends 10 and fails (uvicorn closes the connection)."""
 
     def __init__(self) -> None:
@@ -41,6 +41,11 @@ class Provider:
             await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"100")]})
             await send({"type": "http.response.body", "body": b"0123456789", "more_body": True})
             raise RuntimeError("the provider went away mid-answer")
+        if scope["path"] == "/cookie":
+            await send({"type": "http.response.start", "status": 200, "headers": [
+                (b"set-cookie", b"session=abc; Path=/"), (b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
         if scope["path"] == "/gzip":
             document = gzip.compress(b'{"status": "succeeded"}')
             await send({"type": "http.response.start", "status": 200, "headers": [
@@ -134,3 +139,14 @@ async def test_two_accounts_on_one_origin_keep_a_pool_each(provider: tuple[Provi
         assert transport.pools == ("provider:cardco:acct_one:test", "provider:cardco:acct_two:test")
     one, two = (set(seen) for seen in ports.values())
     assert len(one) == 1 and len(two) == 1 and one != two
+
+
+async def test_a_providers_cookie_is_never_sent_back(provider: tuple[Provider, str]) -> None:
+    """The outbound client keeps no cookies (docs/decisions/0077): what one answer sets is not
+    sent on the next call, whichever transport carries it."""
+    _, url = provider
+    for transport in (AiohttpTransport(), httpx.AsyncHTTPTransport()):
+        async with outbound_client(transport) as http:
+            assert (await http.get(f"{url}/cookie")).headers["set-cookie"] == "session=abc; Path=/"
+            echoed = (await http.post(f"{url}/echo", content=b"x")).json()
+            assert "cookie" not in echoed["headers"] and not http.cookies
