@@ -36,6 +36,7 @@ from gateway.effects.certify import Certifier  # noqa: E402
 from gateway.http import orders  # noqa: E402
 from gateway.logs import configure_logging  # noqa: E402
 from gateway.payments.attempts import Attempts  # noqa: E402
+from gateway.payments.checkout import Checkout  # noqa: E402
 from gateway.payments.client import PaymentClient  # noqa: E402
 from gateway.services import Services  # noqa: E402
 from gateway.settings import load_settings  # noqa: E402
@@ -46,9 +47,9 @@ PHASES = (  # (owner, coroutine function, label), in the order a checkout runs t
     (Attempts, "get_or_create_live", "1st transaction (NotStarted, effect record)"),
     (Attempts, "mark_started", "2nd transaction (Started, send gate)"),
     (PaymentClient, "create_payment", "CardCo call (httpx)"),
-    (Attempts, "record_response", "3rd transaction (outcome, certificate)"),
+    (Checkout, "_record", "3rd transaction (outcome, certificate, extensions)"),
     (Certifier, "issue", "  of which the certificate"),
-    (orders, "_status_response", "status extensions and response"),
+    (orders, "_status_response", "the response"),
 )
 phase_cpu: dict[str, float] = dict.fromkeys((label for *_, label in PHASES), 0.0)
 

@@ -114,7 +114,8 @@ async def _status_response(services: Services, status: PaymentStatus) -> Respons
     """200 for final states and a current action; 202 with the status URL otherwise. The body
     carries the attempt's seed 001 effect record as an extension (``effect``, as for payouts)."""
     # With the payment's refund, if one was decided (the attempt itself stays as it is).
-    status.body.update(await status_extensions(services.db, status.body["attempt_id"], status.body["order_id"]))
+    status.body.update(status.extensions if status.extensions is not None else
+                       await status_extensions(services.db, status.body["attempt_id"], status.body["order_id"]))
     if status.final or status.action_current:
         return JSONResponse(status.body)
     return JSONResponse(status.body, status_code=202, headers={"Location": status.body["status_url"]})

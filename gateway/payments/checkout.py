@@ -19,15 +19,16 @@ import psycopg
 import structlog
 
 from gateway.clock import Clock
-from gateway.domain.attempts import action_is_current
+from gateway.domain.attempts import Evidence, action_is_current
 from gateway.domain.errors import OrderNotFound, PaymentNotFound
 from gateway.domain.timestamps import rfc3339
 from gateway.effects.gate import SendGate
 from gateway.effects.ledger import Held
 from gateway.orders.repository import Orders
-from gateway.payments.attempts import Attempt, Attempts, VersionConflict, stored_request
+from gateway.payments.attempts import Attempt, Attempts, VersionConflict, retry_transaction, stored_request
 from gateway.payments.client import PaymentClient
 from gateway.payments.sends import Opened, PaymentSends
+from gateway.payments.status import extensions_of, send_status_extensions
 from gateway.settings import Settings
 from gateway.store.db import Connection, Database
 
@@ -44,9 +45,11 @@ class PaymentStatus:
     body: dict[str, Any]
     state: str
     action_current: bool
+    # The answer's ``effect`` and ``refund`` when they were read with the outcome (Checkout._record).
+    extensions: dict[str, Any] | None = None
 
     @classmethod
-    def of(cls, attempt: Attempt, now: datetime) -> PaymentStatus:
+    def of(cls, attempt: Attempt, now: datetime, extensions: dict[str, Any] | None = None) -> PaymentStatus:
         current = action_is_current(attempt["state"], attempt["next_action"], attempt["next_action_expires_at"], now)
         order_id = attempt["order_id"]
         body = {
@@ -63,7 +66,7 @@ class PaymentStatus:
             "status_url": status_url(order_id),
             "client_secret": None,  # only Checkout._revealed fills it, for the owning customer (docs/decisions/0078)
         }
-        return cls(body=body, state=attempt["state"], action_current=current)
+        return cls(body=body, state=attempt["state"], action_current=current, extensions=extensions)
 
     @property
     def sdk_action(self) -> bool:
@@ -88,6 +91,7 @@ class Checkout:
         self._orders = orders
         self._attempts = attempts
         self._client = client
+        self._db = db
         self._sends = PaymentSends(SendGate(db, clock, settings.reminder_interval_s), client)  # seed 001
         self._running: set[asyncio.Task[PaymentStatus]] = set()
 
@@ -160,7 +164,7 @@ class Checkout:
                                                     budget_s=account.call_budget_s, opened=opened[0])
         try:
             async with self._clock.budget(account.record_budget_s):
-                recorded = await self._attempts.record_response(started["attempt_id"], evidence, actor="endpoint")
+                recorded, extensions = await retry_transaction(lambda: self._record(started["attempt_id"], evidence))
         except UNCONFIRMED as error:
             # The write failed or its commit is unknown; it may have committed, and a notification
             # may have resolved the attempt meanwhile. Report what is durable; recovery finds out.
@@ -169,7 +173,20 @@ class Checkout:
             return await self._reload(attempt, "record.unconfirmed")
         log.info("payment_sent", attempt_id=str(recorded["attempt_id"]), order_id=recorded["order_id"],
                  state=recorded["state"], finding=evidence.finding, reason=evidence.reason)
-        return PaymentStatus.of(recorded, self._clock.now())
+        return PaymentStatus.of(recorded, self._clock.now(), extensions)
+
+    async def _record(self, attempt_id: Any, evidence: Evidence) -> tuple[Attempt, dict[str, Any]]:
+        """The send's answer recorded as :meth:`Attempts.record_response` records it (a send_result
+        event and the evidence, one transaction; the caller retries it whole), with the answer's
+        ``effect`` and ``refund`` read in that transaction and sent with its COMMIT: one round trip
+        and one pooled connection fewer than reading them after it. The read is a plain SELECT
+        after the writes; should it fail, the transaction fails with it and the caller reloads,
+        as for any unconfirmed outcome (recovery finds out what the provider did)."""
+        async with self._db.transaction() as conn:
+            recorded = await self._attempts.apply_evidence(attempt_id, evidence, actor="endpoint", kind="send_result",
+                                                           conn=conn)
+            extensions = await send_status_extensions(conn, recorded["attempt_id"], recorded["order_id"])
+        return recorded, extensions_of(await extensions.fetchone())
 
     async def _reload(self, attempt: Attempt, why: str) -> PaymentStatus:
         log.info("payment_status_reloaded", attempt_id=str(attempt["attempt_id"]), why=why)

@@ -7,7 +7,7 @@ from typing import Any
 
 from gateway.effects.views import effect_view
 from gateway.refunds.views import refund_summary
-from gateway.store.db import Database
+from gateway.store.db import Connection, Cursor, Database
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.payments", "status.sql")
@@ -18,6 +18,18 @@ async def status_extensions(db: Database, attempt_id: str, order_id: str) -> dic
     :func:`gateway.effects.views.effects_of` and :func:`gateway.refunds.views.refunds_of` show of
     them, from one autocommit statement (one round trip, one snapshot)."""
     row = await db.fetch_one(_SQL["status_extensions"], {"attempt_id": attempt_id, "order_id": order_id})
+    return extensions_of(row)
+
+
+async def send_status_extensions(conn: Connection, attempt_id: Any, order_id: str) -> Cursor:
+    """The same statement queued in the caller's transaction (in pipeline mode, unread): it travels
+    with the transaction's COMMIT and, once the transaction has ended, :func:`extensions_of` reads
+    ``await cursor.fetchone()``. It sees the transaction's own writes."""
+    return await conn.execute(_SQL["status_extensions"], {"attempt_id": attempt_id, "order_id": order_id})
+
+
+def extensions_of(row: dict[str, Any] | None) -> dict[str, Any]:
+    """``status_extensions``'s one row as the answer shows it."""
     if row is None:
         raise RuntimeError("status_extensions returns one row")
     refund = None
