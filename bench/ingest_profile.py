@@ -1,11 +1,15 @@
-"""The gateway's own CPU per verified notification, one at a time, in one process (bench/README.md
-"Where the time goes"): no HTTP server, no load generator, no other client sharing the cores.
+"""The gateway's own CPU per verified notification, one at a time or several at once, in one
+process (bench/README.md "Where the time goes"): no HTTP server, no load generator, no other
+client sharing the cores.
 
     python bench/ingest_profile.py [--count 2000] [--profile /tmp/ingest.pstats] [--profile-mix duplicates] [--top 40]
+                                   [--concurrency 8]
 
 An embedded PostgreSQL holds Started attempts (as bench/notifications.py prepares them); the
 gateway's ASGI app (create_app with its real services) is called directly with each pre-signed
-CardCo ``payment.succeeded`` request, then with the same requests again (duplicates). Printed: CPU
+CardCo ``payment.succeeded`` request, then with the same requests again (duplicates); one at a
+time, or ``--concurrency`` at once (more than the lanes in flight: pipelined group-commit batches,
+docs/decisions/0080). Printed: CPU
 microseconds per request of this process (``time.process_time``: the app, psycopg and the event
 loop, not PostgreSQL), and with ``--profile`` a cProfile (CPU timer) of the unique requests (or,
 with ``--profile-mix duplicates``, of their duplicates), written as pstats and summarised by
@@ -15,6 +19,7 @@ cumulative and own time.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import cProfile
 import os
 import pstats
@@ -53,7 +58,7 @@ async def call(app: Any, path: str, headers: list[tuple[bytes, bytes]], body: by
     return status
 
 
-async def run(url: str, count: int, profile: Path | None, profiled_mix: str, top: int) -> None:
+async def run(url: str, count: int, profile: Path | None, profiled_mix: str, top: int, concurrency: int) -> None:
     os.environ.update(gateway_env(url))
     from gateway.app import create_app
     from gateway.logs import configure_logging
@@ -77,14 +82,15 @@ async def run(url: str, count: int, profile: Path | None, profiled_mix: str, top
             started = time.process_time()
             if profiler:
                 profiler.enable()
-            for path, headers, body in requests:
-                status = await call(app, path, headers, body)
-                if status != 204:
-                    raise RuntimeError(f"{mix}: status {status}")
+            for start in range(0, count, concurrency):  # `concurrency` requests in flight at once
+                statuses = await asyncio.gather(*(call(app, path, headers, body)
+                                                  for path, headers, body in requests[start:start + concurrency]))
+                if any(status != 204 for status in statuses):
+                    raise RuntimeError(f"{mix}: statuses {sorted(set(statuses))}")
             if profiler:
                 profiler.disable()
             cpu_us = (time.process_time() - started) * 1e6 / count
-            print(f"{mix}: {cpu_us:,.0f} us CPU per notification ({count} one at a time"
+            print(f"{mix}: {cpu_us:,.0f} us CPU per notification ({count}, {concurrency} at a time"
                   f"{', under cProfile' if profiler else ''})")
             if profiler and profile:
                 profiler.dump_stats(profile)
@@ -101,13 +107,15 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, help="write a cProfile (CPU timer) of one mix's requests here")
     parser.add_argument("--profile-mix", choices=("unique", "duplicates"), default="unique")
     parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--concurrency", type=int, default=1,
+                        help="requests in flight at once (above the lanes, deliveries go in group-commit batches)")
     args = parser.parse_args()
     with embedded_database() as (url, _work):
         prepare_attempts(url, "P-", args.count)
         progress(f"{args.count} Started attempts prepared")
         import uvloop
 
-        uvloop.run(run(url, args.count, args.profile, args.profile_mix, args.top))
+        uvloop.run(run(url, args.count, args.profile, args.profile_mix, args.top, args.concurrency))
 
 
 if __name__ == "__main__":
