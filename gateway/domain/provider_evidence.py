@@ -11,6 +11,7 @@ and that is what the attempt's ``provider_status`` shows. Everything above the s
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Collection
@@ -192,15 +193,20 @@ class Notification:
     def payment(self) -> PaymentObject | None:
         return self.subject if self.kind == "payment" else None
 
-    @property
+    # Derived once per notification (the handler reads each several times: key, matching, detail).
+    @functools.cached_property
     def provider_object_id(self) -> str | None:
         return present(self.subject.id)
 
-    @property
+    @functools.cached_property
     def client_reference(self) -> str | None:
         return present(self.subject.client_reference)
 
     def canonical_fields(self) -> CanonicalFields:
+        return self._canonical
+
+    @functools.cached_property
+    def _canonical(self) -> CanonicalFields:
         return CanonicalFields.of(provider_payment_id=self.subject.id, client_reference=self.subject.client_reference,
                                   event_type=self.event_type, status=self.subject.status,
                                   amount_minor=self.subject.amount_minor, currency=self.subject.currency,
