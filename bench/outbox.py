@@ -206,7 +206,9 @@ def run(url: str, sink: str, work: Path, workers: int, backlog: dict[str, int], 
     rows = backlog["keys"] * backlog["rows_per_key"] + backlog["alerts"]
     progress(f"{workers} dispatcher(s): {rows} rows")
     run_sql(url, _BACKLOG, {"prefix": f"O{workers}-", **backlog})
+    connections = httpx.get(f"{sink}/_connections").json()["connections"]
     results = in_processes(dispatch, workers, url, sink, profile and profile / f"outbox-{workers}.prof")
+    connections = httpx.get(f"{sink}/_connections").json()["connections"] - connections
     seconds = max(r["seconds"] for r in results)
     capped = seconds >= MAX_RUN_S
     problem = f"stopped after {MAX_RUN_S} s, not checked" if capped else check_delivery(url, sink, f"O{workers}-")
@@ -219,7 +221,7 @@ def run(url: str, sink: str, work: Path, workers: int, backlog: dict[str, int], 
     return {"workers": workers, "rows": rows, "seconds": seconds, "rate": dispatched / seconds, "problem": problem,
             "pgbench_rate": rows / drained_s, "ratio_pgbench": dispatched / seconds / (rows / drained_s),
             "cpu_us_per_row": sum(r["cpu_s"] for r in results) / max(dispatched, 1) * 1e6,
-            "pools": sum(r["pools"] for r in results)}
+            "pools": sum(r["pools"] for r in results), "lanes": connections}
 
 
 def main() -> None:

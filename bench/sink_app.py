@@ -1,6 +1,7 @@
 """The outbox benchmark's sink (bench/README.md): takes every delivery and remembers its dedup key
 in arrival order, nothing else, so the dispatcher, not the sink, is what is measured.
-``GET /<name>`` lists what ``POST /<name>`` took, as the demo sinks do (paygate_local/sinks.py).
+``GET /<name>`` lists what ``POST /<name>`` took, as the demo sinks do (paygate_local/sinks.py);
+``GET /_connections`` counts the connections (client addresses) deliveries ever came on.
 A raw ASGI app under uvicorn: bench/outbox.py prints its own ceiling, measured with wrk."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 import orjson
 
 received: dict[str, list[str]] = {}
+clients: set[tuple[str, int]] = set()
 
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -17,6 +19,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         return
     name = scope["path"].strip("/")
     if scope["method"] == "POST":
+        clients.add(tuple(scope["client"]))
         body = b""
         while True:
             message = await receive()
@@ -27,6 +30,9 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         await send({"type": "http.response.start", "status": 204, "headers": []})
         await send({"type": "http.response.body", "body": b""})
         return
-    document = orjson.dumps({"messages": [{"dedup_key": key} for key in received.get(name, [])]})
+    if name == "_connections":
+        document = orjson.dumps({"connections": len(clients)})
+    else:
+        document = orjson.dumps({"messages": [{"dedup_key": key} for key in received.get(name, [])]})
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
     await send({"type": "http.response.body", "body": document})
