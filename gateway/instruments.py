@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol, TypeVar
 
 import httpx
 
@@ -202,8 +202,18 @@ def call_outcome(status: int | None, error: BaseException | None) -> str:
     return "server_error" if status >= 500 else "rejected"
 
 
-async def provider_call(call: Awaitable[httpx.Response], *, kind: str, operation: str,
-                        account: str) -> httpx.Response:
+class Answered(Protocol):
+    """What a provider call answers with: an httpx response or the answer read without one
+    (gateway.outbound.Answer)."""
+
+    @property
+    def status_code(self) -> int: ...
+
+
+AnswerT = TypeVar("AnswerT", bound=Answered)
+
+
+async def provider_call(call: Awaitable[AnswerT], *, kind: str, operation: str, account: str) -> AnswerT:
     """The one place a provider call is timed and counted: await ``call``, observe its duration
     under its kind, operation, account and outcome in :data:`PROVIDER_CALLS`, and return or raise
     exactly what it did. Durations are measured on the monotonic counter: they are measurements,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 import httpx
 
@@ -41,7 +41,10 @@ class Unanswered:
         return f"provider.transport.{self.error}"
 
 
-async def answer(call: Awaitable[httpx.Response]) -> httpx.Response | Unanswered:
+T = TypeVar("T")
+
+
+async def answer(call: Awaitable[T]) -> T | Unanswered:
     """The complete, decoded response of ``call``, or why there is none."""
     try:
         return await call

@@ -12,17 +12,22 @@ returns as :class:`NoResponse` and the outcome vocabulary reads as Unknown
 (gateway.domain.outcomes). The API key is read at the call, and for a pipeline kind only after a
 confirmed claim (seed 000, "Worker Identity Is Presenter Identity"). Calls go through the
 process's shared HTTP client (``Services.http``, the jobs runtime's ``http``), from the account's
-own keep-alive pool (``gateway.outbound.pool``: two accounts on one host share no connection). Lookup records
+own keep-alive pool (``gateway.outbound.pool``: two accounts on one host share no connection): on the
+process's aiohttp transport directly, sent with the client's default headers and read to an
+:class:`gateway.outbound.Answer` without httpx's request and response; through the client under any
+other transport (the tests' respx and httpx transports), its response read to the same answer. No
+cookies, retries or redirects either way (docs/decisions/0077). Lookup records
 replace a destination token with its digest before anything else sees them (the adapters'
 lookups call :meth:`ProviderCalls.digest`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 import structlog
@@ -32,7 +37,7 @@ from gateway.domain.outcomes import NoResponse, Observation, ProviderResponse
 from gateway.domain.provider_listing import Page
 from gateway.domain.provider_listing import Unreadable as ListingUnreadable
 from gateway.instruments import provider_call
-from gateway.outbound import pool
+from gateway.outbound import POOL, Answer, OutboundClient, pool
 from gateway.providers.answers import CALLER, CEILING, Unanswered, answer
 from gateway.providers.base import destination_digest
 from gateway.providers.registry import provider_for
@@ -69,6 +74,8 @@ class ProviderCalls:
         self.kind = kind  # the attempt kind these calls serve: the ``kind`` label of their metric
         self.ceiling_s = account.call_budget_s if ceiling_s is None else ceiling_s
         self.pool = pool("provider", account.id)  # the account's own connections (gateway.outbound)
+        self.direct = http.direct if isinstance(http, OutboundClient) else None
+        self.defaults = dict(http.headers)  # what the client would add to every request
 
     def credential(self) -> str:
         key = self.account.api_key.get_secret_value()
@@ -82,8 +89,17 @@ class ProviderCalls:
     def digest(self, token: str) -> str:
         return destination_digest(self.pepper, token)
 
-    async def answered(self, operation: str, call: Awaitable[httpx.Response],
-                       budget_s: float | None = None) -> httpx.Response | Unanswered:
+    async def send(self, method: str, url: str, headers: Mapping[str, str], content: bytes | None = None) -> Answer:
+        """One request from the account's pool, read to its end; raises what httpx raises."""
+        if self.direct is None:
+            return Answer.of(await self.http.request(method, url, content=content, headers=headers,
+                                                     extensions=self.pool))
+        named = {name.lower() for name in headers}
+        sent = {name: value for name, value in self.defaults.items() if name not in named} | dict(headers)
+        return await self.direct.exchange(method, url, sent, content, self.pool[POOL])
+
+    async def answered(self, operation: str, call: Awaitable[Answer],
+                       budget_s: float | None = None) -> Answer | Unanswered:
         """The complete answer to ``call``, or why there is none (see the module docstring)."""
         try:
             async with self.clock.budget(self.ceiling_s):
@@ -92,7 +108,7 @@ class ProviderCalls:
                         # The default send reads the whole body, so truncation surfaces now, not later.
                         answered = await answer(provider_call(call, kind=self.kind, operation=operation,
                                                               account=self.account.id))
-                        if isinstance(answered, httpx.Response):
+                        if isinstance(answered, Answer):
                             # A support ticket names the request by the provider's id (Stripe's Request-Id).
                             log.info("provider_answered", kind=self.kind, operation=operation,
                                      provider_account=self.account.id, http_status=answered.status_code,
@@ -107,9 +123,7 @@ class ProviderCalls:
                      budget_s: float | None = None) -> Observation:
         """Send ``body`` once under ``idempotency_key``: the answer, or :class:`NoResponse`."""
         headers = self.provider.headers(self.account, key) | {"Idempotency-Key": idempotency_key}
-        response = await self.answered("create", self.http.post(self.url(path), content=body, headers=headers,
-                                                                 extensions=self.pool),
-                                       budget_s)
+        response = await self.answered("create", self.send("POST", self.url(path), headers, body), budget_s)
         if isinstance(response, Unanswered):
             return NoResponse(response.kind, response.reason)
         return ProviderResponse(response.status_code, response.content,
@@ -118,14 +132,14 @@ class ProviderCalls:
                                 response.headers.get("request-id"))
 
     async def read(self, operation: str, path: str, params: dict[str, str] | None = None,
-                   budget_s: float | None = None) -> httpx.Response | Unanswered:
+                   budget_s: float | None = None) -> Answer | Unanswered:
         """A non-mutating read (a lookup, a payment-method check)."""
         try:
             headers = self.provider.headers(self.account, self.credential())
         except CredentialUnavailable:
             return Unanswered("transport", "CredentialUnavailable")
-        url = httpx.URL(self.url(path), params=params)  # parsed once: a str is parsed again, and with its params
-        return await self.answered(operation, self.http.get(url, headers=headers, extensions=self.pool), budget_s)
+        url = self.url(path) + ("?" + urlencode(params) if params else "")  # as httpx encodes params
+        return await self.answered(operation, self.send("GET", url, headers), budget_s)
 
     async def list_page(self, kind: str, start: datetime, end: datetime,
                         cursor: str | None) -> Page | ListingUnreadable:

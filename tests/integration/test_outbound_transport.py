@@ -16,7 +16,8 @@ import httpx
 import pytest
 
 from gateway.clock import SystemClock
-from gateway.outbound import AiohttpTransport, outbound_client
+from gateway.domain.outcomes import NoResponse, ProviderResponse
+from gateway.outbound import AiohttpTransport, Answer, outbound_client
 from gateway.providers.answers import Unanswered, answer
 from gateway.providers.calls import ProviderCalls
 from gateway.settings import ProviderAccount
@@ -134,7 +135,7 @@ async def test_two_accounts_on_one_origin_keep_a_pool_each(provider: tuple[Provi
         for _ in range(3):
             for account_calls in calls:
                 response = await account_calls.read("lookup", "/echo")
-                assert isinstance(response, httpx.Response) and response.status_code == 201
+                assert isinstance(response, Answer) and response.status_code == 201
                 ports[account_calls.account.id].append(app.ports[-1])
         assert transport.pools == ("provider:cardco:acct_one:test", "provider:cardco:acct_two:test")
     one, two = (set(seen) for seen in ports.values())
@@ -150,3 +151,51 @@ async def test_a_providers_cookie_is_never_sent_back(provider: tuple[Provider, s
             assert (await http.get(f"{url}/cookie")).headers["set-cookie"] == "session=abc; Path=/"
             echoed = (await http.post(f"{url}/echo", content=b"x")).json()
             assert "cookie" not in echoed["headers"] and not http.cookies
+
+
+def account_at(url: str) -> ProviderAccount:
+    return ProviderAccount(id="cardco:acct_one:test", base_url=url, api_key="key", webhook_endpoint_id="we")
+
+
+async def test_a_provider_call_is_sent_and_read_alike_on_either_transport(provider: tuple[Provider, str]) -> None:
+    """Seed 004: the stored request is sent byte for byte under its idempotency key. A provider
+    call goes on aiohttp's transport directly (no httpx client around it) and through httpx's client
+    on any other: the provider sees the same method, body and headers, the client's defaults
+    included, and the call reads the same answer."""
+    _, url = provider
+    body = b'{"amount_minor":4250,"currency":"EUR"}'
+    seen = []
+    for transport in (AiohttpTransport(), httpx.AsyncHTTPTransport()):
+        async with outbound_client(transport) as http:
+            calls = ProviderCalls(account_at(url), SystemClock(), http, kind="checkout")
+            assert (calls.direct is not None) == isinstance(transport, AiohttpTransport)
+            observation = await calls.create("/echo", body, "key-1", calls.credential())
+            read = await calls.read("lookup", "/echo", {"client_reference": "ord 1+2"})
+            gzipped = await calls.read("lookup", "/gzip")
+        assert isinstance(read, Answer) and isinstance(gzipped, Answer)
+        assert gzipped.json() == {"status": "succeeded"}  # decoded as httpx decodes it
+        assert read.status_code == 201 and read.headers["Request-Id"] == "req_1"
+        assert isinstance(observation, ProviderResponse)
+        assert observation.status == 201 and observation.request_id == "req_1"
+        echoed = json.loads(observation.body)
+        assert echoed["method"] == "POST" and echoed["body"] == body.decode()
+        assert echoed["headers"]["idempotency-key"] == "key-1"
+        assert echoed["headers"]["content-length"] == str(len(body))
+        seen.append((echoed["headers"], read.json()["method"]))
+    (direct, direct_read), (via_client, client_read) = seen
+    assert direct == via_client and direct_read == client_read == "GET"
+
+
+async def test_a_provider_call_cut_short_or_refused_is_unknown_alike_on_either_transport(
+        provider: tuple[Provider, str]) -> None:
+    """Seed 004 "The Payment Client": an incomplete response or a transport failure is Unknown, and
+    the reason it records is the same whether the call went on aiohttp directly or through httpx."""
+    _, url = provider
+    refused = f"http://127.0.0.1:{free_port()}"
+    for transport in (AiohttpTransport(), httpx.AsyncHTTPTransport()):
+        async with outbound_client(transport) as http:
+            cut = ProviderCalls(account_at(url), SystemClock(), http, kind="checkout")
+            assert await cut.read("lookup", "/cut") == Unanswered("transport", "RemoteProtocolError")
+            nobody = ProviderCalls(account_at(refused), SystemClock(), http, kind="checkout")
+            observation = await nobody.create("/v1/payments", b"{}", "key-1", nobody.credential())
+            assert observation == NoResponse("transport", "provider.transport.ConnectError")
