@@ -117,10 +117,12 @@ def wrk(base: str, requests_file: Path, connections: int, duration: int, threads
         capture_output=True, text=True, check=True).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))  # type: ignore[union-attr]
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
-    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", output)
     scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}
-    return {"rps": rps, "non_2xx": float(non_2xx.group(1)) if non_2xx else 0.0,
-            "p99_ms": float(p99.group(1)) * scale[p99.group(2)] if p99 else float("nan"),
+    percentiles = {}
+    for percent in (50, 90, 99):  # wrk --latency's distribution
+        found = re.search(rf"\s{percent}%\s+([\d.]+)(us|ms|s)", output)
+        percentiles[f"p{percent}_ms"] = float(found.group(1)) * scale[found.group(2)] if found else float("nan")
+    return {"rps": rps, "non_2xx": float(non_2xx.group(1)) if non_2xx else 0.0, **percentiles,
             "wrapped": float(re.search(r"WRAPPED (\d+)", output).group(1))}  # type: ignore[union-attr]
 
 
@@ -210,6 +212,8 @@ def main() -> None:
                     cpu_us = (tree_cpu_seconds(pid) - cpu_before) * 1e6 / max(result["rps"] * duration, 1)
                     wired = "unique" if mix == "unique" else "duplicates"  # the wire count's second pass redelivers
                     runs.append({"senders": connections, "mix": mix, "rate": result["rps"], "p99_ms": result["p99_ms"],
+                                 "p50_ms": result["p50_ms"], "p90_ms": result["p90_ms"],
+                                 "bare_p50_ms": ceiling_http["p50_ms"], "bare_p99_ms": ceiling_http["p99_ms"],
                                  "pgbench_tps": ceiling_db, "ratio_pgbench": result["rps"] / ceiling_db,
                                  "bare_rate": ceiling_http["rps"], "ratio_bare": result["rps"] / ceiling_http["rps"],
                                  "non_2xx": result["non_2xx"], "wrapped": result["wrapped"],
