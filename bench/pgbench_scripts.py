@@ -19,26 +19,33 @@ ever hold the same order: the gateway's customers do not pay one order twice at 
 statement that returns its row into variables (``\\gset``) must find it.
 
 The effect records, their ledger and certificates (seed 001), the token lookup (cached by the
-gateway) and the lookup tokens are not in the ceilings: tests/integration/test_bench_scripts.py
-records what the product runs for each flow and holds these scripts to it, naming each statement
-left out.
+gateway) and the lookup tokens are not in the ceilings, except a checkout's effect record and its
+first ledger rows, which the attempt's own insert writes (one statement, docs/decisions/0054):
+tests/integration/test_bench_scripts.py records what the product runs for each flow and holds
+these scripts to it, naming each statement left out.
 
     python bench/pgbench_scripts.py checkout|notification|recovery   # prints the script
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sys
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.support import ACCOUNT, pgbench  # noqa: E402
+from gateway.domain.effect_manifest import Transport  # noqa: E402
+from gateway.effects.ledger import Intent, record_parameters  # noqa: E402
 from gateway.notifications.repository import IDENTIFY_AND_RECORD  # noqa: E402
 from gateway.payments.evidence_lock import LOCK_FOR_EVIDENCE  # noqa: E402
+from gateway.payments.sends import payment_prelude  # noqa: E402
 from gateway.store.queries import load_queries  # noqa: E402
 
 PAYMENTS = load_queries("gateway.payments")
@@ -147,6 +154,16 @@ def lock_for_evidence(payment_id: str) -> Statement:
                      {"attempt_id": ":attempt_id", "evidence_payment_id": payment_id}, gset=True)
 
 
+def record_entries() -> str:
+    """The effect record's first four ledger rows as the gateway writes them with the attempt's
+    insert (PROPOSED .. INTENT_PERSISTED), one jsonb literal (its ids are placeholders)."""
+    intent = Intent("payment", uuid.UUID(int=0), Transport(ACCOUNT, "http://cardco.bench/v1/payments", "2026-11-01",
+                                                           "key"), {})
+    entries = record_parameters(intent, payment_prelude({"order_id": "PGB", "customer_id": "cus"}), "endpoint",
+                                datetime(2026, 1, 1, tzinfo=UTC))["entries"].obj
+    return "'" + json.dumps(entries).replace("'", "''") + "'"
+
+
 def checkout() -> list[Step]:
     """PayAsync's three transactions on an Open order ``PGB-<n>`` (gateway/payments/attempts.py
     ``get_or_create_live``, ``mark_started``, ``record_response``), the send between the second
@@ -166,7 +183,14 @@ def checkout() -> list[Step]:
                             "'payment_method', (:payment_method)::text, 'client_reference', "
                             "(:order_id)::text || '-a' || (:next_attempt_number)::text)::text",
             "amount_minor": ":amount_minor", "currency": ":currency", "now": NOW,
-            "next_check_at": "now() + interval '60 s'"}, gset=True),
+            "next_check_at": "now() + interval '60 s'",
+            # The attempt's effect record and its ledger up to INTENT_PERSISTED, written by the
+            # same statement (seed 001; docs/decisions/0054).
+            "record_attempt_kind": "'payment'", "record_rail": "split_part((:provider_account)::text, ':', 1)",
+            "record_provider_account": ":provider_account", "record_idempotency_key": "gen_random_uuid()::text",
+            "record_effect_digest": "sha256(gen_random_uuid()::text::bytea)", "record_policy_digest": "NULL::bytea",
+            "record_approval_set_digest": "NULL::bytea", "record_manifest": "'{}'::jsonb", "record_now": NOW,
+            "record_actor": "'endpoint'", "record_entries": record_entries()}, gset=True),
         Control("COMMIT"),
         Control("BEGIN"),
         Statement("gateway/payments/queries.sql mark_started", PAYMENTS["mark_started"], {
@@ -250,7 +274,6 @@ _EFFECTS = "seed 001's effect record, ledger and certificate"
 LEFT_OUT = {
     "checkout": {
         "gateway/auth/queries.sql find_principal": "the bearer token: the gateway's token cache answers a loaded run",
-        "gateway/effects/queries.sql insert_record": _EFFECTS,
         "gateway/effects/queries.sql append_ledger": _EFFECTS,
         "gateway/effects/queries.sql lock_record": _EFFECTS,
         "gateway/payments/queries.sql effect_evidence": _EFFECTS,

@@ -79,22 +79,37 @@ async def persist(conn: Connection, intent: Intent, *, prelude: Sequence[Step], 
     intent. False (a different key or digest is stored for this attempt or under this key) leaves
     the stored record as it is, raises ``effect-intent-mismatch``, and leaves every later send of
     the attempt to be refused by the send gate."""
-    digest = intent.digest
     # The ledger up to INTENT_PERSISTED travels with the insert and is written only if the record
     # is; a record this statement inserted is this intent, with exactly those rows. Only a conflict
     # needs the stored record read back and compared.
+    inserted = await fetch_one(conn, _SQL["insert_record"], record_parameters(intent, prelude, actor, now))
+    if inserted is not None:
+        return True
+    return await kept(conn, intent, now, reminder_interval_s)
+
+
+def record_parameters(intent: Intent, prelude: Sequence[Step], actor: str, now: datetime) -> dict[str, Any]:
+    """``insert_record``'s parameters: the record of ``intent`` and its ledger rows up to
+    INTENT_PERSISTED after ``prelude``. A statement that inserts a record elsewhere (the checkout's
+    attempt insert) takes the same ones."""
+    digest = intent.digest
     steps = [*prelude, (ProtocolState.INTENT_PERSISTED, {"idempotency_key": intent.transport.idempotency_key})]
     entries, _ = _entries({"attempt_id": intent.attempt_id, "sequence": None, "protocol_state": None,
                            "effect_digest": digest, "idempotency_key": intent.transport.idempotency_key},
                           steps, actor, now)
-    inserted = await fetch_one(conn, _SQL["insert_record"], {
-        "attempt_id": intent.attempt_id, "attempt_kind": intent.kind, "rail": intent.transport.rail,
-        "provider_account": intent.transport.provider_account, "idempotency_key": intent.transport.idempotency_key,
-        "effect_digest": digest, "policy_digest": intent.policy_digest,
-        "approval_set_digest": intent.approval_set_digest, "manifest": Jsonb(intent.manifest), "now": now,
-        "actor": actor, "entries": _rows(entries)})
-    stored = inserted if inserted is not None else await fetch_one(
-        conn, _SQL["lock_record"], {"attempt_id": intent.attempt_id})
+    return {"attempt_id": intent.attempt_id, "attempt_kind": intent.kind, "rail": intent.transport.rail,
+            "provider_account": intent.transport.provider_account, "idempotency_key": intent.transport.idempotency_key,
+            "effect_digest": digest, "policy_digest": intent.policy_digest,
+            "approval_set_digest": intent.approval_set_digest, "manifest": Jsonb(intent.manifest), "now": now,
+            "actor": actor, "entries": _rows(entries)}
+
+
+async def kept(conn: Connection, intent: Intent, now: datetime, reminder_interval_s: float) -> bool:
+    """After an insert of ``intent``'s record that inserted nothing (seed 001: "ON CONFLICT DO
+    NOTHING; assert stored == K, d"): True when the record stored for the attempt is this intent;
+    otherwise ``effect-intent-mismatch`` is raised and False returned."""
+    digest = intent.digest
+    stored = await fetch_one(conn, _SQL["lock_record"], {"attempt_id": intent.attempt_id})
     if stored is None or bytes(stored["effect_digest"]) != digest \
             or stored["idempotency_key"] != intent.transport.idempotency_key:
         await escalate(conn, intent.kind, intent.attempt_id, "effect-intent-mismatch", now, reminder_interval_s, {

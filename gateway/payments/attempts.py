@@ -23,13 +23,13 @@ from gateway.domain.errors import OrderCancelled, OrderNotFound, OrderPaid, Orde
 from gateway.domain.outcomes import AttemptState
 from gateway.domain.refunds import after_payment
 from gateway.effects.certify import Certifier, Subject
-from gateway.effects.ledger import Held, advance, advance_record, lock_record
+from gateway.effects.ledger import Held, advance, advance_record, kept, lock_record
 from gateway.escalations.store import raise_escalation
 from gateway.outbox.store import attempt_ordering_key, effect_rows
 from gateway.payments.client import StoredRequest, payments_endpoint
 from gateway.payments.evidence_lock import LOCK_FOR_EVIDENCE
 from gateway.payments.leases import Lease, finish
-from gateway.payments.sends import persist_payment
+from gateway.payments.sends import payment_intent, payment_record
 from gateway.providers import checkout, provider_for
 from gateway.refunds.decisions import RefundPolicy, decide_after_cancel
 from gateway.settings import ProviderAccount, Settings
@@ -114,9 +114,11 @@ class Attempts:
     async def get_or_create_live(self, order_id: str, customer_id: str) -> Attempt:
         """Lock the order, refuse a paid, cancelled or foreign order, return its live attempt or
         insert attempt N+1 with a fresh key, the exact request and next_check_at = created_at +
-        abandonment threshold (seed 004, PayAsync's first transaction). An insert that lost to a
-        writer that skipped the order lock is rolled back, with the effect record sent with it, and
-        the winner is read in a new statement (seed 004: "Roll back and reload the winning attempt"):
+        abandonment threshold (seed 004, PayAsync's first transaction), its effect record written by
+        the same statement and the COMMIT sent with it. An insert that lost to a writer that skipped
+        the order lock wrote nothing, neither attempt nor record, so its transaction ends with
+        nothing to roll back, and the winner is read in a new statement (seed 004: "Roll back and
+        reload the winning attempt"):
         the order's latest attempt, which is the winner even once it is no longer live (a fast
         answer or a recovery pass may resolve it before this read, as the fault campaign showed)."""
         try:
@@ -142,9 +144,19 @@ class Attempts:
             if order["state"] != "Open" and (live is None or live["state"] == "NotStarted"):
                 # A cancellation committed first: no new attempt, and a NotStarted one never starts.
                 raise OrderCancelled()
-            return live if live is not None else await self._insert(conn, order)
+            if live is not None:
+                return live
+            attempt, insert = await self._insert(conn, order)
+        # Read once committed: the insert went with the COMMIT (one round trip for both).
+        inserted = await insert.fetchone()
+        if inserted is None:
+            raise _LostToIndex()
+        if not inserted.pop("record_inserted"):
+            await self._record_conflict(attempt)
+        return inserted
 
-    async def _insert(self, conn: Connection, order: dict[str, Any]) -> Attempt:
+    async def _insert(self, conn: Connection, order: dict[str, Any]) -> tuple[dict[str, Any], Cursor]:
+        """Send the insert of attempt N+1 with its effect record (queries.sql ``insert``), unread."""
         account = self._account(order["provider_account"])
         now = self._clock.now()
         number = int(order["next_attempt_number"])
@@ -158,16 +170,18 @@ class Attempts:
             "currency": order["currency"], "now": now,
             "next_check_at": now + timedelta(seconds=account.abandonment_threshold_s),
         }
-        insert = await conn.execute(_SQL["insert"], attempt)
         # Seed 001: the effect record commits with the attempt that makes it sendable. It is
-        # derived from the values the insert carries and travels with it (one round trip for both);
-        # if another live attempt won the index, both are rolled back.
-        await persist_payment(conn, attempt, stored_request(attempt), now=now,
-                              reminder_interval_s=self._settings.reminder_interval_s)
-        inserted = await insert.fetchone()
-        if inserted is None:
-            raise _LostToIndex()
-        return inserted
+        # derived from the values the insert carries and written by the same statement.
+        return attempt, await conn.execute(_SQL["insert"], attempt | payment_record(attempt, stored_request(attempt),
+                                                                                      now=now))
+
+    async def _record_conflict(self, attempt: dict[str, Any]) -> None:
+        """The attempt committed but its effect record did not (another is stored for it or under its
+        key): compared and escalated as :func:`gateway.effects.ledger.kept` does; the send gate
+        refuses every send of the attempt whose record is not its own."""
+        async with self._db.transaction() as conn:
+            await kept(conn, payment_intent(stored_request(attempt), attempt["attempt_id"]), self._clock.now(),
+                       self._settings.reminder_interval_s)
 
     async def mark_started(self, attempt: Attempt, actor: str = "endpoint", *,
                            then: Callable[[Connection, Attempt, dict[str, Any] | None, Held], Awaitable[None]]

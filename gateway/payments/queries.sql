@@ -63,15 +63,39 @@ SELECT * FROM payment_attempts WHERE order_id = %(order_id)s AND state = 'Succee
 -- Callers hold the order lock, so they never collide here; the conflict target is for writers
 -- that skipped it. Its predicate must stay textually identical to one_live_attempt_per_order's,
 -- and no row back means another live attempt won: reload it with a new statement (this one did
--- not abort the transaction, unlike a plain insert that violated the index would have).
-INSERT INTO payment_attempts (attempt_id, order_id, customer_id, attempt_number, provider_account, endpoint,
-                              api_version, client_reference, idempotency_key, request_body, amount_minor,
-                              currency, state, created_at, next_check_at)
-VALUES (%(attempt_id)s, %(order_id)s, %(customer_id)s, %(attempt_number)s, %(provider_account)s, %(endpoint)s,
-        %(api_version)s, %(client_reference)s, %(idempotency_key)s, %(request_body)s, %(amount_minor)s,
-        %(currency)s, 'NotStarted', %(now)s, %(next_check_at)s)
-ON CONFLICT (order_id) WHERE state IN ('NotStarted', 'Started', 'Unknown') DO NOTHING
-RETURNING *;
+-- not abort the transaction, unlike a plain insert that violated the index would have). The
+-- attempt's effect record and its ledger up to INTENT_PERSISTED (seed 001: the record commits
+-- with the attempt that makes it sendable; `record_*` as effects/queries.sql insert_record takes
+-- them) are written by this statement only if it inserted the attempt, so its COMMIT can go with
+-- it: an attempt that lost the index leaves nothing to roll back. `record_inserted` false (a
+-- record already stored for the attempt or under its key) is compared and escalated after.
+WITH attempt AS (
+    INSERT INTO payment_attempts (attempt_id, order_id, customer_id, attempt_number, provider_account, endpoint,
+                                  api_version, client_reference, idempotency_key, request_body, amount_minor,
+                                  currency, state, created_at, next_check_at)
+    VALUES (%(attempt_id)s, %(order_id)s, %(customer_id)s, %(attempt_number)s, %(provider_account)s, %(endpoint)s,
+            %(api_version)s, %(client_reference)s, %(idempotency_key)s, %(request_body)s, %(amount_minor)s,
+            %(currency)s, 'NotStarted', %(now)s, %(next_check_at)s)
+    ON CONFLICT (order_id) WHERE state IN ('NotStarted', 'Started', 'Unknown') DO NOTHING
+    RETURNING *
+), record AS (
+    INSERT INTO effect_records (attempt_id, attempt_kind, rail, provider_account, idempotency_key, effect_digest,
+                                policy_digest, approval_set_digest, manifest, created_at)
+    SELECT attempt.attempt_id, %(record_attempt_kind)s, %(record_rail)s, %(record_provider_account)s,
+           %(record_idempotency_key)s, %(record_effect_digest)s, %(record_policy_digest)s,
+           %(record_approval_set_digest)s, %(record_manifest)s, %(record_now)s
+      FROM attempt
+    ON CONFLICT DO NOTHING
+    RETURNING attempt_id, effect_digest, idempotency_key
+), ledger AS (
+    INSERT INTO effect_ledger (attempt_id, sequence, from_state, to_state, effect_digest, idempotency_key,
+                               occurred_at, actor, detail)
+    SELECT record.attempt_id, s.sequence, s.from_state, s.to_state, record.effect_digest, record.idempotency_key,
+           %(record_now)s, %(record_actor)s, s.detail
+      FROM record, jsonb_to_recordset(%(record_entries)s::jsonb) AS s(sequence int, from_state text, to_state text,
+                                                                     detail jsonb)
+)
+SELECT attempt.*, EXISTS (SELECT FROM record) AS record_inserted FROM attempt;
 
 -- name: mark_started
 -- NotStarted -> Started, conditional on the version read, only while the order is still Open

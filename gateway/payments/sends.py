@@ -40,14 +40,29 @@ def payment_intent(stored: StoredRequest, attempt_id: Any) -> ledger.Intent:
     return ledger.Intent(PAYMENT.name, attempt_id, transport, payment_manifest(transport, stored.request_body, fields))
 
 
+def payment_prelude(attempt: dict[str, Any]) -> list[ledger.Step]:
+    """A checkout's ledger before INTENT_PERSISTED: the order Open on a configured account, approved
+    by its customer's POST."""
+    return [(ProtocolState.PROPOSED, {"order_id": attempt["order_id"]}),
+            (ProtocolState.POLICY_EVALUATED, {"rule": "order-open-on-configured-account"}),
+            (ProtocolState.APPROVED, {"approved_by": "customer", "customer_id": attempt["customer_id"]})]
+
+
+def payment_record(attempt: dict[str, Any], stored: StoredRequest, *, now: datetime) -> dict[str, Any]:
+    """The new attempt's effect record and its first ledger rows as the parameters of the attempt's
+    insert (payments/queries.sql ``insert``: ``record_``, then :func:`ledger.record_parameters`'
+    names), which writes them only if it inserted the attempt."""
+    intent = payment_intent(stored, attempt["attempt_id"])
+    parameters = ledger.record_parameters(intent, payment_prelude(attempt), "endpoint", now)
+    return {f"record_{name}": value for name, value in parameters.items()}
+
+
 async def persist_payment(conn: Connection, attempt: dict[str, Any], stored: StoredRequest, *, now: datetime,
                           reminder_interval_s: float) -> bool:
-    """Persist the new attempt's effect record; see :func:`gateway.effects.ledger.persist`."""
-    return await ledger.persist(conn, payment_intent(stored, attempt["attempt_id"]), prelude=[
-        (ProtocolState.PROPOSED, {"order_id": attempt["order_id"]}),
-        (ProtocolState.POLICY_EVALUATED, {"rule": "order-open-on-configured-account"}),
-        (ProtocolState.APPROVED, {"approved_by": "customer", "customer_id": attempt["customer_id"]}),
-    ], actor="endpoint", now=now, reminder_interval_s=reminder_interval_s)
+    """Persist the new attempt's effect record on its own statement; see
+    :func:`gateway.effects.ledger.persist`."""
+    return await ledger.persist(conn, payment_intent(stored, attempt["attempt_id"]), prelude=payment_prelude(attempt),
+                                actor="endpoint", now=now, reminder_interval_s=reminder_interval_s)
 
 
 @dataclass(frozen=True)

@@ -371,8 +371,10 @@ async def test_a_second_click_that_lost_the_index_to_an_attempt_resolved_since_r
         second = asyncio.create_task(attempts.get_or_create_live("ORD-5521", "cus_1"))
         await _wait_until_blocked(shop)  # its statement's snapshot holds no attempt
         async with shop.services.db.transaction() as conn:  # the first click's insert, past the lock
-            first = await attempts._insert(conn, {**(await shop.services.orders.get("ORD-5521")),
-                                                  "next_attempt_number": 1})
+            _, insert = await attempts._insert(conn, {**(await shop.services.orders.get("ORD-5521")),
+                                                      "next_attempt_number": 1})
+        first = await insert.fetchone()
+        assert first is not None
     finally:
         await holder.close()
     reloaded = await second

@@ -4,16 +4,22 @@ following the attempt, and a certificate that verifies offline, also through the
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
+
+import pytest
 
 from gateway.clock import ManualClock
 from gateway.domain.certificates import verify
 from gateway.effects.certify import Certifier
+from gateway.payments import attempts as attempts_module
 from gateway.payments.attempts import stored_request
 from gateway.payments.sends import payment_intent, persist_payment
 from gateway.recovery.loop import Recovery
@@ -160,3 +166,31 @@ async def test_the_cli_verifies_a_good_certificate_offline_and_rejects_a_tampere
     (tmp_path / "key.b64").write_text(public_key)
     assert _verify_cli(str(tmp_path / "good.json"), "--key", str(tmp_path / "key.b64")).returncode == 0
     assert _verify_cli(str(tmp_path / "good.json")).returncode == 2  # no key source: a usage error
+
+
+async def test_an_attempt_whose_record_its_insert_could_not_write_is_escalated_and_never_sent(
+        shop: Shop, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seed 001: the record commits with the attempt that makes it sendable, "ON CONFLICT DO
+    NOTHING; assert stored == K, d". The attempt's own statement writes its record and COMMIT goes
+    with it; when the record is not written (here a record is already stored under the id the new
+    attempt drew), the attempt is committed without its own, the mismatch is escalated after the
+    commit, and the send gate refuses every send of it: the provider sees nothing."""
+    await shop.order()
+    first = await shop.services.attempts.get_or_create_live("ORD-5521", shop.customer_id)
+    await shop.services.db.fetch_one(  # closed never-sent, as recovery closes a stale NotStarted
+        "UPDATE payment_attempts SET state = 'NotApplied', outcome_reason = 'never-sent', version = version + 1 "
+        "WHERE attempt_id = %(a)s RETURNING 1", {"a": first["attempt_id"]})
+    taken = uuid.uuid4()  # a record another writer stored under this id, with its own key
+    async with shop.services.db.transaction() as conn:
+        assert await persist_payment(conn, {**first, "attempt_id": taken},
+                                     dataclasses.replace(stored_request(first), idempotency_key="another-key"),
+                                     now=clock.now(), reminder_interval_s=900)
+    drawn = iter([taken, uuid.uuid4()])  # the attempt id, then its key
+    monkeypatch.setattr(attempts_module, "uuid", SimpleNamespace(uuid4=lambda: next(drawn)))
+    paid = await shop.pay()
+    [attempt] = [a for a in await shop.attempts() if a["attempt_id"] == taken]
+    assert paid.json()["state"] == "Unknown"
+    assert attempt["outcome_reason"] == "request.not-buildable.effect-digest-mismatch"
+    assert await escalations(shop) == [f"attempt:{taken}:effect-intent-mismatch",
+                                       f"attempt:{taken}:effect-digest-mismatch"]
+    assert [r for r in shop.provider_requests() if r["method"] == "POST"] == []
