@@ -81,6 +81,17 @@ def _headers(raw: tuple[tuple[bytes, bytes], ...]) -> httpx.Headers:
 
 
 @dataclass(frozen=True, slots=True)
+class _Read:
+    """What aiohttp read of one answer, before a caller shapes it."""
+
+    status: int
+    reason: str | None
+    headers: Mapping[str, str]
+    raw_headers: tuple[tuple[bytes, bytes], ...]
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class Answer:
     """A complete answer, as the provider adapters read it: its status, its headers (looked up
     case-insensitively) and its whole body, decoded from any Content-Encoding as httpx decodes it."""
@@ -123,21 +134,26 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         """The names of the pools open, in the order they opened."""
         return tuple(self._sessions)
 
+    async def _send(self, method: str, url: str, headers: Any, content: bytes | None,
+                    pool_name: str) -> _Read:
+        """The one way every call goes out: from the pool ``pool_name``, sent once (no redirects, no
+        auto headers beyond the caller's) and its answer read to its end, so the connection stays
+        alive. aiohttp's errors are the caller's to name (:func:`_raised`)."""
+        session = self._sessions.get(pool_name) or self._open(pool_name)
+        async with session.request(method, url, headers=headers, data=content or None, allow_redirects=False,
+                                   skip_auto_headers=_SKIPPED) as answer:
+            return _Read(answer.status, answer.reason, answer.headers, answer.raw_headers, await answer.read())
+
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        name = request.extensions.get(POOL, "")
-        session = self._sessions.get(name) or self._open(name)
-        body: Any = request.content or None
         try:
-            async with session.request(request.method, str(request.url), headers=request.headers.multi_items(),
-                                       data=body, allow_redirects=False, skip_auto_headers=_SKIPPED) as answer:
-                content = await answer.read()
-                status, headers, reason = answer.status, answer.raw_headers, answer.reason
+            read = await self._send(request.method, str(request.url), request.headers.multi_items(),
+                                    request.content, request.extensions.get(POOL, ""))
         except aiohttp.ClientError as error:
             raise _raised(error) from error
         extensions: dict[str, Any] = {"http_version": b"HTTP/1.1"}
-        if reason:
-            extensions["reason_phrase"] = reason.encode("latin-1", "replace")
-        return httpx.Response(status, headers=_headers(headers), content=content, request=request,
+        if read.reason:
+            extensions["reason_phrase"] = read.reason.encode("latin-1", "replace")
+        return httpx.Response(read.status, headers=_headers(read.raw_headers), content=read.body, request=request,
                               extensions=extensions)
 
     async def exchange(self, method: str, url: str, headers: Mapping[str, str], content: bytes | None,
@@ -148,32 +164,23 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         (gateway.providers.calls). Sent and read as :meth:`handle_async_request` sends and reads,
         failing with the same httpx errors; an encoded body is decoded through httpx's response,
         so a body that does not decode raises ``httpx.DecodingError`` as it does there."""
-        session = self._sessions.get(pool_name) or self._open(pool_name)
         try:
-            async with session.request(method, url, headers=headers, data=content or None, allow_redirects=False,
-                                       skip_auto_headers=_SKIPPED) as answer:
-                body = await answer.read()
-                status, raw = answer.status, answer.raw_headers
-                received = answer.headers
+            read = await self._send(method, url, headers, content, pool_name)
         except aiohttp.InvalidURL as error:  # as httpx: a call that cannot be made is not a transport failure
             raise httpx.InvalidURL(str(error)) from error
         except aiohttp.ClientError as error:
             raise _raised(error) from error
-        if received.get("content-encoding", "identity").strip().lower() not in ("", "identity"):
-            return Answer.of(httpx.Response(status, headers=_headers(raw), content=body))
-        return Answer(status, received, body)
+        if read.headers.get("content-encoding", "identity").strip().lower() not in ("", "identity"):
+            return Answer.of(httpx.Response(read.status, headers=_headers(read.raw_headers), content=read.body))
+        return Answer(read.status, read.headers, read.body)
 
     async def status(self, url: str, content: bytes, headers: dict[str, str], pool_name: str = "") -> int:
         """POST ``content`` to ``url`` from the pool ``pool_name`` and read the answer to its end:
         its status code, for a caller that needs nothing else (the outbox's deliveries), without
         building httpx's request and response (a third of a delivery's CPU). Sent and read as
         :meth:`handle_async_request` sends and reads, failing with the same httpx errors."""
-        session = self._sessions.get(pool_name) or self._open(pool_name)
         try:
-            async with session.post(url, headers=headers, data=content, allow_redirects=False,
-                                    skip_auto_headers=_SKIPPED) as answer:
-                await answer.read()
-                return answer.status
+            return (await self._send("POST", url, headers, content, pool_name)).status
         except aiohttp.ClientError as error:
             raise _raised(error) from error
 

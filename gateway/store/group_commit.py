@@ -118,7 +118,6 @@ class GroupCommit(Generic[T, R]):
         for unit, future in isolated:
             await self._alone(unit, future)
 
-
     async def _pipelined(self, batch: list[tuple[T, asyncio.Future[R]]], work: Batch[T, R]) -> None:
         """The batch as ``work`` does it, in one transaction. Any error (a statement's, a lock
         waited for longer than ``lock_wait_ms``, the COMMIT's, the connection's) rolls all of it
