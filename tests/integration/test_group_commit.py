@@ -130,6 +130,28 @@ async def test_when_the_batch_transaction_fails_at_commit_nobody_is_answered_suc
     assert sorted(await _rows(probe)) == [0]
 
 
+async def test_a_pipelined_batch_failing_at_commit_answers_each_unit_only_from_its_own_commit(
+        probe: Database) -> None:
+    """Pipelined (docs/decisions/0080): units 1 and 2 insert the same n, so the deferred constraint
+    fails the batch's COMMIT after its work returned. Nobody is answered from the batch: each unit
+    is done again alone, unit 1's row commits, unit 2's own COMMIT fails and is its answer."""
+    gate = asyncio.Event()
+    key = lambda n: 7 if n in (1, 2) else n  # noqa: E731
+    work = _inserting(gate, key=key)
+
+    async def batch(conn: Connection, units: list[int]) -> list[int | None]:
+        for n in units:
+            await conn.execute("INSERT INTO gc_probe (n) VALUES (%(n)s)", {"n": key(n)})
+        return list(units)
+
+    group = GroupCommit(probe, work, max_batch=16, lanes=1, lock_wait_ms=100, batch=batch)
+    results = await _batch_behind_a_busy_lane(group, gate, range(1, 5))
+    assert results[:2] == [0, 1] and results[3:] == [3, 4]
+    assert isinstance(results[2], psycopg.errors.UniqueViolation), results
+    rows = await _rows(probe)
+    assert sorted(rows) == [0, 3, 4, 7] and len({rows[3], rows[4], rows[7]}) == 3  # each alone
+
+
 async def test_when_the_batch_connection_dies_nobody_is_answered_success(probe: Database) -> None:
     """The server ends the batch's session mid-transaction (a crash, as its client sees it)."""
     gate = asyncio.Event()
