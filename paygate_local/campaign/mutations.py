@@ -111,6 +111,11 @@ MUTATIONS: tuple[Mutation, ...] = (
              "            if error is None:\n                delivered.append",
              "            if True:\n                delivered.append",
              "seed 004 Downstream Work: a row is dispatched only once the sink took it"),
+    Mutation("delivery-ahead-of-its-predecessor", "outbox", "gateway/outbox/queries.sql",
+             "   AND (m.ordering_key IS NULL OR NOT EXISTS (",
+             "   AND (m.ordering_key IS NOT NULL OR NOT EXISTS (",
+             "seed 004 Downstream Work: rows with one ordering key are delivered in order, a later one "
+             "never ahead of an unfinished earlier one"),
     Mutation("dead-letter-without-escalation", "outbox", "gateway/outbox/dispatcher.py",
              '    if row["kind"] == OPERATOR_ALERT:\n        return',
              '    if True:\n        return',
