@@ -23,7 +23,7 @@ from gateway.domain.effect_protocol import ProtocolState
 from gateway.domain.timestamps import rfc3339
 from gateway.effects.ledger import next_entry
 from gateway.settings import CertificateKey, Settings
-from gateway.store.db import Connection, Statement, fetch_all, fetch_one
+from gateway.store.db import Connection, Cursor, Statement, fetch_all, fetch_one
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.effects")
@@ -44,6 +44,9 @@ class Subject:
     provider_reference: str | None
     provider_status: str | None
     evidence: Statement
+    # That query as the caller already sent it in this transaction, after the evidence it must see,
+    # unread: its answer travels with the caller's writes instead of in a round trip of its own.
+    sent: Cursor | None = None
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,8 @@ class Certifier:
             log.warning("effect_not_certified", attempt_id=str(record["attempt_id"]), why="no active certificate key")
             return None
         kind = record["attempt_kind"]
-        evidence = await fetch_all(conn, subject.evidence, {"attempt_id": record["attempt_id"]})
+        evidence = await subject.sent.fetchall() if subject.sent is not None else await fetch_all(
+            conn, subject.evidence, {"attempt_id": record["attempt_id"]})
         manifest = record["manifest"]
         certificate = {
             "certificate_version": CERTIFICATE_VERSION, "attempt_kind": kind, "operation": manifest["operation"],

@@ -53,6 +53,12 @@ class _LostToIndex(Exception):
     """A writer that skipped the order lock inserted the order's live attempt first."""
 
 
+class Unexpected(VersionConflict):
+    """The attempt's lock answered another row than the one the writes sent with it were decided
+    on (:meth:`Attempts.apply_evidence` ``expected``): the transaction is rolled back and done
+    again on the row as it is."""
+
+
 def stored_request(attempt: Attempt) -> StoredRequest:
     return StoredRequest(provider_account=attempt["provider_account"], endpoint=attempt["endpoint"],
                          api_version=attempt["api_version"], idempotency_key=attempt["idempotency_key"],
@@ -74,6 +80,14 @@ def facts(attempt: Attempt) -> AttemptFacts:
                         provider_account=attempt["provider_account"], amount_minor=attempt["amount_minor"],
                         currency=attempt["currency"], provider_id=attempt["provider_payment_id"],
                         has_action=attempt["next_action"] is not None)
+
+
+def as_started(started: Attempt) -> Attempt:
+    """What ``lock_for_evidence`` answers for an attempt ``mark_started`` has just returned, if
+    nothing moved since: the same row, its order still Open, its one send intent that transaction
+    appended, and no other attempt owning a provider payment ID (the ``expected`` of
+    :meth:`Attempts.apply_evidence` for the endpoint's own send result)."""
+    return {**started, "order_state": "Open", "send_intents": 1, "provider_payment_owner": None}
 
 
 async def retry_transaction(work: Any, retries: int = RETRIES) -> Any:
@@ -223,7 +237,7 @@ class Attempts:
 
     async def apply_evidence(self, attempt_id: uuid.UUID, evidence: Evidence, *, actor: str,
                              kind: str | None, conn: Connection | None = None, lease: Lease | None = None,
-                             locked: Attempt | None = None) -> Attempt:
+                             locked: Attempt | None = None, expected: Attempt | None = None) -> Attempt:
         """Apply ``evidence`` to the attempt as it stands, under the order and attempt locks,
         appending a ``kind`` event (send_result, lookup; None when the caller recorded its own,
         like a notification). With ``conn`` it joins the caller's transaction and does not retry.
@@ -234,8 +248,17 @@ class Attempts:
         evidence after the lease expired, so it is applied under the state rules alone.
 
         ``locked``: the attempt as the caller's transaction already locked it, ``lock_for_evidence``'s
-        row (a notification locks it in the statement that records it, docs/decisions/0049)."""
+        row (a notification locks it in the statement that records it, docs/decisions/0049).
+
+        ``expected`` (with ``conn``): the row the caller expects the lock to answer
+        (:func:`as_started`). The writes decided on it are sent with the lock, one round trip
+        for both, and the lock's row is compared with it before anything reads their results: a
+        row that differs in any column raises :class:`Unexpected` (a VersionConflict), so the
+        caller's transaction rolls back and is done again without ``expected``. The writes that
+        commit are thus always those decided on the row the lock answered."""
         if conn is not None:
+            if expected is not None and locked is None:
+                return await (await self._send_expected(conn, attempt_id, evidence, actor, kind, expected))()
             return await (await self._send(conn, attempt_id, evidence, actor, kind, lease, locked))()
 
         async def once() -> Attempt:
@@ -261,12 +284,7 @@ class Attempts:
             "attempt_id": attempt_id, "evidence_payment_id": evidence.provider_id})
         if attempt is None:
             raise LookupError(f"attempt {attempt_id} does not exist")
-        decision = decide(facts(attempt), evidence, only_send=attempt["send_intents"] == 1)
-        if decision.record_provider_id and attempt["provider_payment_owner"] is not None:
-            # Recording it would make the ID name two attempts: keep both as they are and
-            # investigate (seed 004: "proof of nothing about either payment").
-            decision = Decision(escalation=Escalation(
-                f"attempt:{attempt_id}:provider-id-conflict", "provider-id-conflict"))
+        decision = _decided(attempt, evidence)
         if decision.escalation is not None and decision.new_state is None:
             if kind is not None:
                 await self._event(conn, attempt_id, kind, actor, now, _evidence_detail(evidence, decision))
@@ -276,8 +294,28 @@ class Attempts:
             return functools.partial(_as_is, attempt)
         return await self._write(conn, attempt, decision, evidence, actor, kind, now, lease)
 
+    async def _send_expected(self, conn: Connection, attempt_id: uuid.UUID, evidence: Evidence, actor: str,
+                             kind: str | None, expected: Attempt) -> Written:
+        """:meth:`_send` with the writes decided on ``expected`` and sent with the lock (see
+        :meth:`apply_evidence`); an escalation alone is decided on the locked row, as in
+        :meth:`_send`."""
+        decision = _decided(expected, evidence)
+        if decision.escalation is not None and decision.new_state is None:
+            return await self._send(conn, attempt_id, evidence, actor, kind, None, None)
+        now = self._clock.now()
+        async with pipelined(conn):
+            lock = await conn.execute(LOCK_FOR_EVIDENCE, {"attempt_id": attempt_id,
+                                                          "evidence_payment_id": evidence.provider_id})
+            written = await self._write(conn, expected, decision, evidence, actor, kind, now, None, ahead=True)
+        locked = await lock.fetchone()
+        if locked is None or any(column not in expected or expected[column] != value
+                                 for column, value in locked.items()):
+            raise Unexpected(f"attempt {attempt_id} is not as expected under its lock")
+        return written
+
     async def _write(self, conn: Connection, attempt: Attempt, decision: Decision, evidence: Evidence,
-                     actor: str, kind: str | None, now: datetime, lease: Lease | None) -> Written:
+                     actor: str, kind: str | None, now: datetime, lease: Lease | None, *,
+                     ahead: bool = False) -> Written:
         """Every write the decision implies as ONE statement (queries.sql ``write_evidence``,
         docs/decisions/0048), each part switched by a parameter and hanging on the conditional
         update, so one that missed writes none of it (VersionConflict): the update (a recorded
@@ -288,7 +326,8 @@ class Attempts:
         when it ``resolves``; and a recovery lease, if still this worker's, released
         (``lease_mode`` 'release') or also scheduled (``finish``: unexpired only), in the same
         update since one statement may not update a row twice. The effect record's lock, the
-        last one taken, travels in the same pipeline."""
+        last one taken, travels in the same pipeline; ``ahead``, so does a success's evidence
+        read for its certificate (``effect_evidence``, after the writes: it sees their event)."""
         attempt_id = attempt["attempt_id"]
         state = AttemptState(decision.new_state or attempt["state"])
         payment_id = attempt["provider_payment_id"] or (evidence.provider_id if decision.record_provider_id else None)
@@ -326,12 +365,14 @@ class Attempts:
                 "resolves": decision.resolves, "note": f"attempt {state.value}",
                 **_lease_params(lease, decision, now)})
             record = await lock_record(conn, attempt_id) if follows and not owes_refund else None
+            certified = await conn.execute(_SQL["effect_evidence"], {"attempt_id": attempt_id}) \
+                if ahead and record is not None and state is AttemptState.SUCCEEDED else None
         return functools.partial(self._written, conn, attempt, decision, evidence, actor, now, state, applied, record,
-                                 owes_refund, follows)
+                                 owes_refund, follows, certified)
 
     async def _written(self, conn: Connection, attempt: Attempt, decision: Decision, evidence: Evidence, actor: str,
                        now: datetime, state: AttemptState, applied: Cursor, record: Cursor | None, owes_refund: bool,
-                       follows: bool) -> Attempt:
+                       follows: bool, certified: Cursor | None = None) -> Attempt:
         """The second half of :meth:`_write`: its results read, and what follows them."""
         attempt_id = attempt["attempt_id"]
         updated = await applied.fetchone()
@@ -344,7 +385,8 @@ class Attempts:
         if follows:  # a confirmed effect is certified here
             await advance(conn, attempt_id, state.value, actor=actor, now=now, certifier=self._certifier,
                           subject=Subject("order_id", updated["order_id"], updated["provider_payment_id"],
-                                          updated["provider_status"], _SQL["effect_evidence"]), locked=record)
+                                          updated["provider_status"], _SQL["effect_evidence"], certified),
+                          locked=record)
         return updated
 
     def _next_check(self, attempt: Attempt, state: AttemptState, evidence: Evidence, now: datetime) -> datetime:
@@ -378,6 +420,17 @@ class Attempts:
 
 async def _as_is(attempt: Attempt) -> Attempt:
     return attempt
+
+
+def _decided(attempt: Attempt, evidence: Evidence) -> Decision:
+    """What ``evidence`` does to ``attempt`` as ``lock_for_evidence`` answered it."""
+    decision = decide(facts(attempt), evidence, only_send=attempt["send_intents"] == 1)
+    if decision.record_provider_id and attempt["provider_payment_owner"] is not None:
+        # Recording it would make the ID name two attempts: keep both as they are and
+        # investigate (seed 004: "proof of nothing about either payment").
+        decision = Decision(escalation=Escalation(
+            f"attempt:{attempt['attempt_id']}:provider-id-conflict", "provider-id-conflict"))
+    return decision
 
 
 def _evidence_detail(evidence: Evidence, decision: Decision) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from gateway.domain.timestamps import rfc3339
 from gateway.effects.gate import SendGate
 from gateway.effects.ledger import Held
 from gateway.orders.repository import Orders
-from gateway.payments.attempts import Attempt, Attempts, VersionConflict, retry_transaction, stored_request
+from gateway.payments.attempts import Attempt, Attempts, VersionConflict, as_started, retry_transaction, stored_request
 from gateway.payments.client import PaymentClient
 from gateway.payments.sends import Opened, PaymentSends
 from gateway.payments.status import extensions_of, send_status_extensions
@@ -162,9 +162,12 @@ class Checkout:
             return await self._reload(attempt, "start.lost")
         evidence = await self._sends.create_payment(stored_request(started), started["attempt_id"], actor="endpoint",
                                                     budget_s=account.call_budget_s, opened=opened[0])
+        # The first try expects the attempt as this transaction left it; a retry reads it as it is.
+        expected = [as_started(started)]
         try:
             async with self._clock.budget(account.record_budget_s):
-                recorded, extensions = await retry_transaction(lambda: self._record(started["attempt_id"], evidence))
+                recorded, extensions = await retry_transaction(
+                    lambda: self._record(started["attempt_id"], evidence, expected.pop() if expected else None))
         except UNCONFIRMED as error:
             # The write failed or its commit is unknown; it may have committed, and a notification
             # may have resolved the attempt meanwhile. Report what is durable; recovery finds out.
@@ -175,16 +178,19 @@ class Checkout:
                  state=recorded["state"], finding=evidence.finding, reason=evidence.reason)
         return PaymentStatus.of(recorded, self._clock.now(), extensions)
 
-    async def _record(self, attempt_id: Any, evidence: Evidence) -> tuple[Attempt, dict[str, Any]]:
+    async def _record(self, attempt_id: Any, evidence: Evidence,
+                      expected: Attempt | None) -> tuple[Attempt, dict[str, Any]]:
         """The send's answer recorded as :meth:`Attempts.record_response` records it (a send_result
         event and the evidence, one transaction; the caller retries it whole), with the answer's
         ``effect`` and ``refund`` read in that transaction and sent with its COMMIT: one round trip
         and one pooled connection fewer than reading them after it. The read is a plain SELECT
         after the writes; should it fail, the transaction fails with it and the caller reloads,
-        as for any unconfirmed outcome (recovery finds out what the provider did)."""
+        as for any unconfirmed outcome (recovery finds out what the provider did). With
+        ``expected`` the writes go with the attempt's lock and are kept only if the lock answers
+        that row (:meth:`Attempts.apply_evidence`): one round trip fewer when nothing moved."""
         async with self._db.transaction() as conn:
             recorded = await self._attempts.apply_evidence(attempt_id, evidence, actor="endpoint", kind="send_result",
-                                                           conn=conn)
+                                                           conn=conn, expected=expected)
             extensions = await send_status_extensions(conn, recorded["attempt_id"], recorded["order_id"])
         return recorded, extensions_of(await extensions.fetchone())
 

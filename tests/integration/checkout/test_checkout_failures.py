@@ -380,3 +380,36 @@ async def test_a_second_click_that_lost_the_index_to_an_attempt_resolved_since_r
     reloaded = await second
     assert reloaded["attempt_id"] == first["attempt_id"] and reloaded["state"] == "NotApplied"
     assert len(await shop.attempts()) == 1 and shop.provider_requests() == []
+
+
+async def test_an_answer_recorded_after_a_notification_moved_the_attempt_is_decided_on_the_attempt_as_it_is(
+        shop: Shop) -> None:
+    """Seed 004, "Persisting the Attempt": every write is conditional on the state and version read
+    under the lock. The endpoint's answer is sent with the attempt's lock, decided on the attempt
+    as its Started transition left it; a notification's success committed during the provider call
+    moved it, so that write is rolled back and the answer applied to the attempt as the lock read
+    it: Succeeded once, one confirmation, one certificate (seed 001), the answer kept as a
+    send_result event."""
+    await shop.order()
+    await shop.faults({"operation": "create_payment", "action": "delay_ms", "delay_ms": 300})
+    paying = asyncio.create_task(shop.pay())
+    for _ in range(200):  # until the request is at CardCo: Started has committed
+        if shop.provider_requests():
+            break
+        await asyncio.sleep(0.01)
+    [started] = await shop.attempts()
+    assert started["state"] == "Started"
+    success = Evidence(finding="succeeded", provider_account=TEST_ACCOUNT, provider_id=shop.ledger()[0]["id"],
+                       amount_minor=4250, currency="EUR")
+    await shop.services.attempts.apply_evidence(started["attempt_id"], success, actor="notification-handler",
+                                                kind=None)
+    paid = await paying
+    assert (paid.status_code, paid.json()["state"]) == (200, "Succeeded")
+    [attempt] = await shop.attempts()
+    assert (attempt["state"], attempt["version"]) == ("Succeeded", started["version"] + 2)  # each write once
+    assert await shop.events(attempt["attempt_id"]) == ["send_intent", "transition", "send_result"]
+    assert await shop.outbox() == [f"attempt:{attempt['attempt_id']}:order-confirmation"]
+    certificates = await shop.services.db.fetch_all(
+        "SELECT certificate FROM effect_certificates WHERE attempt_id = %(a)s", {"a": attempt["attempt_id"]})
+    assert len(certificates) == 1
+    assert paid.json()["effect"]["protocol_state"] == "CERTIFIED"

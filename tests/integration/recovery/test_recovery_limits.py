@@ -113,14 +113,14 @@ async def test_a_constraint_failure_while_recording_is_not_retried_and_takes_the
     with psycopg.connect(database_url, autocommit=True) as conn:  # a rule the outcome write breaks
         conn.execute("ALTER TABLE orders ADD CONSTRAINT ck_test_never_paid CHECK (state <> 'Paid')")
     calls = 0
-    real = Attempts._send
+    real = Attempts._write  # every way evidence is written goes through it
 
     async def counted(self: Attempts, *args: Any, **kwargs: Any) -> Any:
         nonlocal calls
         calls += 1
         return await real(self, *args, **kwargs)
 
-    monkeypatch.setattr(Attempts, "_send", counted)
+    monkeypatch.setattr(Attempts, "_write", counted)
     response = await shop.pay()
     assert calls == 1, "a constraint failure is not retried"
     assert (response.status_code, response.json()["state"]) == (202, "Started"), "the durable status"
