@@ -42,7 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.support import ACCOUNT, pgbench  # noqa: E402
 from gateway.domain.effect_manifest import Transport  # noqa: E402
-from gateway.effects.ledger import Intent, record_parameters  # noqa: E402
+from gateway.domain.effect_protocol import ProtocolState  # noqa: E402
+from gateway.effects.ledger import Intent, next_entry, record_parameters  # noqa: E402
 from gateway.notifications.repository import IDENTIFY_AND_RECORD  # noqa: E402
 from gateway.payments.evidence_lock import LOCK_FOR_EVIDENCE  # noqa: E402
 from gateway.payments.sends import payment_prelude  # noqa: E402
@@ -164,6 +165,21 @@ def record_entries() -> str:
     return "'" + json.dumps(entries).replace("'", "''") + "'"
 
 
+def started_entries() -> str:
+    """The ledger rows the gateway sends with ``mark_started`` for a record as its insert wrote it:
+    AUTHORIZATION_ISSUED and the send gate's EXECUTING (gateway/payments/attempts.py
+    ``mark_started``), one jsonb literal (its digest a placeholder)."""
+    record = {"attempt_id": uuid.UUID(int=0), "sequence": 4, "protocol_state": "INTENT_PERSISTED",
+              "effect_digest": b"", "idempotency_key": "key"}
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    issued, record = next_entry(record, ProtocolState.AUTHORIZATION_ISSUED, {"attempt_state": "Started"}, "endpoint",
+                                now)
+    executing, _ = next_entry(record, ProtocolState.EXECUTING, {"effect_digest": "00"}, "endpoint", now)
+    entries = [{"sequence": e["sequence"], "from_state": e["from_state"], "to_state": e["to_state"],
+                "detail": e["detail"].obj} for e in (issued, executing)]
+    return "'" + json.dumps(entries).replace("'", "''") + "'"
+
+
 def checkout() -> list[Step]:
     """PayAsync's three transactions on an Open order ``PGB-<n>`` (gateway/payments/attempts.py
     ``get_or_create_live``, ``mark_started``, ``record_response``), the send between the second
@@ -196,7 +212,11 @@ def checkout() -> list[Step]:
         Statement("gateway/payments/queries.sql mark_started", PAYMENTS["mark_started"], {
             "attempt_id": ":attempt_id", "order_id": ":order_id", "version": ":version", "now": NOW,
             "actor": "'endpoint'", "escalation_deadline": "now() + interval '23 hours'",
-            "next_check_at": "now() + interval '30 s'"}),
+            "next_check_at": "now() + interval '30 s'",
+            # The ledger rows it appends for the record as the insert wrote it (docs/decisions/0054).
+            "entries": started_entries(), "expected_sequence": "4", "expected_state": "'INTENT_PERSISTED'",
+            "expected_digest": "(SELECT effect_digest FROM effect_records WHERE attempt_id = (:attempt_id)::uuid)",
+            "expected_key": "(SELECT idempotency_key FROM effect_records WHERE attempt_id = (:attempt_id)::uuid)"}),
         Control("COMMIT"),
         Control("BEGIN"),
         lock_for_evidence(payment_id),

@@ -93,15 +93,28 @@ def record_parameters(intent: Intent, prelude: Sequence[Step], actor: str, now: 
     INTENT_PERSISTED after ``prelude``. A statement that inserts a record elsewhere (the checkout's
     attempt insert) takes the same ones."""
     digest = intent.digest
-    steps = [*prelude, (ProtocolState.INTENT_PERSISTED, {"idempotency_key": intent.transport.idempotency_key})]
-    entries, _ = _entries({"attempt_id": intent.attempt_id, "sequence": None, "protocol_state": None,
-                           "effect_digest": digest, "idempotency_key": intent.transport.idempotency_key},
-                          steps, actor, now)
+    entries, _ = _persisted(intent, prelude, actor, now)
     return {"attempt_id": intent.attempt_id, "attempt_kind": intent.kind, "rail": intent.transport.rail,
             "provider_account": intent.transport.provider_account, "idempotency_key": intent.transport.idempotency_key,
             "effect_digest": digest, "policy_digest": intent.policy_digest,
             "approval_set_digest": intent.approval_set_digest, "manifest": Jsonb(intent.manifest), "now": now,
             "actor": actor, "entries": _rows(entries)}
+
+
+def persisted(intent: Intent, prelude: Sequence[Step], actor: str, now: datetime) -> dict[str, Any]:
+    """The record of ``intent`` as the insert of :func:`record_parameters` leaves it: its kind,
+    digest and key, and its last ledger row's ``sequence`` and ``protocol_state``
+    (INTENT_PERSISTED), the fields :func:`advance_record` and the send gate read of a locked record."""
+    _, record = _persisted(intent, prelude, actor, now)
+    return {**record, "attempt_kind": intent.kind}
+
+
+def _persisted(intent: Intent, prelude: Sequence[Step], actor: str,
+               now: datetime) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    steps = [*prelude, (ProtocolState.INTENT_PERSISTED, {"idempotency_key": intent.transport.idempotency_key})]
+    return _entries({"attempt_id": intent.attempt_id, "sequence": None, "protocol_state": None,
+                     "effect_digest": intent.digest, "idempotency_key": intent.transport.idempotency_key},
+                    steps, actor, now)
 
 
 async def kept(conn: Connection, intent: Intent, now: datetime, reminder_interval_s: float) -> bool:
@@ -140,14 +153,19 @@ async def advance(conn: Connection, attempt_id: uuid.UUID, attempt_state: str, *
 
 async def advance_record(conn: Connection, attempt_id: uuid.UUID, attempt_state: str, *, actor: str,
                          now: datetime, certifier: Certifier | None = None, subject: Subject | None = None,
-                         locked: Cursor | None = None, held: Held | None = None) -> dict[str, Any] | None:
+                         locked: Cursor | None = None, held: Held | None = None,
+                         read: Read | None = None) -> dict[str, Any] | None:
     """:func:`advance`, answering the locked record as it stands after (its ``sequence`` and
     ``protocol_state`` the last appended), for a caller that appends more in the same transaction
     (the endpoint's send gate), or None for an attempt without a record. With ``held`` the rows are
-    kept there, unsent, for the caller to send with its own (:class:`Held`); not with a certifier."""
+    kept there, unsent, for the caller to send with its own (:class:`Held`); not with a certifier.
+    ``read``: the record as the caller already has it (:class:`Read`), instead of ``locked``."""
     if held is not None and certifier is not None:
         raise ValueError("a certified step sends its rows: hold none")
-    record = await (locked if locked is not None else await lock_record(conn, attempt_id)).fetchone()
+    if read is not None:
+        record = read.record
+    else:
+        record = await (locked if locked is not None else await lock_record(conn, attempt_id)).fetchone()
     if record is None:
         return None
     current = ProtocolState(record["protocol_state"])
@@ -172,6 +190,14 @@ async def step(conn: Connection, record: dict[str, Any], state: ProtocolState, *
     return await _append(conn, record, [(state, detail)], actor, now, held)
 
 
+@dataclass(frozen=True)
+class Read:
+    """A record the caller read under its lock with a statement of its own (the checkout's Started
+    transition locks it in the statement that starts the attempt), or None for none."""
+
+    record: dict[str, Any] | None
+
+
 class Held:
     """Ledger rows of one locked record computed but not sent yet, so that the next steps of the
     same transaction go with them in one statement (the endpoint's Started transaction: the
@@ -185,6 +211,10 @@ class Held:
     async def send(self, conn: Connection) -> None:
         entries, self.entries = self.entries, []
         await _send(conn, entries)
+
+    def rows(self) -> Jsonb:
+        """The rows held, as ``append_ledger``'s ``entries``, for a statement that appends them itself."""
+        return _rows(self.entries)
 
 
 def next_entry(record: dict[str, Any], state: ProtocolState, detail: dict[str, Any], actor: str,

@@ -19,17 +19,18 @@ from psycopg.types.json import Jsonb
 
 from gateway.clock import Clock
 from gateway.domain.attempts import ORDER_CONFIRMATION, AttemptFacts, Decision, Escalation, Evidence, decide
+from gateway.domain.effect_manifest import ManifestUnbuildable
 from gateway.domain.errors import OrderCancelled, OrderNotFound, OrderPaid, OrderRefunded, ProviderAccountUnavailable
 from gateway.domain.outcomes import AttemptState
 from gateway.domain.refunds import after_payment
 from gateway.effects.certify import Certifier, Subject
-from gateway.effects.ledger import Held, advance, advance_record, kept, lock_record
+from gateway.effects.ledger import Held, Read, advance, advance_record, kept, lock_record
 from gateway.escalations.store import raise_escalation
 from gateway.outbox.store import attempt_ordering_key, effect_rows
 from gateway.payments.client import StoredRequest, payments_endpoint
 from gateway.payments.evidence_lock import LOCK_FOR_EVIDENCE
 from gateway.payments.leases import Lease, finish
-from gateway.payments.sends import payment_intent, payment_record
+from gateway.payments.sends import payment_intent, payment_persisted, payment_record
 from gateway.providers import checkout, provider_for
 from gateway.refunds.decisions import RefundPolicy, decide_after_cancel
 from gateway.settings import ProviderAccount, Settings
@@ -43,6 +44,10 @@ RETRIES = 3
 
 
 Written = Callable[[], Awaitable[Attempt]]  # reads an application's queued writes and finishes it
+# What runs in the Started transaction with the attempt, its effect record as advanced, and the rows held.
+Then = Callable[[Connection, Attempt, dict[str, Any] | None, Held], Awaitable[None]]
+# mark_started's record columns, `record_`-prefixed in its answer.
+_RECORD = ("attempt_id", "attempt_kind", "effect_digest", "idempotency_key", "sequence", "protocol_state")
 
 
 class VersionConflict(Exception):
@@ -198,20 +203,36 @@ class Attempts:
                        self._settings.reminder_interval_s)
 
     async def mark_started(self, attempt: Attempt, actor: str = "endpoint", *,
-                           then: Callable[[Connection, Attempt, dict[str, Any] | None, Held], Awaitable[None]]
-                           | None = None) -> Attempt | None:
+                           then: Then | None = None) -> Attempt | None:
         """NotStarted -> Started with its send_intent (see queries.sql ``mark_started``); ``then``
         runs in the same transaction once it started, with the attempt's effect record as locked
         and advanced here (the endpoint opens the send gate there), and that advance's ledger row
-        held unsent, so that the rows ``then`` appends go with it in one statement.
+        held, so that the rows ``then`` appends go with it in one statement.
+
+        The record is expected as the attempt's insert wrote it (INTENT_PERSISTED): the advance
+        and ``then`` run first on that record, and their rows go with the transition, which locks
+        the record and appends them only if it is exactly that one. If it is not, they are
+        appended afterwards from the record the statement read, as if nothing had been expected
+        (``then`` runs again: it must only add rows to ``held`` while the record is the one its
+        attempt's request derives). If they were appended for a stored request that is not the
+        one the attempt had (it changed since it was read), the transaction rolls back and is
+        done again without expecting anything.
 
         None means a confirmed miss: another writer moved the attempt, or the order is no longer
         payable. A database failure or an unconfirmed commit raises: the caller reloads."""
+        try:
+            return await self._mark_started(attempt, actor, then, expect=True)
+        except Unexpected:
+            return await self._mark_started(attempt, actor, then, expect=False)
+
+    async def _mark_started(self, attempt: Attempt, actor: str, then: Then | None, *, expect: bool) -> Attempt | None:
         account = self._account(attempt["provider_account"])
         now = self._clock.now()
+        expected = _persisted(attempt, now) if expect else None
         async with self._db.transaction() as conn:
-            # The record's lock (the last one taken) travels with the transition: one round trip
-            # for both; a miss only held it until this commit.
+            held = Held()
+            if expected is not None:  # seed 001: INTENT_PERSISTED -> AUTHORIZATION_ISSUED, then ``then``'s
+                await self._advance_started(conn, attempt, expected, actor, now, held, then)
             marked = await conn.execute(_SQL["mark_started"], {
                 "attempt_id": attempt["attempt_id"], "order_id": attempt["order_id"],
                 "version": attempt["version"], "now": now, "actor": actor,
@@ -219,17 +240,29 @@ class Attempts:
                     seconds=account.key_window_s - account.escalation_safety_margin_s),
                 "next_check_at": now + timedelta(seconds=account.call_budget_s + account.record_budget_s
                                                  + account.processing_allowance_s),
-            })
-            locked = await lock_record(conn, attempt["attempt_id"])
+                "entries": held.rows(),
+                **_expecting(expected)})
             started = await marked.fetchone()
-            if started is not None:  # seed 001: INTENT_PERSISTED -> AUTHORIZATION_ISSUED
-                held = Held()
-                record = await advance_record(conn, started["attempt_id"], "Started", actor=actor, now=now,
-                                              locked=locked, held=held)
-                if then is not None:
-                    await then(conn, started, record, held)
-                await held.send(conn)
+            if started is None:
+                return None
+            record, written = _record_of(started)
+            if written:
+                if written != len(held.entries) or stored_request(started) != stored_request(attempt):
+                    raise Unexpected(f"attempt {attempt['attempt_id']} started with rows for another request")
+                return started
+            held = Held()
+            await self._advance_started(conn, started, record, actor, now, held, then)
+            await held.send(conn)
             return started
+
+    async def _advance_started(self, conn: Connection, attempt: Attempt, record: dict[str, Any] | None, actor: str,
+                               now: datetime, held: Held, then: Then | None) -> None:
+        """The Started step of the attempt's effect ``record`` (seed 001) and ``then``, their rows
+        added to ``held``."""
+        advanced = await advance_record(conn, attempt["attempt_id"], "Started", actor=actor, now=now,
+                                        read=Read(record), held=held)
+        if then is not None:
+            await then(conn, attempt, advanced, held)
 
     async def record_response(self, attempt_id: uuid.UUID, evidence: Evidence, actor: str) -> Attempt:
         """Record the answer to a send: a send_result event plus the evidence, in one transaction."""
@@ -420,6 +453,31 @@ class Attempts:
 
 async def _as_is(attempt: Attempt) -> Attempt:
     return attempt
+
+
+def _persisted(attempt: Attempt, now: datetime) -> dict[str, Any] | None:
+    """The attempt's effect record as its insert wrote it (:func:`payment_record`), or None when
+    its stored request does not read as an effect (the send gate refuses it then)."""
+    try:
+        return payment_persisted(attempt, stored_request(attempt), now=now)
+    except ManifestUnbuildable:
+        return None
+
+
+def _expecting(record: dict[str, Any] | None) -> dict[str, Any]:
+    """``mark_started``'s ``expected_*`` parameters: the record its rows are for (NULLs: none)."""
+    if record is None:
+        return {"expected_sequence": None, "expected_state": None, "expected_digest": None, "expected_key": None}
+    return {"expected_sequence": record["sequence"], "expected_state": record["protocol_state"],
+            "expected_digest": record["effect_digest"], "expected_key": record["idempotency_key"]}
+
+
+def _record_of(started: Attempt) -> tuple[dict[str, Any] | None, int]:
+    """Takes ``mark_started``'s record columns out of its answer: the record as locked (None for
+    none) and how many of the rows sent with it were appended."""
+    record = {column: started.pop(f"record_{column}") for column in _RECORD}
+    written = int(started.pop("ledger_written"))
+    return (record if record["attempt_id"] is not None else None), written
 
 
 def _decided(attempt: Attempt, evidence: Evidence) -> Decision:

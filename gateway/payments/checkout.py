@@ -148,8 +148,9 @@ class Checkout:
             # Seed 001's send gate in the transaction that commits Started (docs/decisions/0031),
             # on the effect record that transaction locked; its EXECUTING row goes with the
             # AUTHORIZATION_ISSUED one that transaction holds.
-            opened.append(await self._sends.open_in(conn, stored_request(started), started["attempt_id"],
-                                                    actor="endpoint", record=record, held=held))
+            # The gate's answer for the record the rows were sent for (mark_started may run this twice).
+            opened[:] = [await self._sends.open_in(conn, stored_request(started), started["attempt_id"],
+                                                   actor="endpoint", record=record, held=held)]
 
         try:
             async with self._clock.budget(account.start_budget_s):

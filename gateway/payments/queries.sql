@@ -103,6 +103,12 @@ SELECT attempt.*, EXISTS (SELECT FROM record) AS record_inserted FROM attempt;
 -- first_sent_at and the escalation deadline from the account configuration in force now, and
 -- appending the send_intent in the same statement: exactly one caller wins, and no intent exists
 -- without the transition. The order CTE is joined, so its lock is taken before the attempt's.
+-- The attempt's effect record is locked by the same statement once the attempt started (the last
+-- lock taken: it reads `started`), and read as it stood (its kind, digest, key and last ledger
+-- row, effects/queries.sql lock_record's fields, `record_`-prefixed). The ledger rows the caller
+-- computed from the record it expects (`entries`, as append_ledger takes them) are appended only
+-- if the record is exactly that one (`expected_sequence`, `expected_state`, `expected_digest`,
+-- `expected_key`; NULLs expect nothing): `ledger_written` says how many were.
 WITH payable AS (
     SELECT order_id FROM orders
      WHERE order_id = %(order_id)s AND state = 'Open'
@@ -122,8 +128,30 @@ WITH payable AS (
                               'provider_account', provider_account, 'send', 'first')
       FROM started
     RETURNING event_id
+), record AS (
+    SELECT r.attempt_id, r.attempt_kind, r.effect_digest, r.idempotency_key, l.sequence, l.to_state AS protocol_state
+      FROM effect_records r
+      LEFT JOIN LATERAL (SELECT sequence, to_state FROM effect_ledger e
+                          WHERE e.attempt_id = r.attempt_id ORDER BY sequence DESC LIMIT 1) l ON true
+     WHERE r.attempt_id = (SELECT attempt_id FROM started)
+       FOR NO KEY UPDATE OF r
+), ledger AS (
+    INSERT INTO effect_ledger (attempt_id, sequence, from_state, to_state, effect_digest, idempotency_key,
+                               occurred_at, actor, detail)
+    SELECT record.attempt_id, s.sequence, s.from_state, s.to_state, record.effect_digest, record.idempotency_key,
+           %(now)s, %(actor)s, s.detail
+      FROM record, jsonb_to_recordset(%(entries)s::jsonb) AS s(sequence int, from_state text, to_state text,
+                                                              detail jsonb)
+     WHERE record.sequence = %(expected_sequence)s AND record.protocol_state = %(expected_state)s
+       AND record.effect_digest = %(expected_digest)s AND record.idempotency_key = %(expected_key)s
+    RETURNING 1
 )
-SELECT started.*, (SELECT event_id FROM intent) AS intent_event_id FROM started;
+SELECT started.*, (SELECT event_id FROM intent) AS intent_event_id,
+       record.attempt_id AS record_attempt_id, record.attempt_kind AS record_attempt_kind,
+       record.effect_digest AS record_effect_digest, record.idempotency_key AS record_idempotency_key,
+       record.sequence AS record_sequence, record.protocol_state AS record_protocol_state,
+       (SELECT count(*) FROM ledger) AS ledger_written
+  FROM started LEFT JOIN record ON true;
 
 -- name: write_evidence
 -- Every write a decision implies, one statement (docs/decisions/0048; Attempts._write says which

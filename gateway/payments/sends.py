@@ -57,6 +57,12 @@ def payment_record(attempt: dict[str, Any], stored: StoredRequest, *, now: datet
     return {f"record_{name}": value for name, value in parameters.items()}
 
 
+def payment_persisted(attempt: dict[str, Any], stored: StoredRequest, *, now: datetime) -> dict[str, Any]:
+    """The new attempt's effect record as :func:`payment_record`'s insert leaves it
+    (:func:`ledger.persisted`)."""
+    return ledger.persisted(payment_intent(stored, attempt["attempt_id"]), payment_prelude(attempt), "endpoint", now)
+
+
 async def persist_payment(conn: Connection, attempt: dict[str, Any], stored: StoredRequest, *, now: datetime,
                           reminder_interval_s: float) -> bool:
     """Persist the new attempt's effect record on its own statement; see

@@ -100,6 +100,25 @@ async def test_a_first_send_with_a_drifted_body_is_refused_before_anything_reach
     assert await ledger(shop, attempt["attempt_id"]) == [*FIRST_SEND[:5], "OUTCOME_UNKNOWN"]
 
 
+async def test_a_body_that_drifted_after_the_attempt_was_read_is_refused_before_anything_reaches_cardco(
+        shop: Shop) -> None:
+    """The Started transition sends the send gate's rows for the record the attempt's insert
+    wrote, derived from the attempt as it was read; the stored body changed since, so those rows
+    are rolled back with the transition and the gate, run again on the body as stored, refuses it
+    (seed 001, "Stable identity and exact bytes")."""
+    await shop.order()
+    attempt = await shop.services.attempts.get_or_create_live("ORD-5521", shop.customer_id)
+    await shop.services.db.fetch_one(
+        "UPDATE payment_attempts SET request_body = replace(request_body, '4250', '42500') "
+        "WHERE attempt_id = %(a)s RETURNING 1", {"a": attempt["attempt_id"]})
+    status = await shop.services.checkout._start_and_send(attempt)
+    assert (status.state, status.body["outcome_reason"]) == \
+        ("Unknown", "request.not-buildable.effect-digest-mismatch")
+    assert shop.provider_requests() == []
+    assert f"attempt:{attempt['attempt_id']}:effect-digest-mismatch" in await escalations(shop)
+    assert await ledger(shop, attempt["attempt_id"]) == [*FIRST_SEND[:5], "OUTCOME_UNKNOWN"]
+
+
 async def test_a_recovery_resend_with_a_drifted_body_is_refused_before_anything_reaches_cardco(
         shop: Shop, clock: ManualClock) -> None:
     """The same-key resend re-derives the digest too: a tampered stored body never leaves."""
