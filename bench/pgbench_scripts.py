@@ -296,6 +296,7 @@ LEFT_OUT = {
         "gateway/auth/queries.sql find_principal": "the bearer token: the gateway's token cache answers a loaded run",
         "gateway/effects/queries.sql append_ledger": _EFFECTS,
         "gateway/effects/queries.sql lock_record": _EFFECTS,
+        "gateway/effects/queries.sql lock_record_with_evidence": _EFFECTS,
         "gateway/payments/queries.sql effect_evidence": _EFFECTS,
         "gateway/effects/queries.sql insert_certificate": _EFFECTS,
         "gateway/payments/status.sql status_extensions": "the answer's effect view, " + _EFFECTS,

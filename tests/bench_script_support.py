@@ -4,6 +4,7 @@ product runs (tests/statements_support.py)."""
 from __future__ import annotations
 
 from bench.pgbench_scripts import LEFT_OUT, SCRIPTS, Control, Statement
+from gateway.payments.attempts import LOCK_RECORD_WITH_EVIDENCE
 from tests.statements_support import catalogue, names
 
 # The driver's own transaction boundaries, which the recording of statements does not see.
@@ -20,4 +21,5 @@ def product_names(recorded: list[str], flow: str) -> list[str]:
     """What the product ran, by name, without the statements the ceiling names as left out."""
     composed = [(step.name, step.text) for steps, _ in SCRIPTS.values() for step in steps()
                 if isinstance(step, Statement)]
+    composed.append(("gateway/effects/queries.sql lock_record_with_evidence", LOCK_RECORD_WITH_EVIDENCE))
     return [name for name in names(recorded, catalogue(*composed)) if name not in LEFT_OUT[flow]]

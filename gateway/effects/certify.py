@@ -23,7 +23,7 @@ from gateway.domain.effect_protocol import ProtocolState
 from gateway.domain.timestamps import rfc3339
 from gateway.effects.ledger import next_entry
 from gateway.settings import CertificateKey, Settings
-from gateway.store.db import Connection, Cursor, Statement, fetch_all, fetch_one
+from gateway.store.db import Connection, Statement, fetch_all, fetch_one
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.effects")
@@ -44,9 +44,9 @@ class Subject:
     provider_reference: str | None
     provider_status: str | None
     evidence: Statement
-    # That query as the caller already sent it in this transaction, after the evidence it must see,
-    # unread: its answer travels with the caller's writes instead of in a round trip of its own.
-    sent: Cursor | None = None
+    # Its answer as the caller already read it in this transaction, after the evidence it must see
+    # (ledger.lock_record_with: with the record's lock), instead of a statement of its own.
+    evidence_event_ids: list[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -86,8 +86,8 @@ class Certifier:
             log.warning("effect_not_certified", attempt_id=str(record["attempt_id"]), why="no active certificate key")
             return None
         kind = record["attempt_kind"]
-        evidence = await subject.sent.fetchall() if subject.sent is not None else await fetch_all(
-            conn, subject.evidence, {"attempt_id": record["attempt_id"]})
+        evidence = subject.evidence_event_ids if subject.evidence_event_ids is not None else [
+            row["event_id"] for row in await fetch_all(conn, subject.evidence, {"attempt_id": record["attempt_id"]})]
         manifest = record["manifest"]
         certificate = {
             "certificate_version": CERTIFICATE_VERSION, "attempt_kind": kind, "operation": manifest["operation"],
@@ -99,7 +99,7 @@ class Certifier:
             "policy_digest": _hex(record["policy_digest"]), "approval_set_digest": _hex(record["approval_set_digest"]),
             "outcome": "EFFECT_CONFIRMED", "provider_reference": subject.provider_reference,
             "provider_status": subject.provider_status,
-            "evidence_event_ids": [int(row["event_id"]) for row in evidence],
+            "evidence_event_ids": [int(event_id) for event_id in evidence],
             "issued_at": rfc3339(now), "statement": STATEMENT,
         }
         signed = sign(certificate, key_id=key.key_id, private_seed=key.private_bytes)

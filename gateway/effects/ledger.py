@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import structlog
+from psycopg import sql as psql
 from psycopg.types.json import Jsonb
 
 from gateway.domain import attempt_kinds
@@ -26,7 +27,7 @@ from gateway.domain.effect_manifest import AttemptKind, Transport, effect_digest
 from gateway.domain.effect_protocol import ProtocolState, TransitionRefused, check
 from gateway.domain.effect_protocol import follow as protocol_follow
 from gateway.escalations.store import raise_escalation
-from gateway.store.db import Connection, Cursor, fetch_one
+from gateway.store.db import Connection, Cursor, Statement, fetch_one
 from gateway.store.queries import load_queries
 
 if TYPE_CHECKING:
@@ -139,15 +140,24 @@ async def lock_record(conn: Connection, attempt_id: uuid.UUID) -> Cursor:
     return await conn.execute(_SQL["lock_record"], {"attempt_id": attempt_id})
 
 
+def lock_record_with(evidence: Statement) -> Statement:
+    """:func:`lock_record`'s statement reading, in the same statement, the event ids the area's
+    ``evidence`` query answers, as ``evidence_event_ids`` (queries.sql ``lock_record_with_evidence``)."""
+    text = evidence if isinstance(evidence, str) else evidence.as_string(None)
+    query = "\n".join(line for line in text.strip().removesuffix(";").splitlines() if not line.startswith("--"))
+    return psql.SQL(_SQL["lock_record_with_evidence"]).format(evidence=psql.SQL(query)).as_string(None)
+
+
 async def advance(conn: Connection, attempt_id: uuid.UUID, attempt_state: str, *, actor: str, now: datetime,
                   certifier: Certifier | None = None, subject: Subject | None = None,
-                  locked: Cursor | None = None) -> str | None:
+                  locked: Cursor | None = None, read: Read | None = None) -> str | None:
     """Append what ``attempt_state`` implies for the effect (nothing for an attempt without a record,
     e.g. one created before effect records existed); with ``certifier`` and the area's ``subject``,
     a newly confirmed effect is certified in the same transaction. ``locked`` is the caller's
-    :func:`lock_record` sent earlier in the transaction. The protocol state after, or None."""
+    :func:`lock_record` sent earlier in the transaction, ``read`` the record it already read.
+    The protocol state after, or None."""
     record = await advance_record(conn, attempt_id, attempt_state, actor=actor, now=now, certifier=certifier,
-                                  subject=subject, locked=locked)
+                                  subject=subject, locked=locked, read=read)
     return None if record is None else str(record["protocol_state"])
 
 

@@ -38,6 +38,17 @@ SELECT r.*, l.sequence, l.to_state AS protocol_state
  WHERE r.attempt_id = %(attempt_id)s
    FOR NO KEY UPDATE OF r;
 
+-- name: lock_record_with_evidence
+-- lock_record, and the event ids its certificate names as evidence read by the same statement:
+-- the placeholder is the confirming area's own query for them (certify.Subject), sent after the
+-- writes that append the confirming evidence, so it sees them. A template (ledger.lock_record_with).
+SELECT r.*, l.sequence, l.to_state AS protocol_state, ARRAY({evidence}) AS evidence_event_ids
+  FROM effect_records r
+  LEFT JOIN LATERAL (SELECT sequence, to_state FROM effect_ledger e
+                      WHERE e.attempt_id = r.attempt_id ORDER BY sequence DESC LIMIT 1) l ON true
+ WHERE r.attempt_id = %(attempt_id)s
+   FOR NO KEY UPDATE OF r;
+
 -- name: get_record
 -- The record alone, read without a lock (a check before the real, locked one at send time).
 SELECT * FROM effect_records WHERE attempt_id = %(attempt_id)s;

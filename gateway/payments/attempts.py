@@ -24,7 +24,7 @@ from gateway.domain.errors import OrderCancelled, OrderNotFound, OrderPaid, Orde
 from gateway.domain.outcomes import AttemptState
 from gateway.domain.refunds import after_payment
 from gateway.effects.certify import Certifier, Subject
-from gateway.effects.ledger import Held, Read, advance, advance_record, kept, lock_record
+from gateway.effects.ledger import Held, Read, advance, advance_record, kept, lock_record, lock_record_with
 from gateway.escalations.store import raise_escalation
 from gateway.outbox.store import attempt_ordering_key, effect_rows
 from gateway.payments.client import StoredRequest, payments_endpoint
@@ -38,6 +38,8 @@ from gateway.store.db import Connection, Cursor, Database, fetch_one, pipelined
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.payments")
+# The record's lock with a checkout effect's evidence, for a success certified with it (_write ``ahead``).
+LOCK_RECORD_WITH_EVIDENCE = lock_record_with(_SQL["effect_evidence"])
 
 Attempt = dict[str, Any]
 RETRIES = 3
@@ -359,8 +361,9 @@ class Attempts:
         when it ``resolves``; and a recovery lease, if still this worker's, released
         (``lease_mode`` 'release') or also scheduled (``finish``: unexpired only), in the same
         update since one statement may not update a row twice. The effect record's lock, the
-        last one taken, travels in the same pipeline; ``ahead``, so does a success's evidence
-        read for its certificate (``effect_evidence``, after the writes: it sees their event)."""
+        last one taken, travels in the same pipeline; ``ahead``, a success's lock also reads its
+        certificate's evidence (``effect_evidence`` in ``lock_record_with_evidence``, after the
+        writes: it sees their event)."""
         attempt_id = attempt["attempt_id"]
         state = AttemptState(decision.new_state or attempt["state"])
         payment_id = attempt["provider_payment_id"] or (evidence.provider_id if decision.record_provider_id else None)
@@ -397,15 +400,16 @@ class Attempts:
                 "ordering_key": attempt_ordering_key(attempt_id), "outbox": outbox,
                 "resolves": decision.resolves, "note": f"attempt {state.value}",
                 **_lease_params(lease, decision, now)})
-            record = await lock_record(conn, attempt_id) if follows and not owes_refund else None
-            certified = await conn.execute(_SQL["effect_evidence"], {"attempt_id": attempt_id}) \
-                if ahead and record is not None and state is AttemptState.SUCCEEDED else None
+            locks = follows and not owes_refund
+            certifying = locks and ahead and state is AttemptState.SUCCEEDED
+            record = await conn.execute(LOCK_RECORD_WITH_EVIDENCE, {"attempt_id": attempt_id}) if certifying \
+                else await lock_record(conn, attempt_id) if locks else None
         return functools.partial(self._written, conn, attempt, decision, evidence, actor, now, state, applied, record,
-                                 owes_refund, follows, certified)
+                                 owes_refund, follows, certifying)
 
     async def _written(self, conn: Connection, attempt: Attempt, decision: Decision, evidence: Evidence, actor: str,
                        now: datetime, state: AttemptState, applied: Cursor, record: Cursor | None, owes_refund: bool,
-                       follows: bool, certified: Cursor | None = None) -> Attempt:
+                       follows: bool, certifying: bool = False) -> Attempt:
         """The second half of :meth:`_write`: its results read, and what follows them."""
         attempt_id = attempt["attempt_id"]
         updated = await applied.fetchone()
@@ -416,10 +420,15 @@ class Attempts:
         if decision.escalation is not None:
             await self._escalate(conn, updated, decision.escalation, evidence, now)
         if follows:  # a confirmed effect is certified here
+            read, evidence_ids = None, None
+            if certifying and record is not None:  # the record's lock answered the evidence too
+                row = await record.fetchone()
+                evidence_ids = row.pop("evidence_event_ids") if row is not None else None
+                read = Read(row)
             await advance(conn, attempt_id, state.value, actor=actor, now=now, certifier=self._certifier,
                           subject=Subject("order_id", updated["order_id"], updated["provider_payment_id"],
-                                          updated["provider_status"], _SQL["effect_evidence"], certified),
-                          locked=record)
+                                          updated["provider_status"], _SQL["effect_evidence"], evidence_ids),
+                          locked=record, read=read)
         return updated
 
     def _next_check(self, attempt: Attempt, state: AttemptState, evidence: Evidence, now: datetime) -> datetime:
