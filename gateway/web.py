@@ -7,23 +7,29 @@ One worker serves in this process. With more, uvicorn's supervisor binds the soc
 that many processes accepting on it, each with its own lifespan: its own database pool
 (``db_pool_size`` connections each), token cache and counters, flushed to PostgreSQL every
 ``metrics_flush_s`` and at shutdown (docs/decisions/0041). A worker that cannot start (a schema
-that lacks a migration) stops the whole process, as a single worker does.
+that lacks a migration) stops the whole process, as a single worker does. The workers share the
+connections evenly, the least-loaded accepting (gateway/web_balance.py, docs/decisions/0081).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 
 import uvicorn
 
 from gateway.settings import Settings, load_settings
+from gateway.web_balance import SHARES_ENV, ConnectionShares
 
 APP = "gateway.app:app_from_environment"
+BALANCED_LOOP = "gateway.web_balance:new_event_loop"
 
 
 def options(settings: Settings, host: str, port: int) -> dict[str, object]:
-    """uvicorn's settings for the web process (uvloop and httptools named, not "auto")."""
-    return {"factory": True, "host": host, "port": port, "loop": "uvloop", "http": "httptools",
+    """uvicorn's settings for the web process (uvloop and httptools named, not "auto"; several
+    workers run uvloop through gateway/web_balance.py)."""
+    return {"factory": True, "host": host, "port": port,
+            "loop": BALANCED_LOOP if settings.web_workers > 1 else "uvloop", "http": "httptools",
             "access_log": False, "log_level": settings.log_level, "workers": settings.web_workers}
 
 
@@ -32,7 +38,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args(argv)
-    uvicorn.run(APP, **options(load_settings(), args.host, args.port))  # type: ignore[arg-type]
+    settings = load_settings()
+    if settings.web_workers == 1:
+        uvicorn.run(APP, **options(settings, args.host, args.port))  # type: ignore[arg-type]
+        return
+    shares = ConnectionShares.create(settings.web_workers)
+    os.environ[SHARES_ENV] = str(shares.path)  # the workers it starts map the same table
+    try:
+        uvicorn.run(APP, **options(settings, args.host, args.port))  # type: ignore[arg-type]
+    finally:
+        shares.remove()
 
 
 if __name__ == "__main__":
