@@ -19,12 +19,15 @@ in the same run, on the same database, with the same connection counts:
 - a bare Starlette POST (bench/bare_app.py) under uvicorn with as many workers and the same wrk script.
 Before the load runs, round trips and statements per notification are counted on the wire
 (bench/support.py WireCounter) and the gateway's CPU per request (all its worker processes) is read
-from /proc during every run; ``--profile`` samples the gateway with py-spy during each load run.
+from /proc during every run, and how the senders' connections are split between its worker processes
+midway through it (``worker_connections``, docs/decisions/0081); ``--profile`` samples the gateway with
+py-spy during each load run.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -49,9 +52,11 @@ from bench.support import (  # noqa: E402
     insert_orders,
     profiled,
     progress,
+    sampled_midway,
     tree_cpu_seconds,
     uvicorn,
     web,
+    worker_connections,
 )
 from paygate_local.servers import free_port  # noqa: E402
 from provider_fake.signing import sign_v1  # noqa: E402
@@ -214,7 +219,9 @@ def main() -> None:
                     profile = args.profile / f"notifications-{prefix.rstrip('-')}.txt" if args.profile else None
                     pid = SERVER_PIDS[gateway_base]
                     cpu_before = tree_cpu_seconds(pid)
-                    with profiled(pid, profile):
+                    port = int(gateway_base.rsplit(":", 1)[1])
+                    with profiled(pid, profile), \
+                            sampled_midway(duration / 2, functools.partial(worker_connections, pid, port)) as split:
                         result = wrk(gateway_base, requests_file, connections, duration)
                     cpu_us = (tree_cpu_seconds(pid) - cpu_before) * 1e6 / max(result["rps"] * duration, 1)
                     wired = "unique" if mix == "unique" else "duplicates"  # the wire count's second pass redelivers
@@ -227,7 +234,7 @@ def main() -> None:
                                  "round_trips": trips[f"{wired}_trips"], "statements": trips[f"{wired}_statements"],
                                  "gateway_cpu_us": cpu_us,
                                  "gateway_cpu_us_one_client": trips[f"{wired}_cpu_us"],
-                                 "web_workers": args.web_workers})
+                                 "web_workers": args.web_workers, "worker_connections": split[0] if split else []})
     report(runs, duration, args.web_workers)
     if args.json:
         args.json.write_text(json.dumps({"runs": runs}, indent=1) + "\n")
@@ -238,12 +245,13 @@ def report(runs: list[dict[str, Any]], duration: int, workers: int) -> None:
           " (bench/README.md)\n")
     print(f"{'senders':>7} {'mix':<12} {'gateway/s':>10} {'p99 ms':>7} {'non-2xx':>7} {'wrapped':>7} "
           f"{'pgbench tps':>11} {'ratio':>6} {'bare /s':>9} {'ratio':>6} {'trips':>5} {'stmts':>5}"
-          f" {'cpu us':>6} {'1 client':>8}")
+          f" {'cpu us':>6} {'1 client':>8}  split")
     for run in runs:
         print(f"{run['senders']:>7} {run['mix']:<12} {run['rate']:>10.0f} {run['p99_ms']:>7.1f} "
               f"{run['non_2xx']:>7.0f} {run['wrapped']:>7.0f} {run['pgbench_tps']:>11.0f} {run['ratio_pgbench']:>6.2f} "
               f"{run['bare_rate']:>9.0f} {run['ratio_bare']:>6.3f} {run['round_trips']:>5.1f}"
-              f" {run['statements']:>5.1f} {run['gateway_cpu_us']:>6.0f} {run['gateway_cpu_us_one_client']:>8.0f}")
+              f" {run['statements']:>5.1f} {run['gateway_cpu_us']:>6.0f} {run['gateway_cpu_us_one_client']:>8.0f}"
+              f"  {'/'.join(map(str, run['worker_connections']))}")
     unique = {run["senders"]: run["rate"] for run in runs if run["mix"] == "unique"}
     for run in runs:
         if run["mix"] != "unique" and run["senders"] in unique:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import psycopg
 
 BENCH = Path(__file__).resolve().parent
@@ -304,6 +305,27 @@ def cpu_seconds(pid: int) -> float:
     what a busy, shared machine changes least."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def worker_connections(pid: int, port: int) -> list[int]:
+    """Established connections to ``port`` held by each process below ``pid`` (a web process's
+    workers, docs/decisions/0081), fewest first."""
+    counts = [sum(1 for conn in child.net_connections(kind="tcp")
+                  if conn.status == psutil.CONN_ESTABLISHED and conn.laddr and conn.laddr.port == port)
+              for child in psutil.Process(pid).children()]
+    return sorted(count for count in counts if count)
+
+
+@contextmanager
+def sampled_midway(seconds: float, sample: Callable[[], Any]) -> Iterator[list[Any]]:
+    """``sample()`` taken once, ``seconds`` into the block, in a thread; its result in the list."""
+    taken: list[Any] = []
+    timer = threading.Timer(seconds, lambda: taken.append(sample()))
+    timer.start()
+    try:
+        yield taken
+    finally:
+        timer.join()
 
 
 def tree_cpu_seconds(pid: int) -> float:
