@@ -56,10 +56,16 @@ class PaymentClient:
         self._settings = settings
         self._clock = clock
         self._http = http
+        self._made: dict[str, ProviderCalls] = {}
 
     def _calls(self, account: ProviderAccount) -> ProviderCalls:
-        return ProviderCalls(account, self._clock, self._http, kind=PAYMENT.name,
-                             ceiling_s=account.maximum_call_duration_s)
+        """The account's calls, made once per account configuration and client (a ProviderCalls
+        holds nothing a call changes; the API key is still read at each call)."""
+        calls = self._made.get(account.id)
+        if calls is None or calls.account is not account or calls.http is not self._http:
+            calls = self._made[account.id] = ProviderCalls(account, self._clock, self._http, kind=PAYMENT.name,
+                                                           ceiling_s=account.maximum_call_duration_s)
+        return calls
 
     def build(self, stored: StoredRequest) -> ProviderAccount:
         """The account ``stored`` goes to; refuses anything that would send it elsewhere
