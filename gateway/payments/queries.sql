@@ -26,6 +26,9 @@ SELECT o.*,
 -- has (a no-effect rejection closes it only after its only send), which other attempt, if any,
 -- already owns the evidence's provider payment ID (recording it again would make it name two),
 -- and the order's state under its lock (a success on a cancelled order is settled differently).
+-- The send intents are counted over the attempt's own history (FILTER, not WHERE): a WHERE on
+-- kind lets a generic plan made on stale statistics also read the Overview's partial index of every
+-- recent send intent and transition (tests/integration/notifications/test_evidence_writes.py).
 -- A template: gateway/payments/evidence_lock.py binds the attempt's id, the attempt_id parameter
 -- for Attempts.apply_evidence, or, inside gateway/notifications/queries.sql identify_and_record
 -- (docs/decisions/0049), the attempt that statement just recorded a payment notification for.
@@ -35,8 +38,8 @@ WITH locked_order AS MATERIALIZED (
        FOR NO KEY UPDATE
 )
 SELECT a.*, locked_order.order_state,
-       (SELECT count(*) FROM payment_attempt_events e
-         WHERE e.attempt_id = a.attempt_id AND e.kind = 'send_intent') AS send_intents,
+       (SELECT count(*) FILTER (WHERE e.kind = 'send_intent') FROM payment_attempt_events e
+         WHERE e.attempt_id = a.attempt_id) AS send_intents,
        (SELECT other.attempt_id FROM payment_attempts other
          WHERE other.provider_account = a.provider_account
            AND other.provider_payment_id = %(evidence_payment_id)s
