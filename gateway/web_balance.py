@@ -166,10 +166,6 @@ class BalancedAcceptor:
         self._thread.start()
 
     @property
-    def sockets(self) -> tuple[socket.socket, ...]:
-        return (self._sock,)
-
-    @property
     def open_connections(self) -> int:
         return self._accepted - self._closed
 

@@ -151,3 +151,26 @@ async def test_the_evidence_lock_counts_send_intents_from_the_attempts_own_histo
         lines = "\n".join(row["QUERY PLAN"] for row in plan)
         assert "payment_attempt_events_history" in lines
         assert "payment_attempt_events_recent" not in lines, lines
+
+
+async def test_a_rejection_closes_the_attempt_only_when_it_answered_its_only_send(
+        webhooks: Webhooks, services: Services) -> None:
+    """Seed 004 matrix: "A documented validation rejection of an attempt's only send records
+    NotApplied with the error"; of one send among several it proves nothing yet (Unknown). Applied
+    through the evidence lock, which counts the attempt's send intents among everything its history
+    holds (a send result and a notification here): one intent, NotApplied; a second (a resend),
+    Unknown."""
+    rejected = Evidence(finding="rejected", provider_account=TEST_ACCOUNT, reason="invalid_request")
+    only = await webhooks.attempt()
+    resent = await webhooks.attempt()
+    now = webhooks.clock.now()
+    async with services.db.transaction() as conn:  # history besides the send intent, and one resend
+        for attempt, kinds in ((only, ("send_result", "lookup")), (resent, ("send_result", "send_intent"))):
+            for kind in kinds:
+                await conn.execute(
+                    "INSERT INTO payment_attempt_events (attempt_id, occurred_at, kind, actor, detail)"
+                    " VALUES (%(a)s, %(now)s, %(kind)s, 'test', '{}')",
+                    {"a": attempt["attempt_id"], "now": now, "kind": kind})
+    for attempt, state in ((only, "NotApplied"), (resent, "Unknown")):
+        applied = await services.attempts.apply_evidence(attempt["attempt_id"], rejected, actor="test", kind="lookup")
+        assert applied["state"] == state
