@@ -43,13 +43,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.support import ACCOUNT, pgbench  # noqa: E402
 from gateway.domain.effect_manifest import Transport  # noqa: E402
 from gateway.domain.effect_protocol import ProtocolState  # noqa: E402
-from gateway.effects.ledger import Intent, next_entry, record_parameters  # noqa: E402
+from gateway.effects.ledger import Intent, next_entry, record_parameters, with_ledger_of_record  # noqa: E402
 from gateway.notifications.repository import IDENTIFY_AND_RECORD  # noqa: E402
 from gateway.payments.evidence_lock import LOCK_FOR_EVIDENCE  # noqa: E402
 from gateway.payments.sends import payment_prelude  # noqa: E402
 from gateway.store.queries import load_queries  # noqa: E402
 
 PAYMENTS = load_queries("gateway.payments")
+# The statements that write an effect record's ledger rows, composed as the product composes them.
+INSERT = with_ledger_of_record(PAYMENTS["insert"], prefix="record_")
+MARK_STARTED = with_ledger_of_record(PAYMENTS["mark_started"])
 LEASES = load_queries("gateway.payments", "leases.sql")
 
 # pgbench reads ":name" as a variable anywhere in a command, string literals included; "::" is a cast.
@@ -189,7 +192,7 @@ def checkout() -> list[Step]:
         Control("BEGIN"),
         Statement("gateway/payments/queries.sql lock_order_for_checkout", PAYMENTS["lock_order_for_checkout"],
                   {"order_id": ORDER}, gset=True),
-        Statement("gateway/payments/queries.sql insert", PAYMENTS["insert"], {
+        Statement("gateway/payments/queries.sql insert", INSERT, {
             "attempt_id": "gen_random_uuid()", "order_id": ":order_id", "customer_id": ":customer_id",
             "attempt_number": ":next_attempt_number", "provider_account": ":provider_account",
             "endpoint": "'http://cardco.bench/v1/payments'", "api_version": "'2026-11-01'",
@@ -209,7 +212,7 @@ def checkout() -> list[Step]:
             "record_actor": "'endpoint'", "record_entries": record_entries()}, gset=True),
         Control("COMMIT"),
         Control("BEGIN"),
-        Statement("gateway/payments/queries.sql mark_started", PAYMENTS["mark_started"], {
+        Statement("gateway/payments/queries.sql mark_started", MARK_STARTED, {
             "attempt_id": ":attempt_id", "order_id": ":order_id", "version": ":version", "now": NOW,
             "actor": "'endpoint'", "escalation_deadline": "now() + interval '23 hours'",
             "next_check_at": "now() + interval '30 s'",

@@ -36,6 +36,20 @@ if TYPE_CHECKING:
 _SQL = load_queries("gateway.effects")
 log = structlog.get_logger("gateway.effects")
 
+
+def with_ledger_of_record(statement: str, *, prefix: str = "") -> str:
+    """``statement`` (a named block with ``{ledger_of_record}`` in a CTE after its ``record`` CTE)
+    with the ledger rows of that record appended by it (queries.sql ``ledger_of_record``), their
+    time, actor and rows taken from its ``<prefix>now``, ``<prefix>actor`` and ``<prefix>entries``
+    parameters: one text for the rows every record-writing statement appends."""
+    template = _SQL["ledger_of_record"]
+    rows = psql.SQL(template[template.index("INSERT INTO"):]).format(
+        **{name: psql.SQL(f"%({prefix}{name})s") for name in ("now", "actor", "entries")})
+    return psql.SQL(statement).format(ledger_of_record=rows).as_string(None)
+
+
+_INSERT_RECORD = with_ledger_of_record(_SQL["insert_record"])
+
 Step = tuple[ProtocolState, dict[str, Any]]
 
 
@@ -83,7 +97,7 @@ async def persist(conn: Connection, intent: Intent, *, prelude: Sequence[Step], 
     # The ledger up to INTENT_PERSISTED travels with the insert and is written only if the record
     # is; a record this statement inserted is this intent, with exactly those rows. Only a conflict
     # needs the stored record read back and compared.
-    inserted = await fetch_one(conn, _SQL["insert_record"], record_parameters(intent, prelude, actor, now))
+    inserted = await fetch_one(conn, _INSERT_RECORD, record_parameters(intent, prelude, actor, now))
     if inserted is not None:
         return True
     return await kept(conn, intent, now, reminder_interval_s)

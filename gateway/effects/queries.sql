@@ -18,14 +18,21 @@ WITH record AS (
     ON CONFLICT DO NOTHING
     RETURNING *
 ), ledger AS (
-    INSERT INTO effect_ledger (attempt_id, sequence, from_state, to_state, effect_digest, idempotency_key,
-                               occurred_at, actor, detail)
-    SELECT record.attempt_id, s.sequence, s.from_state, s.to_state, record.effect_digest, record.idempotency_key,
-           %(now)s, %(actor)s, s.detail
-      FROM record, jsonb_to_recordset(%(entries)s::jsonb) AS s(sequence int, from_state text, to_state text,
-                                                              detail jsonb)
+{ledger_of_record}
 )
 SELECT * FROM record;
+
+-- name: ledger_of_record
+-- A template (gateway/effects/ledger.py with_ledger_of_record): the ledger rows (`entries`, as
+-- append_ledger takes them) of the effect record a statement's own `record` CTE holds, appended by
+-- that statement, so the record and its rows travel in one round trip. Composed into
+-- insert_record here and into gateway/payments/queries.sql insert and mark_started; a statement
+-- may follow it with a WHERE that decides whether the rows are appended.
+INSERT INTO effect_ledger (attempt_id, sequence, from_state, to_state, effect_digest, idempotency_key,
+                           occurred_at, actor, detail)
+SELECT record.attempt_id, s.sequence, s.from_state, s.to_state, record.effect_digest, record.idempotency_key,
+       {now}, {actor}, s.detail
+  FROM record, jsonb_to_recordset({entries}::jsonb) AS s(sequence int, from_state text, to_state text, detail jsonb)
 
 -- name: lock_record
 -- The record with its current protocol state. FOR NO KEY UPDATE does not block the FOR KEY SHARE

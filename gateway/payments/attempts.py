@@ -24,7 +24,16 @@ from gateway.domain.errors import OrderCancelled, OrderNotFound, OrderPaid, Orde
 from gateway.domain.outcomes import AttemptState
 from gateway.domain.refunds import after_payment
 from gateway.effects.certify import Certifier, Subject
-from gateway.effects.ledger import Held, Read, advance, advance_record, kept, lock_record, lock_record_with
+from gateway.effects.ledger import (
+    Held,
+    Read,
+    advance,
+    advance_record,
+    kept,
+    lock_record,
+    lock_record_with,
+    with_ledger_of_record,
+)
 from gateway.escalations.store import raise_escalation
 from gateway.outbox.store import attempt_ordering_key, effect_rows
 from gateway.payments.client import StoredRequest, payments_endpoint
@@ -38,6 +47,8 @@ from gateway.store.db import Connection, Cursor, Database, fetch_one, pipelined
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.payments")
+_INSERT = with_ledger_of_record(_SQL["insert"], prefix="record_")
+_MARK_STARTED = with_ledger_of_record(_SQL["mark_started"])
 # The record's lock with a checkout effect's evidence, for a success certified with it (_write ``ahead``).
 LOCK_RECORD_WITH_EVIDENCE = lock_record_with(_SQL["effect_evidence"])
 
@@ -193,7 +204,7 @@ class Attempts:
         }
         # Seed 001: the effect record commits with the attempt that makes it sendable. It is
         # derived from the values the insert carries and written by the same statement.
-        return attempt, await conn.execute(_SQL["insert"], attempt | payment_record(attempt, stored_request(attempt),
+        return attempt, await conn.execute(_INSERT, attempt | payment_record(attempt, stored_request(attempt),
                                                                                       now=now))
 
     async def _record_conflict(self, attempt: dict[str, Any]) -> None:
@@ -235,7 +246,7 @@ class Attempts:
             held = Held()
             if expected is not None:  # seed 001: INTENT_PERSISTED -> AUTHORIZATION_ISSUED, then ``then``'s
                 await self._advance_started(conn, attempt, expected, actor, now, held, then)
-            marked = await conn.execute(_SQL["mark_started"], {
+            marked = await conn.execute(_MARK_STARTED, {
                 "attempt_id": attempt["attempt_id"], "order_id": attempt["order_id"],
                 "version": attempt["version"], "now": now, "actor": actor,
                 "escalation_deadline": now + timedelta(

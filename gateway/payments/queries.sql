@@ -91,12 +91,7 @@ WITH attempt AS (
     ON CONFLICT DO NOTHING
     RETURNING attempt_id, effect_digest, idempotency_key
 ), ledger AS (
-    INSERT INTO effect_ledger (attempt_id, sequence, from_state, to_state, effect_digest, idempotency_key,
-                               occurred_at, actor, detail)
-    SELECT record.attempt_id, s.sequence, s.from_state, s.to_state, record.effect_digest, record.idempotency_key,
-           %(record_now)s, %(record_actor)s, s.detail
-      FROM record, jsonb_to_recordset(%(record_entries)s::jsonb) AS s(sequence int, from_state text, to_state text,
-                                                                     detail jsonb)
+{ledger_of_record}
 )
 SELECT attempt.*, EXISTS (SELECT FROM record) AS record_inserted FROM attempt;
 
@@ -139,12 +134,7 @@ WITH payable AS (
      WHERE r.attempt_id = (SELECT attempt_id FROM started)
        FOR NO KEY UPDATE OF r
 ), ledger AS (
-    INSERT INTO effect_ledger (attempt_id, sequence, from_state, to_state, effect_digest, idempotency_key,
-                               occurred_at, actor, detail)
-    SELECT record.attempt_id, s.sequence, s.from_state, s.to_state, record.effect_digest, record.idempotency_key,
-           %(now)s, %(actor)s, s.detail
-      FROM record, jsonb_to_recordset(%(entries)s::jsonb) AS s(sequence int, from_state text, to_state text,
-                                                              detail jsonb)
+{ledger_of_record}
      WHERE record.sequence = %(expected_sequence)s AND record.protocol_state = %(expected_state)s
        AND record.effect_digest = %(expected_digest)s AND record.idempotency_key = %(expected_key)s
     RETURNING 1
