@@ -9,6 +9,11 @@ event loop on one core) is every one of its senders' latency while the other wor
 worker accepts only while no live worker holds fewer open connections than it does (least
 connections first, as Envoy's "exact" connection balancer and nginx's accept mutex do), so
 connections that arrive together are dealt out in turn and the split stays within one.
+Connections that arrived before every worker was accepting (a provider reconnecting while the web
+process starts) would stay where they landed: a worker holding two or more connections more than
+another live worker answers its next response with ``Connection: close`` (one per
+``SHED_CHECK_S`` at most, so the table catches up between two), and the client's reconnection is
+dealt out as above (:func:`closes_after_response`, read by the request envelope).
 
 :class:`ConnectionShares` is the table the workers read: one slot per worker in a small file every
 worker maps (its path in ``PAYGATE_WEB_SHARES``, made by the ``web`` process before it starts
@@ -30,6 +35,7 @@ import socket
 import struct
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,6 +48,8 @@ SHARES_ENV = "PAYGATE_WEB_SHARES"
 _SLOT = struct.Struct("qq")  # (worker pid, open connections); pid 0: a free slot
 ACCEPT_WAIT_S = 0.05  # how long the accepting thread waits for a connection before it publishes its count again
 GATE_POLL_S = 0.01  # how often a worker holding more than another looks again
+SHED_CHECK_S = 0.1  # how often a worker asks whether it holds too many, so sheds at most one per interval
+_serving: BalancedAcceptor | None = None  # this worker process's acceptor, once it serves a shared socket
 
 
 class ConnectionShares:
@@ -85,14 +93,14 @@ class ConnectionShares:
     def publish(self, index: int, owner: int, open_connections: int) -> None:
         self._write(index, owner, open_connections)
 
-    def holds_more_than_another(self, index: int) -> bool:
-        """Whether a live worker other than slot ``index``'s holds fewer open connections. A slot
-        whose worker has died (killed: it freed nothing) is freed here, so it never holds others
-        back."""
+    def holds_more_than_another(self, index: int, by: int = 1) -> bool:
+        """Whether a live worker other than slot ``index``'s holds at least ``by`` fewer open
+        connections. A slot whose worker has died (killed: it freed nothing) is freed here, so it
+        never holds others back."""
         _, mine = self._read(index)
         for other in range(self.slots):
             pid, count = self._read(other)
-            if other == index or pid == 0 or count >= mine:
+            if other == index or pid == 0 or mine - count < by:
                 continue
             if _alive(pid):
                 return True
@@ -161,6 +169,7 @@ class BalancedAcceptor:
         self._closed = 0
         self._closing = threading.Event()
         self._adopting: set[asyncio.Task[Any]] = set()
+        self._shed_checked = 0.0
         sock.setblocking(False)
         self._thread = threading.Thread(target=self._accept, name="paygate-accept", daemon=True)
         self._thread.start()
@@ -168,6 +177,16 @@ class BalancedAcceptor:
     @property
     def open_connections(self) -> int:
         return self._accepted - self._closed
+
+    def sheds(self) -> bool:
+        """Whether the connection answered now should close after its response: this worker holds
+        two or more open connections more than another live worker. Asked of the table at most
+        once per ``SHED_CHECK_S`` (from the event loop's thread, between responses)."""
+        now = time.monotonic()
+        if now - self._shed_checked < SHED_CHECK_S:
+            return False
+        self._shed_checked = now
+        return self._shares.holds_more_than_another(self._slot, by=2)
 
     def close(self) -> None:
         """Accept nothing more; the connections already open are uvicorn's to close."""
@@ -251,7 +270,16 @@ class BalancedLoop(uvloop.Loop):
         if sock is None or shares is None or kwargs.get("ssl") is not None:
             return await super().create_server(protocol_factory, *args, **kwargs)
         sock.listen(kwargs.get("backlog", 100))  # uvicorn binds the socket; the server listens on it
-        return BalancedAcceptor(self, sock, protocol_factory, shares)
+        global _serving
+        _serving = BalancedAcceptor(self, sock, protocol_factory, shares)
+        return _serving
+
+
+def closes_after_response() -> bool:
+    """Whether the response being sent should close its connection, so that the client reconnects
+    to a worker holding fewer (:meth:`BalancedAcceptor.sheds`); never in a process that does not
+    serve a shared socket."""
+    return _serving is not None and _serving.sheds()
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:

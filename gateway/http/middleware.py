@@ -1,4 +1,6 @@
-"""The request envelope: a correlation id for every request and a hard body-size limit.
+"""The request envelope: a correlation id for every request, a hard body-size limit, and
+``Connection: close`` on a response of a web worker holding more than its share of connections
+(gateway/web_balance.py, docs/decisions/0081).
 
 The body is read up front (it is at most ``max_body_bytes``), so a rejected request is refused
 before any handler runs and nothing is written for it (API.md: "Request bodies over 256 KiB:
@@ -20,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from gateway.domain.errors import RequestTooLarge
 from gateway.http.metrics import HTTP_REQUESTS, HTTP_SECONDS
 from gateway.http.problems import from_error
+from gateway.web_balance import closes_after_response
 
 CORRELATION_HEADER = b"x-correlation-id"
 _SAFE_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,128}$")
@@ -47,6 +50,8 @@ class RequestEnvelope:
                 status_holder["status"] = message["status"]
                 message.setdefault("headers", [])
                 message["headers"] = [*message["headers"], (CORRELATION_HEADER, correlation_id.encode())]
+                if closes_after_response():  # this worker holds more than its share (docs/decisions/0081)
+                    message["headers"].append((b"connection", b"close"))
             await send(message)
 
         with structlog.contextvars.bound_contextvars(correlation_id=correlation_id):

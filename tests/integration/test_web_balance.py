@@ -1,24 +1,29 @@
 """Web workers share one listening socket's connections evenly (gateway/web_balance.py,
 docs/decisions/0081): real worker processes, each serving the shared socket on the workers' event
 loop (``new_event_loop``'s ``create_server``), and real connections; each connection learns which
-worker took it from the first line that worker writes."""
+worker took it from the first line that worker writes, or, served over HTTP by uvicorn behind the
+gateway's request envelope, from each response's body."""
 
 from __future__ import annotations
 
 import asyncio
+import http.client
 import multiprocessing
 import os
 import signal
 import socket
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
+import uvicorn
 
+from gateway.http.middleware import RequestEnvelope
 from gateway.web_balance import SHARES_ENV, ConnectionShares, new_event_loop
 
 WAIT_S = 30  # how long a worker may take to start, or a connection to be taken (a bound, not a timing)
@@ -38,6 +43,21 @@ def _serve(sock: socket.socket, shares_path: str) -> None:
     loop.run_forever()
 
 
+async def _pid_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """Answers every request with the pid of the worker that served it."""
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": str(os.getpid()).encode()})
+
+
+def _serve_http(sock: socket.socket, shares_path: str) -> None:
+    """A web worker as gateway.web runs one: uvicorn on the workers' event loop, behind the
+    gateway's request envelope."""
+    os.environ[SHARES_ENV] = shares_path
+    config = uvicorn.Config(RequestEnvelope(_pid_app, max_body_bytes=1024), loop="gateway.web_balance:new_event_loop",
+                            lifespan="off", access_log=False, log_level="warning")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
 @contextmanager
 def _listening(tmp_path: Path) -> Iterator[tuple[socket.socket, ConnectionShares]]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -51,8 +71,9 @@ def _listening(tmp_path: Path) -> Iterator[tuple[socket.socket, ConnectionShares
 
 
 @contextmanager
-def _worker(sock: socket.socket, shares: ConnectionShares) -> Iterator[multiprocessing.process.BaseProcess]:
-    process = multiprocessing.get_context("spawn").Process(target=_serve, args=(sock, str(shares.path)), daemon=True)
+def _worker(sock: socket.socket, shares: ConnectionShares,
+            serve: Callable[[socket.socket, str], None] = _serve) -> Iterator[multiprocessing.process.BaseProcess]:
+    process = multiprocessing.get_context("spawn").Process(target=serve, args=(sock, str(shares.path)), daemon=True)
     process.start()
     try:
         deadline = time.monotonic() + WAIT_S
@@ -137,6 +158,35 @@ def test_a_killed_worker_never_holds_the_others_back(tmp_path: Path) -> None:
             _close(opened)
 
 
+def test_a_worker_holding_connections_from_before_the_others_started_sheds_them_to_the_others(
+        tmp_path: Path) -> None:
+    """Six keep-alive HTTP clients connect while only A serves; B starts. A, holding six where B
+    holds none, answers a response now and then with ``Connection: close``; each client reconnects,
+    and the reconnection goes to B, until the two hold three each; then nobody is closed any more."""
+    with _listening(tmp_path) as (sock, shares), _worker(sock, shares, _serve_http) as a:
+        address = sock.getsockname()
+        clients = [http.client.HTTPConnection(*address, timeout=WAIT_S) for _ in range(6)]
+
+        def ask(client: http.client.HTTPConnection) -> tuple[int, bool]:
+            client.request("GET", "/")
+            response = client.getresponse()
+            return int(response.read()), response.getheader("connection") == "close"
+
+        try:
+            assert {ask(client) for client in clients} == {(a.pid, False)}
+            with _worker(sock, shares, _serve_http) as b:
+                deadline = time.monotonic() + WAIT_S
+                while Counter(ask(client) for client in clients) != {(a.pid, False): 3, (b.pid, False): 3}:
+                    assert time.monotonic() < deadline, f"the clients never split 3/3: {shares.counts()}"
+                    time.sleep(0.02)
+                settled = [ask(client) for client in clients for _ in range(20)]
+                assert not any(closed for _, closed in settled)
+                assert Counter(pid for pid, _ in settled) == {a.pid: 60, b.pid: 60}
+        finally:
+            for client in clients:
+                client.close()
+
+
 def test_slots_are_claimed_freed_and_taken_back_from_the_dead(tmp_path: Path) -> None:
     shares = ConnectionShares.create(1, directory=str(tmp_path))
     try:
@@ -146,6 +196,9 @@ def test_slots_are_claimed_freed_and_taken_back_from_the_dead(tmp_path: Path) ->
         theirs = shares.claim(dead)
         assert {mine, theirs} == {0, 1}
         shares.publish(mine, os.getpid(), 3)
+        shares.publish(theirs, os.getppid(), 2)
+        assert shares.holds_more_than_another(mine) is True
+        assert shares.holds_more_than_another(mine, by=2) is False  # one more is within the share
         shares.publish(theirs, dead, 1)
         assert shares.holds_more_than_another(mine) is False  # the one holding fewer is dead: freed
         assert shares.counts() == {os.getpid(): 3}
