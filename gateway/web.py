@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import uvicorn
 
@@ -39,13 +41,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args(argv)
     settings = load_settings()
-    if settings.web_workers == 1:
+    with _connection_shares(settings.web_workers):
         uvicorn.run(APP, **options(settings, args.host, args.port))  # type: ignore[arg-type]
+
+
+@contextmanager
+def _connection_shares(workers: int) -> Iterator[None]:
+    """With several workers, the table they share connections by (docs/decisions/0081): made
+    before uvicorn starts them, named to them in ``PAYGATE_WEB_SHARES``, removed at the end."""
+    if workers == 1:
+        yield
         return
-    shares = ConnectionShares.create(settings.web_workers)
-    os.environ[SHARES_ENV] = str(shares.path)  # the workers it starts map the same table
+    shares = ConnectionShares.create(workers)
+    os.environ[SHARES_ENV] = str(shares.path)
     try:
-        uvicorn.run(APP, **options(settings, args.host, args.port))  # type: ignore[arg-type]
+        yield
     finally:
         shares.remove()
 

@@ -24,7 +24,7 @@ import pytest
 import uvicorn
 
 from gateway.http.middleware import RequestEnvelope
-from gateway.web_balance import SHARES_ENV, ConnectionShares, new_event_loop
+from gateway.web_balance import SHARES_ENV, SHED_CHECK_S, ConnectionShares, new_event_loop
 
 WAIT_S = 30  # how long a worker may take to start, or a connection to be taken (a bound, not a timing)
 
@@ -160,12 +160,14 @@ def test_a_killed_worker_never_holds_the_others_back(tmp_path: Path) -> None:
 
 def test_a_worker_holding_connections_from_before_the_others_started_sheds_them_to_the_others(
         tmp_path: Path) -> None:
-    """Six keep-alive HTTP clients connect while only A serves; B starts. A, holding six where B
+    """Seven keep-alive HTTP clients connect while only A serves; B starts. A, holding seven where B
     holds none, answers a response now and then with ``Connection: close``; each client reconnects,
-    and the reconnection goes to B, until the two hold three each; then nobody is closed any more."""
+    and the reconnection goes to B, until the two hold four and three; then nobody is closed any
+    more (one more than another is a worker's share: shedding at it would move a client back and
+    forth for ever)."""
     with _listening(tmp_path) as (sock, shares), _worker(sock, shares, _serve_http) as a:
         address = sock.getsockname()
-        clients = [http.client.HTTPConnection(*address, timeout=WAIT_S) for _ in range(6)]
+        clients = [http.client.HTTPConnection(*address, timeout=WAIT_S) for _ in range(7)]
 
         def ask(client: http.client.HTTPConnection) -> tuple[int, bool]:
             client.request("GET", "/")
@@ -176,12 +178,16 @@ def test_a_worker_holding_connections_from_before_the_others_started_sheds_them_
             assert {ask(client) for client in clients} == {(a.pid, False)}
             with _worker(sock, shares, _serve_http) as b:
                 deadline = time.monotonic() + WAIT_S
-                while Counter(ask(client) for client in clients) != {(a.pid, False): 3, (b.pid, False): 3}:
-                    assert time.monotonic() < deadline, f"the clients never split 3/3: {shares.counts()}"
+                while sorted((answers := Counter(ask(client) for client in clients)).values()) != [3, 4] \
+                        or set(answers) != {(a.pid, False), (b.pid, False)}:
+                    assert time.monotonic() < deadline, f"the clients never split 4/3: {shares.counts()}"
                     time.sleep(0.02)
-                settled = [ask(client) for client in clients for _ in range(20)]
+                settled = []
+                for _ in range(5):  # each worker asks its table again in each of these intervals
+                    time.sleep(SHED_CHECK_S)
+                    settled += [ask(client) for client in clients for _ in range(4)]
                 assert not any(closed for _, closed in settled)
-                assert Counter(pid for pid, _ in settled) == {a.pid: 60, b.pid: 60}
+                assert sorted(Counter(pid for pid, _ in settled).values()) == [60, 80]
         finally:
             for client in clients:
                 client.close()
