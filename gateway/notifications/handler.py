@@ -102,7 +102,7 @@ class NotificationHandler:
         # after the one that did it commits.
         self._group: GroupCommit[Unit, Handled] | None = GroupCommit(
             db, self._in_transaction, max_batch=settings.ingest_batch_max, lanes=settings.ingest_batch_lanes,
-            lock_wait_ms=INGEST_BATCH_LOCK_WAIT_MS,
+            lock_wait_ms=INGEST_BATCH_LOCK_WAIT_MS, backlog=settings.ingest_batch_backlog,
             batch=self._pipelined if settings.ingest_batch_mode == "pipelined" else None,
         ) if settings.ingest_batch_max > 1 else None
         # Per endpoint, per provider: the verification material of each account (decoded once).

@@ -3,10 +3,13 @@
 
 :meth:`GroupCommit.run` resolves only after the transaction that did the unit has COMMITTED, with
 what the unit returned (seed 000: acknowledge only after commit), or raises what stopped it. There
-is no timer: a unit that finds a lane free starts its transaction at once, alone, exactly as it
-would without grouping (a lone caller never waits); units that arrive while every lane is busy
-queue, and the next lane to free takes up to ``max_batch`` of them into one transaction, each in its
-own savepoint, synced at its end so that an error of its writes is its own. A unit that fails in its
+is no timer: a unit that finds every lane free starts its transaction at once, alone, exactly as it
+would without grouping (a lone caller never waits). While a lane is busy, arriving units queue; a
+further lane opens only for a queue of at least ``backlog`` units (docs/decisions/0082: a second
+lane opened for every unit that arrives runs batches of one or two beside the busy one, and each
+transaction's fixed cost is then paid by one or two deliveries), and the next lane to free takes up
+to ``max_batch`` of them into one transaction, each in its own savepoint, synced at its end so that
+an error of its writes is its own. A unit that fails in its
 savepoint (or would wait for a lock longer than ``lock_wait_ms``) is rolled back to it, never
 failing the others, and is done again alone in its own transaction after the batch commits: that
 run's result or error is its answer. If the batch transaction itself fails (its COMMIT, the
@@ -39,16 +42,19 @@ Batch = Callable[[Connection, list[T]], Awaitable[list[R | None]]]
 
 class GroupCommit(Generic[T, R]):
     """``work(conn, unit)`` for each unit, grouped as the module says, over ``lanes`` transactions
-    at most at once, ``max_batch`` units per transaction at most (1: every unit alone)."""
+    at most at once, ``max_batch`` units per transaction at most (1: every unit alone), a lane
+    beside a busy one opened only for ``backlog`` queued units (1: for any)."""
 
     def __init__(self, db: Database, work: Work[T, R], *, max_batch: int, lanes: int, lock_wait_ms: int,
-                 batch: Batch[T, R] | None = None) -> None:
-        if max_batch < 1 or lanes < 1 or lock_wait_ms < 1:
-            raise ValueError("max_batch, lanes and lock_wait_ms must be >= 1")
+                 batch: Batch[T, R] | None = None, backlog: int = 1) -> None:
+        if max_batch < 1 or lanes < 1 or lock_wait_ms < 1 or backlog < 1:
+            raise ValueError("max_batch, lanes, lock_wait_ms and backlog must be >= 1")
         self._db = db
         self._work = work
         self._batch = batch
         self._max_batch = max_batch
+        self._lane_count = lanes
+        self._backlog = backlog
         self._free = lanes
         self._lock_wait = f"{lock_wait_ms}ms"
         self._pending: deque[tuple[T, asyncio.Future[R]]] = deque()
@@ -59,7 +65,7 @@ class GroupCommit(Generic[T, R]):
         future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
         future.add_done_callback(_retrieved)  # a caller gone before its answer leaves no unread error
         self._pending.append((unit, future))
-        if self._free > 0:
+        if self._free == self._lane_count or (self._free > 0 and len(self._pending) >= self._backlog):
             self._free -= 1
             lane = asyncio.create_task(self._lane())
             self._lanes.add(lane)

@@ -82,6 +82,77 @@ async def test_units_queued_behind_a_busy_lane_share_one_transaction(probe: Data
     assert len({rows[n] for n in range(1, 6)}) == 1 and rows[0] != rows[1]
 
 
+async def _arrive_one_by_one(group: GroupCommit[int, int], units: range) -> list[asyncio.Task[int]]:
+    """Each unit's run() started, with loop turns between them: a lane a unit opens takes its
+    batch before the next unit arrives."""
+    tasks = []
+    for n in units:
+        tasks.append(asyncio.create_task(group.run(n)))
+        for _ in range(3):
+            await asyncio.sleep(0)
+    return tasks
+
+
+async def _hold_first_lane(group: GroupCommit[int, int]) -> asyncio.Task[int]:
+    global BUSY
+    BUSY = asyncio.Event()
+    first = asyncio.create_task(group.run(0))
+    await BUSY.wait()
+    return first
+
+
+async def test_a_unit_that_finds_every_lane_free_starts_at_once_whatever_the_backlog(probe: Database) -> None:
+    """docs/decisions/0082: the window never adds latency at low load (one sender's does not grow): a
+    backlog of 4 never makes a lone delivery wait for company."""
+    group = GroupCommit(probe, _inserting(), max_batch=16, lanes=2, lock_wait_ms=100, backlog=4)
+    for n in range(3):
+        assert await asyncio.wait_for(group.run(n), 30) == n
+        assert n in await _rows(probe)
+
+
+async def test_a_second_lane_opens_beside_a_busy_one_only_for_a_backlog(probe: Database) -> None:
+    """docs/decisions/0082: with unit 0's lane held, units 1 and 2 wait; unit 3 makes the backlog
+    of 3, and a second lane commits the three together while unit 0 is still held (a lane opened for
+    each arrival would have committed unit 1 alone)."""
+    gate = asyncio.Event()
+    group = GroupCommit(probe, _inserting(gate), max_batch=16, lanes=2, lock_wait_ms=100, backlog=3)
+    first = await _hold_first_lane(group)
+    waiting = await _arrive_one_by_one(group, range(1, 4))
+    assert await asyncio.wait_for(asyncio.gather(*waiting), 30) == [1, 2, 3]
+    assert not first.done()
+    gate.set()
+    assert await first == 0
+    rows = await _rows(probe)
+    assert rows[1] == rows[2] == rows[3] != rows[0]
+
+
+async def test_units_short_of_the_backlog_go_with_the_busy_lane_when_it_frees(probe: Database) -> None:
+    """docs/decisions/0082: two units behind a held lane, backlog 4, a second lane free: neither
+    opens it; the held lane, once free, takes both into one transaction."""
+    gate = asyncio.Event()
+    group = GroupCommit(probe, _inserting(gate), max_batch=16, lanes=2, lock_wait_ms=100, backlog=4)
+    first = await _hold_first_lane(group)
+    waiting = await _arrive_one_by_one(group, range(1, 3))
+    assert sorted(await _rows(probe)) == [] and not any(task.done() for task in waiting)
+    gate.set()
+    assert await asyncio.gather(first, *waiting) == [0, 1, 2]
+    rows = await _rows(probe)
+    assert rows[1] == rows[2] != rows[0]
+
+
+async def test_with_a_backlog_of_one_any_waiting_unit_opens_a_free_lane(probe: Database) -> None:
+    """``backlog`` 1 is docs/decisions/0073's rule: unit 1 takes the second lane at once, alone."""
+    gate = asyncio.Event()
+    group = GroupCommit(probe, _inserting(gate), max_batch=16, lanes=2, lock_wait_ms=100, backlog=1)
+    first = await _hold_first_lane(group)
+    waiting = await _arrive_one_by_one(group, range(1, 3))
+    assert await asyncio.wait_for(asyncio.gather(*waiting), 30) == [1, 2]
+    gate.set()
+    assert await first == 0
+    rows = await _rows(probe)
+    assert rows[1] != rows[2]
+
+
 async def test_a_batch_takes_at_most_max_batch_units(probe: Database) -> None:
     gate = asyncio.Event()
     group = GroupCommit(probe, _inserting(gate), max_batch=2, lanes=1, lock_wait_ms=100)
