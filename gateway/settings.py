@@ -221,9 +221,9 @@ class Settings(_Model):
     notification_keys_remembered: int = Field(default=100_000, ge=0, le=10_000_000)
     # Group commit of verified notifications (docs/decisions/0073, 0080, 0082), off at 1: at most
     # ingest_batch_lanes recording transactions at once per web process, each taking up to
-    # ingest_batch_max of the deliveries that queued while they were busy; a lane beside a busy one
-    # opens only once ingest_batch_backlog deliveries wait. A delivery that finds every lane free
-    # never waits.
+    # ingest_batch_max of the deliveries that queued while they were busy; with more than
+    # ingest_batch_backlog deliveries in flight, a lane beside a busy one opens only once that many
+    # wait. A delivery that finds every lane free never waits.
     ingest_batch_max: int = Field(default=16, ge=1, le=256)
     ingest_batch_lanes: int = Field(default=2, ge=1, le=64)
     ingest_batch_backlog: int = Field(default=4, ge=1, le=256)

@@ -4,12 +4,13 @@
 :meth:`GroupCommit.run` resolves only after the transaction that did the unit has COMMITTED, with
 what the unit returned (seed 000: acknowledge only after commit), or raises what stopped it. There
 is no timer: a unit that finds every lane free starts its transaction at once, alone, exactly as it
-would without grouping (a lone caller never waits). While a lane is busy, arriving units queue; a
-further lane opens only for a queue of at least ``backlog`` units (docs/decisions/0082: a second
-lane opened for every unit that arrives runs batches of one or two beside the busy one, and each
-transaction's fixed cost is then paid by one or two deliveries), and the next lane to free takes up
-to ``max_batch`` of them into one transaction, each in its own savepoint, synced at its end so that
-an error of its writes is its own. A unit that fails in its
+would without grouping (a lone caller never waits). A unit that arrives while a lane is busy
+queues, and a free lane takes it at once while few units are in flight (:func:`opens_lane`); with
+more in flight than ``backlog``, a further lane opens only for a queue of ``backlog`` units
+(docs/decisions/0082: a second lane opened for every unit that arrives runs batches of one or two
+beside the busy one, each paying a transaction's fixed cost). The next lane to free takes up to
+``max_batch`` queued units into one transaction, each in its own savepoint, synced at its end so
+that an error of its writes is its own. A unit that fails in its
 savepoint (or would wait for a lock longer than ``lock_wait_ms``) is rolled back to it, never
 failing the others, and is done again alone in its own transaction after the batch commits: that
 run's result or error is its answer. If the batch transaction itself fails (its COMMIT, the
@@ -43,7 +44,7 @@ Batch = Callable[[Connection, list[T]], Awaitable[list[R | None]]]
 class GroupCommit(Generic[T, R]):
     """``work(conn, unit)`` for each unit, grouped as the module says, over ``lanes`` transactions
     at most at once, ``max_batch`` units per transaction at most (1: every unit alone), a lane
-    beside a busy one opened only for ``backlog`` queued units (1: for any)."""
+    beside a busy one opened as :func:`opens_lane` says (``backlog`` 1: for any queued unit)."""
 
     def __init__(self, db: Database, work: Work[T, R], *, max_batch: int, lanes: int, lock_wait_ms: int,
                  batch: Batch[T, R] | None = None, backlog: int = 1) -> None:
@@ -53,9 +54,9 @@ class GroupCommit(Generic[T, R]):
         self._work = work
         self._batch = batch
         self._max_batch = max_batch
-        self._lane_count = lanes
         self._backlog = backlog
         self._free = lanes
+        self._in_lanes = 0  # units taken by a lane and not yet answered
         self._lock_wait = f"{lock_wait_ms}ms"
         self._pending: deque[tuple[T, asyncio.Future[R]]] = deque()
         self._lanes: set[asyncio.Task[None]] = set()
@@ -65,7 +66,7 @@ class GroupCommit(Generic[T, R]):
         future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
         future.add_done_callback(_retrieved)  # a caller gone before its answer leaves no unread error
         self._pending.append((unit, future))
-        if self._free == self._lane_count or (self._free > 0 and len(self._pending) >= self._backlog):
+        if opens_lane(free=self._free, queued=len(self._pending), in_lanes=self._in_lanes, backlog=self._backlog):
             self._free -= 1
             lane = asyncio.create_task(self._lane())
             self._lanes.add(lane)
@@ -76,6 +77,7 @@ class GroupCommit(Generic[T, R]):
         try:
             while self._pending:
                 batch = [self._pending.popleft() for _ in range(min(len(self._pending), self._max_batch))]
+                self._in_lanes += len(batch)
                 try:
                     if len(batch) == 1:
                         await self._alone(*batch[0])
@@ -87,6 +89,8 @@ class GroupCommit(Generic[T, R]):
                     for _, future in batch:
                         _settle(future, error=error)
                     raise
+                finally:
+                    self._in_lanes -= len(batch)
         finally:
             self._free += 1
 
@@ -143,6 +147,15 @@ class GroupCommit(Generic[T, R]):
                 await self._alone(unit, future)
             else:
                 _settle(future, result)
+
+
+def opens_lane(*, free: int, queued: int, in_lanes: int, backlog: int) -> bool:
+    """Whether the unit just queued (``queued`` waiting, itself included; ``in_lanes`` taken by busy
+    lanes) opens one of the ``free`` lanes (docs/decisions/0082). While no more than ``backlog``
+    units are in flight there is no batch worth waiting for: a free lane takes it at once, as it
+    always does a lone unit's (every lane free). With more in flight, a lane beside a busy one opens
+    only once ``backlog`` units wait, and until then they wait for the first lane to free."""
+    return free > 0 and (queued + in_lanes <= backlog or queued >= backlog)
 
 
 def _settle(future: asyncio.Future[R], result: R | None = None, *, error: BaseException | None = None) -> None:

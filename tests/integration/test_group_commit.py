@@ -93,12 +93,14 @@ async def _arrive_one_by_one(group: GroupCommit[int, int], units: range) -> list
     return tasks
 
 
-async def _hold_first_lane(group: GroupCommit[int, int]) -> asyncio.Task[int]:
+async def _hold_first_lane(group: GroupCommit[int, int], units: range = range(1)) -> list[asyncio.Task[int]]:
+    """``units`` arrive in one loop turn while every lane is free: the first lane takes them all
+    as one batch, held busy by unit 0 (the lanes they opened beside it find nothing to take)."""
     global BUSY
     BUSY = asyncio.Event()
-    first = asyncio.create_task(group.run(0))
+    held = [asyncio.create_task(group.run(n)) for n in units]
     await BUSY.wait()
-    return first
+    return held
 
 
 async def test_a_unit_that_finds_every_lane_free_starts_at_once_whatever_the_backlog(probe: Database) -> None:
@@ -110,47 +112,61 @@ async def test_a_unit_that_finds_every_lane_free_starts_at_once_whatever_the_bac
         assert n in await _rows(probe)
 
 
-async def test_a_second_lane_opens_beside_a_busy_one_only_for_a_backlog(probe: Database) -> None:
-    """docs/decisions/0082: with unit 0's lane held, units 1 and 2 wait; unit 3 makes the backlog
-    of 3, and a second lane commits the three together while unit 0 is still held (a lane opened for
-    each arrival would have committed unit 1 alone)."""
+async def test_with_few_in_flight_a_free_lane_takes_a_unit_at_once(probe: Database) -> None:
+    """docs/decisions/0082: unit 0 holds one lane; unit 1 makes two in flight, no more than the
+    backlog of 4, so there is no batch worth waiting for and the second lane commits it at once."""
     gate = asyncio.Event()
-    group = GroupCommit(probe, _inserting(gate), max_batch=16, lanes=2, lock_wait_ms=100, backlog=3)
-    first = await _hold_first_lane(group)
-    waiting = await _arrive_one_by_one(group, range(1, 4))
-    assert await asyncio.wait_for(asyncio.gather(*waiting), 30) == [1, 2, 3]
+    group = GroupCommit(probe, _inserting(gate), max_batch=16, lanes=2, lock_wait_ms=100, backlog=4)
+    [first] = await _hold_first_lane(group)
+    assert await asyncio.wait_for(group.run(1), 30) == 1
     assert not first.done()
     gate.set()
     assert await first == 0
+
+
+async def test_with_many_in_flight_a_second_lane_opens_only_for_a_backlog(probe: Database) -> None:
+    """docs/decisions/0082: a batch of three holds the first lane, more in flight than the backlog
+    of 2: unit 3 waits beside the free lane, unit 4 makes the backlog, and the second lane commits
+    both together while the batch is still held (a lane opened for each arrival would have
+    committed unit 3 alone)."""
+    gate = asyncio.Event()
+    group = GroupCommit(probe, _inserting(gate), max_batch=16, lanes=2, lock_wait_ms=100, backlog=2)
+    held = await _hold_first_lane(group, range(3))
+    waiting = await _arrive_one_by_one(group, range(3, 5))
+    assert await asyncio.wait_for(asyncio.gather(*waiting), 30) == [3, 4]
+    assert not any(task.done() for task in held)
+    gate.set()
+    assert await asyncio.gather(*held) == [0, 1, 2]
     rows = await _rows(probe)
-    assert rows[1] == rows[2] == rows[3] != rows[0]
+    assert rows[0] == rows[1] == rows[2] != rows[3] == rows[4]
 
 
 async def test_units_short_of_the_backlog_go_with_the_busy_lane_when_it_frees(probe: Database) -> None:
-    """docs/decisions/0082: two units behind a held lane, backlog 4, a second lane free: neither
-    opens it; the held lane, once free, takes both into one transaction."""
+    """docs/decisions/0082: a batch of four holds the first lane; units 4 and 5, short of the
+    backlog of 3, leave the second lane closed; the first, once free, takes both into one
+    transaction."""
     gate = asyncio.Event()
-    group = GroupCommit(probe, _inserting(gate), max_batch=16, lanes=2, lock_wait_ms=100, backlog=4)
-    first = await _hold_first_lane(group)
-    waiting = await _arrive_one_by_one(group, range(1, 3))
+    group = GroupCommit(probe, _inserting(gate), max_batch=16, lanes=2, lock_wait_ms=100, backlog=3)
+    held = await _hold_first_lane(group, range(4))
+    waiting = await _arrive_one_by_one(group, range(4, 6))
     assert sorted(await _rows(probe)) == [] and not any(task.done() for task in waiting)
     gate.set()
-    assert await asyncio.gather(first, *waiting) == [0, 1, 2]
+    assert await asyncio.gather(*held, *waiting) == [0, 1, 2, 3, 4, 5]
     rows = await _rows(probe)
-    assert rows[1] == rows[2] != rows[0]
+    assert rows[0] == rows[3] != rows[4] == rows[5]
 
 
 async def test_with_a_backlog_of_one_any_waiting_unit_opens_a_free_lane(probe: Database) -> None:
-    """``backlog`` 1 is docs/decisions/0073's rule: unit 1 takes the second lane at once, alone."""
+    """``backlog`` 1 is docs/decisions/0073's rule: beside a held batch of three, unit 3 takes the
+    second lane at once, alone."""
     gate = asyncio.Event()
     group = GroupCommit(probe, _inserting(gate), max_batch=16, lanes=2, lock_wait_ms=100, backlog=1)
-    first = await _hold_first_lane(group)
-    waiting = await _arrive_one_by_one(group, range(1, 3))
-    assert await asyncio.wait_for(asyncio.gather(*waiting), 30) == [1, 2]
+    held = await _hold_first_lane(group, range(3))
+    assert await asyncio.wait_for(group.run(3), 30) == 3
     gate.set()
-    assert await first == 0
+    assert await asyncio.gather(*held) == [0, 1, 2]
     rows = await _rows(probe)
-    assert rows[1] != rows[2]
+    assert rows[0] == rows[2] != rows[3]
 
 
 async def test_a_batch_takes_at_most_max_batch_units(probe: Database) -> None:
