@@ -21,6 +21,7 @@ import httpx
 import psutil
 import pytest
 
+from gateway.web_balance import SHARES_ENV, ConnectionShares
 from paygate_local.servers import free_port
 from tests.conftest import TEST_ACCOUNT, TEST_PEPPER, account_config
 
@@ -37,6 +38,21 @@ def _kept_alive(port: int) -> socket.socket:
     conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: paygate\r\n\r\n")
     assert conn.recv(65536).startswith(b"HTTP/1.1 200")
     return conn
+
+
+def _accepting(workers: list[psutil.Process]) -> bool:
+    """Whether every worker has claimed its slot in the web process's connection table
+    (gateway/web_balance.py): a worker accepts from then on. Answering /healthz and running are not
+    enough: connections opened before the second worker claims its slot all go to the first, and
+    idle ones are never moved (a worker sheds only on a response)."""
+    path = workers[0].environ().get(SHARES_ENV)
+    if path is None:
+        return False
+    shares = ConnectionShares(Path(path))
+    try:
+        return {worker.pid for worker in workers} <= set(shares.counts())
+    finally:
+        shares.close()
 
 
 def _established(worker: psutil.Process, port: int) -> int:
@@ -56,16 +72,16 @@ def test_the_web_process_serves_from_web_workers_processes(database_url: str, re
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         workers: list[psutil.Process] = []
-        while True:  # poll (not a deadline for the behaviour): both workers up and answering
+        while True:  # poll (not a deadline for the behaviour): both workers up, answering and accepting
             assert process.poll() is None, "the web process exited"
-            assert time.monotonic() < deadline, "the web process did not start two answering workers"
+            assert time.monotonic() < deadline, "the web process did not start two accepting workers"
             workers = [child for child in psutil.Process(process.pid).children()
                        if any("spawn_main" in part for part in child.cmdline())]
             try:
                 ready = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
             except httpx.TransportError:
                 ready = False
-            if ready and len(workers) == 2:
+            if ready and len(workers) == 2 and _accepting(workers):
                 break
             time.sleep(0.2)
         assert len({worker.pid for worker in workers}) == 2
