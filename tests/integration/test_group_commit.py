@@ -52,13 +52,20 @@ def _inserting(gate: asyncio.Event | None = None, poison: Callable[[int], bool] 
     return work
 
 
+async def _hold_first_lane(group: GroupCommit[int, int], units: range = range(1)) -> list[asyncio.Task[int]]:
+    """``units`` arrive in one loop turn while every lane is free: the first lane takes them all
+    as one batch, held busy by unit 0 (the lanes they opened beside it find nothing to take)."""
+    global BUSY
+    BUSY = asyncio.Event()
+    held = [asyncio.create_task(group.run(n)) for n in units]
+    await BUSY.wait()
+    return held
+
+
 async def _batch_behind_a_busy_lane(group: GroupCommit[int, int], gate: asyncio.Event,
                                     units: range) -> list[Any]:
     """Unit 0 occupies the only lane; ``units`` queue behind it, then the lane is freed."""
-    global BUSY
-    BUSY = asyncio.Event()
-    first = asyncio.create_task(group.run(0))
-    await BUSY.wait()  # unit 0's lane is inside its transaction
+    [first] = await _hold_first_lane(group)  # unit 0's lane is inside its transaction
     rest = [asyncio.create_task(group.run(n)) for n in units]
     await asyncio.sleep(0)
     gate.set()
@@ -91,16 +98,6 @@ async def _arrive_one_by_one(group: GroupCommit[int, int], units: range) -> list
         for _ in range(3):
             await asyncio.sleep(0)
     return tasks
-
-
-async def _hold_first_lane(group: GroupCommit[int, int], units: range = range(1)) -> list[asyncio.Task[int]]:
-    """``units`` arrive in one loop turn while every lane is free: the first lane takes them all
-    as one batch, held busy by unit 0 (the lanes they opened beside it find nothing to take)."""
-    global BUSY
-    BUSY = asyncio.Event()
-    held = [asyncio.create_task(group.run(n)) for n in units]
-    await BUSY.wait()
-    return held
 
 
 async def test_a_unit_that_finds_every_lane_free_starts_at_once_whatever_the_backlog(probe: Database) -> None:
@@ -154,6 +151,20 @@ async def test_units_short_of_the_backlog_go_with_the_busy_lane_when_it_frees(pr
     assert await asyncio.gather(*held, *waiting) == [0, 1, 2, 3, 4, 5]
     rows = await _rows(probe)
     assert rows[0] == rows[3] != rows[4] == rows[5]
+
+
+async def test_a_batch_once_answered_leaves_nothing_in_flight_so_a_lone_unit_starts_at_once(
+        probe: Database) -> None:
+    """docs/decisions/0082: after a held batch of four has committed nothing is in flight, so lone
+    units with a backlog of 2 start at once (a lane that kept counting its answered units would
+    make them wait for a backlog that never comes)."""
+    gate = asyncio.Event()
+    group = GroupCommit(probe, _inserting(gate), max_batch=16, lanes=2, lock_wait_ms=100, backlog=2)
+    held = await _hold_first_lane(group, range(4))
+    gate.set()
+    assert await asyncio.gather(*held) == [0, 1, 2, 3]
+    for n in (4, 5):
+        assert await asyncio.wait_for(group.run(n), 30) == n
 
 
 async def test_with_a_backlog_of_one_any_waiting_unit_opens_a_free_lane(probe: Database) -> None:
@@ -278,10 +289,7 @@ async def test_a_unit_that_would_wait_for_a_lock_in_a_batch_waits_alone_after_it
     group = GroupCommit(probe, work, max_batch=16, lanes=1, lock_wait_ms=50)
     async with await psycopg.AsyncConnection.connect(database_url) as holder:
         await holder.execute("SELECT n FROM gc_probe WHERE n = 100 FOR UPDATE")
-        global BUSY
-        BUSY = asyncio.Event()
-        first = asyncio.create_task(group.run(0))
-        await BUSY.wait()
+        [first] = await _hold_first_lane(group)
         rest = [asyncio.create_task(group.run(n)) for n in (1, 2, 3)]
         await asyncio.sleep(0)
         gate.set()
@@ -298,12 +306,9 @@ async def test_a_caller_that_goes_away_neither_cancels_the_shared_transaction_no
         probe: Database) -> None:
     """A queued unit whose caller is cancelled (a client that hung up) is still done with the
     others: the batch was accepted work, and the others are answered as usual."""
-    global BUSY
-    BUSY = asyncio.Event()
     gate = asyncio.Event()
     group = GroupCommit(probe, _inserting(gate), max_batch=16, lanes=1, lock_wait_ms=100)
-    first = asyncio.create_task(group.run(0))
-    await BUSY.wait()
+    [first] = await _hold_first_lane(group)
     rest = [asyncio.create_task(group.run(n)) for n in (1, 2, 3)]
     await asyncio.sleep(0)
     rest[1].cancel()
