@@ -55,20 +55,42 @@ def progress(message: str) -> None:
     print(f"[{time.perf_counter() - _STARTED:6.1f} s] {message}", file=sys.stderr, flush=True)
 
 
+# WAL segments a benchmark's cluster has ready before it is measured (16 MB each, 1 GB in all,
+# PostgreSQL's max_wal_size): more than one benchmark run writes.
+WAL_SEGMENTS_READY = 64
+
+
 @contextmanager
 def embedded_database() -> Iterator[tuple[str, Path]]:
-    """A fresh PostgreSQL with the schema applied, and a scratch directory; both removed after,
-    also when the benchmark is stopped with SIGTERM."""
+    """A fresh PostgreSQL with the schema applied and its WAL segments ready (:func:`ready_wal`),
+    and a scratch directory; both removed after, also when the benchmark is stopped with SIGTERM."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work = Path(tempfile.mkdtemp(prefix="paygate-bench-"))
     server = EmbeddedPostgres(work / "pg", ephemeral=True)
     try:
         url = server.url()
         migrate(url, SystemClock())
+        ready_wal(url, WAL_SEGMENTS_READY)
         yield url, work
     finally:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def ready_wal(url: str, segments: int) -> None:
+    """Leave ``segments`` WAL segments in the cluster for reuse, as a server in service has them.
+
+    A fresh cluster has none: every 16 MB of WAL it writes needs a new segment file, zero-filled
+    before use (``wal_init_zero``), and every commit waits meanwhile: ~60 ms on this VM's disk,
+    every ~2 s at the gateway's ingest rates, a stall of every transaction in flight that made the
+    p99 (docs/decisions/0083). A server in service renames the segments a checkpoint frees for
+    reuse instead (``wal_recycle``), as many as it estimates the next checkpoint cycle writes. So
+    the segments are made here, a WAL switch each, and a checkpoint then frees them for reuse:
+    that cycle's distance makes the estimate keep them all (up to ``max_wal_size``, 1 GB)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        for _ in range(segments):  # a switch makes a new segment only after a WAL record
+            conn.execute("SELECT pg_logical_emit_message(false, 'bench', 'ready'), pg_switch_wal()")
+        conn.execute("CHECKPOINT")
 
 
 def run_sql(url: str, script: str, params: dict[str, Any]) -> None:
