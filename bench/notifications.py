@@ -1,11 +1,12 @@
 """Benchmark: verified notifications per second through the real gateway (bench/README.md).
 
     python bench/notifications.py [--duration 10] [--connections 16 64] [--events 30000]
-                                  [--web-workers 2] [--json PATH] [--profile DIR]
+                                  [--web-workers 1] [--json PATH] [--profile DIR]
 
 An embedded PostgreSQL (paygate_local/servers.py) holds the schema and prepared Started attempts;
 the gateway runs as the Procfile's ``web`` process (``python -m gateway.web``: uvicorn, uvloop,
-httptools, no access log) with ``--web-workers`` worker processes (``web_workers``) on loopback; wrk
+httptools, no access log) with ``--web-workers`` worker processes (``web_workers``; 1 by default, as
+the setting's default: docs/decisions/0084) on loopback; wrk
 replays pre-signed Standard Webhooks requests (bench/replay.lua), so every request is a real,
 verified CardCo ``payment.succeeded`` notification that resolves an attempt, queues its
 confirmation and commits. Three mixes per sender count: ``unique``; ``duplicates``, every event
@@ -188,8 +189,8 @@ def main() -> None:
     parser.add_argument("--connections", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--mixes", nargs="+", choices=MIXES, default=list(MIXES), help="which mixes to run")
     parser.add_argument("--events", type=int, default=30_000, help="pre-signed requests per gateway run")
-    parser.add_argument("--web-workers", type=int, default=2,
-                        help="the gateway's web_workers (worker processes of its web process)")
+    parser.add_argument("--web-workers", type=int, default=1,
+                        help="the gateway's web_workers (worker processes of its web process; docs/decisions/0084)")
     parser.add_argument("--profile", type=Path, help="directory for py-spy profiles of the gateway's runs")
     parser.add_argument("--json", type=Path, help="write the figures to this file (bench/README.md)")
     args = parser.parse_args()
