@@ -273,7 +273,14 @@ class WireCounter:
         return self
 
     def __exit__(self, *_: Any) -> None:
-        self._loop.call_soon_threadsafe(self._server.close)
+        async def shut() -> None:  # the proxied connections still open end here, not with the loop
+            self._server.close()
+            tasks = asyncio.all_tasks() - {asyncio.current_task()}
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(shut(), self._loop).result(5)
         self._loop.call_soon_threadsafe(self._loop.stop)
         if self._thread is not None:
             self._thread.join(5)
