@@ -49,6 +49,15 @@ def test_notification_figures_are_named_by_senders_and_mix_with_the_duplicate_ra
     assert "16s unique bare_rate" not in got
 
 
+def test_a_run_that_sent_its_notifications_again_shows_in_the_comparison() -> None:
+    """A unique run that wrapped measured duplicates too: its wraps are a compared figure, so a
+    comparison built on one says so instead of averaging it in unseen."""
+    wrapped = {"runs": [{**NOTIFICATIONS["runs"][0], "wrapped": 2.0}]}
+    assert figures("notifications", wrapped)["16s unique wrapped"] == 2.0
+    assert "16s unique wrapped" in render("A", "B", figures("notifications", wrapped),
+                                          figures("notifications", wrapped))
+
+
 def test_checkout_figures_keep_the_compared_keys_it_has() -> None:
     got = figures("checkout", {"rate": 120, "p50_ms": 80.0, "clients": 16, "ratio_pgbench": 0.12})
     assert got == {"rate": 120.0, "p50_ms": 80.0, "ratio_pgbench": 0.12}
