@@ -242,6 +242,12 @@ def main() -> None:
         args.json.write_text(json.dumps({"runs": runs}, indent=1) + "\n")
 
 
+def not_clean(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs that sent prepared notifications again (``wrapped``): a unique or duplicates run
+    that did measured duplicates answered from memory too; a redeliveries run does it by design."""
+    return [run for run in runs if run["wrapped"] and run["mix"] != "redeliveries"]
+
+
 def report(runs: list[dict[str, Any]], duration: int, workers: int) -> None:
     print(f"\nverified notifications/s, {duration} s per run, loopback, wrk -t2, gateway web_workers={workers}"
           " (bench/README.md)\n")
@@ -254,10 +260,9 @@ def report(runs: list[dict[str, Any]], duration: int, workers: int) -> None:
               f"{run['bare_rate']:>9.0f} {run['ratio_bare']:>6.3f} {run['round_trips']:>5.1f}"
               f" {run['statements']:>5.1f} {run['gateway_cpu_us']:>6.0f} {run['gateway_cpu_us_one_client']:>8.0f}"
               f"  {'/'.join(map(str, run['worker_connections']))}")
-    for run in runs:
-        if run["wrapped"] and run["mix"] != "redeliveries":
-            print(f"NOT CLEAN: {run['senders']} senders, {run['mix']}: wrk ran out of prepared notifications and sent"
-                  " them again (their duplicates are answered from memory): raise --events")
+    for run in not_clean(runs):
+        print(f"NOT CLEAN: {run['senders']} senders, {run['mix']}: wrk ran out of prepared notifications and sent"
+              " them again (their duplicates are answered from memory): raise --events")
     unique = {run["senders"]: run["rate"] for run in runs if run["mix"] == "unique"}
     for run in runs:
         if run["mix"] != "unique" and run["senders"] in unique:

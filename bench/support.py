@@ -88,9 +88,15 @@ def ready_wal(url: str, segments: int) -> None:
     the segments are made here, a WAL switch each, and a checkpoint then frees them for reuse:
     that cycle's distance makes the estimate keep them all (up to ``max_wal_size``, 1 GB)."""
     with psycopg.connect(url, autocommit=True) as conn:
-        for _ in range(segments):  # a switch makes a new segment only after a WAL record
-            conn.execute("SELECT pg_logical_emit_message(false, 'bench', 'ready'), pg_switch_wal()")
+        write_wal_segments(conn, segments)
         conn.execute("CHECKPOINT")
+
+
+def write_wal_segments(conn: psycopg.Connection[Any], count: int) -> None:
+    """``count`` segments' worth of WAL: a record, then a switch to the next segment (a switch
+    moves on only after a record), each time."""
+    for _ in range(count):
+        conn.execute("SELECT pg_logical_emit_message(false, 'bench', 'wal'), pg_switch_wal()")
 
 
 def run_sql(url: str, script: str, params: dict[str, Any]) -> None:
