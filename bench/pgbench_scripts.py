@@ -218,6 +218,9 @@ def checkout() -> list[Step]:
             "next_check_at": "now() + interval '30 s'",
             # The ledger rows it appends for the record as the insert wrote it (docs/decisions/0054).
             "entries": started_entries(), "expected_sequence": "4", "expected_state": "'INTENT_PERSISTED'",
+            # The stored request it expects unchanged, as the insert answered it.
+            "provider_account": ":provider_account", "endpoint": ":endpoint", "api_version": ":api_version",
+            "idempotency_key": ":idempotency_key", "request_body": ":request_body",
             "expected_digest": "(SELECT effect_digest FROM effect_records WHERE attempt_id = (:attempt_id)::uuid)",
             "expected_key": "(SELECT idempotency_key FROM effect_records WHERE attempt_id = (:attempt_id)::uuid)"}),
         Control("COMMIT"),

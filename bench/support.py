@@ -290,6 +290,7 @@ class WireCounter:
         self._loop.call_soon_threadsafe(self._loop.stop)
         if self._thread is not None:
             self._thread.join(5)
+        self._loop.close()
         shutil.rmtree(self._dir, ignore_errors=True)
 
     def count(self) -> tuple[int, int]:

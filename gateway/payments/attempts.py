@@ -43,7 +43,7 @@ from gateway.payments.sends import payment_intent, payment_persisted, payment_re
 from gateway.providers import checkout, provider_for
 from gateway.refunds.decisions import RefundPolicy, decide_after_cancel
 from gateway.settings import ProviderAccount, Settings
-from gateway.store.db import Connection, Cursor, Database, fetch_one, pipelined
+from gateway.store.db import Connection, Cursor, Database, fetch_one, pipelined, refused
 from gateway.store.queries import load_queries
 
 _SQL = load_queries("gateway.payments")
@@ -59,6 +59,8 @@ RETRIES = 3
 Written = Callable[[], Awaitable[Attempt]]  # reads an application's queued writes and finishes it
 # What runs in the Started transaction with the attempt, its effect record as advanced, and the rows held.
 Then = Callable[[Connection, Attempt, dict[str, Any] | None, Held], Awaitable[None]]
+# The attempt's stored request (:func:`stored_request`), as columns mark_started expects unchanged.
+_REQUEST = ("provider_account", "endpoint", "api_version", "idempotency_key", "request_body")
 # mark_started's record columns, `record_`-prefixed in its answer.
 _RECORD = ("attempt_id", "attempt_kind", "effect_digest", "idempotency_key", "sequence", "protocol_state")
 
@@ -222,51 +224,62 @@ class Attempts:
         and advanced here (the endpoint opens the send gate there), and that advance's ledger row
         held, so that the rows ``then`` appends go with it in one statement.
 
-        The record is expected as the attempt's insert wrote it (INTENT_PERSISTED): the advance
-        and ``then`` run first on that record, and their rows go with the transition, which locks
-        the record and appends them only if it is exactly that one. If it is not, they are
-        appended afterwards from the record the statement read, as if nothing had been expected
-        (``then`` runs again: it must only add rows to ``held`` while the record is the one its
-        attempt's request derives). If they were appended for a stored request that is not the
-        one the attempt had (it changed since it was read), the transaction rolls back and is
-        done again without expecting anything.
+        The record is expected as the attempt's insert wrote it (INTENT_PERSISTED) and the stored
+        request as the attempt was read: the advance and ``then`` run first on that record, and
+        their rows go with the transition, which locks the record and appends them only if both
+        are exactly those; anything else and the statement refuses itself, so nothing commits
+        (``paygate_refuse``). The answer is therefore read after the COMMIT it went with: one
+        round trip. Refused, the transaction is done again expecting nothing: its statement locks
+        the record and answers it as it stands, and the advance and ``then`` run on that record
+        (``then`` runs again: it must only add rows to ``held``), their rows appended before the
+        COMMIT.
 
         None means a confirmed miss: another writer moved the attempt, or the order is no longer
         payable. A database failure or an unconfirmed commit raises: the caller reloads."""
         try:
-            return await self._mark_started(attempt, actor, then, expect=True)
+            return await self._mark_started(attempt, actor, then, expected=_persisted(attempt, self._clock.now()))
         except Unexpected:
-            return await self._mark_started(attempt, actor, then, expect=False)
+            return await self._mark_started(attempt, actor, then, expected=None)
 
-    async def _mark_started(self, attempt: Attempt, actor: str, then: Then | None, *, expect: bool) -> Attempt | None:
+    async def _mark_started(self, attempt: Attempt, actor: str, then: Then | None, *,
+                            expected: dict[str, Any] | None) -> Attempt | None:
         account = self._account(attempt["provider_account"])
         now = self._clock.now()
-        expected = _persisted(attempt, now) if expect else None
-        async with self._db.transaction() as conn:
-            held = Held()
-            if expected is not None:  # seed 001: INTENT_PERSISTED -> AUTHORIZATION_ISSUED, then ``then``'s
-                await self._advance_started(conn, attempt, expected, actor, now, held, then)
-            marked = await conn.execute(_MARK_STARTED, {
-                "attempt_id": attempt["attempt_id"], "order_id": attempt["order_id"],
-                "version": attempt["version"], "now": now, "actor": actor,
-                "escalation_deadline": now + timedelta(
-                    seconds=account.key_window_s - account.escalation_safety_margin_s),
-                "next_check_at": now + timedelta(seconds=account.call_budget_s + account.record_budget_s
-                                                 + account.processing_allowance_s),
-                "entries": held.rows(),
-                **_expecting(expected)})
-            started = await marked.fetchone()
-            if started is None:
-                return None
-            record, written = _record_of(started)
-            if written:
-                if written != len(held.entries) or stored_request(started) != stored_request(attempt):
-                    raise Unexpected(f"attempt {attempt['attempt_id']} started with rows for another request")
-                return started
-            held = Held()
-            await self._advance_started(conn, started, record, actor, now, held, then)
-            await held.send(conn)
-            return started
+        try:
+            async with self._db.transaction() as conn:
+                held = Held()
+                if expected is not None:  # seed 001: INTENT_PERSISTED -> AUTHORIZATION_ISSUED, then ``then``'s
+                    await self._advance_started(conn, attempt, expected, actor, now, held, then)
+                marked = await conn.execute(_MARK_STARTED, {
+                    "attempt_id": attempt["attempt_id"], "order_id": attempt["order_id"],
+                    "version": attempt["version"], "now": now, "actor": actor,
+                    "escalation_deadline": now + timedelta(
+                        seconds=account.key_window_s - account.escalation_safety_margin_s),
+                    "next_check_at": now + timedelta(seconds=account.call_budget_s + account.record_budget_s
+                                                     + account.processing_allowance_s),
+                    "entries": held.rows(), **{column: attempt[column] for column in _REQUEST}, **_expecting(expected)})
+                if expected is None:
+                    return await self._started_on_record(conn, await marked.fetchone(), actor, now, then)
+        except psycopg.Error as error:
+            if refused(error):
+                raise Unexpected(f"attempt {attempt['attempt_id']}: its record or stored request is not as read") \
+                    from None
+            raise
+        started = await marked.fetchone()
+        if started is not None:
+            _record_of(started)
+        return started
+
+    async def _started_on_record(self, conn: Connection, started: Attempt | None, actor: str, now: datetime,
+                                 then: Then | None) -> Attempt | None:
+        """The Started step and ``then`` on the record ``mark_started`` locked, as it answered it."""
+        if started is None:
+            return None
+        record = _record_of(started)
+        held = Held()
+        await self._advance_started(conn, started, record, actor, now, held, then)
+        await held.send(conn)
+        return started
 
     async def _advance_started(self, conn: Connection, attempt: Attempt, record: dict[str, Any] | None, actor: str,
                                now: datetime, held: Held, then: Then | None) -> None:
@@ -492,12 +505,11 @@ def _expecting(record: dict[str, Any] | None) -> dict[str, Any]:
             "expected_digest": record["effect_digest"], "expected_key": record["idempotency_key"]}
 
 
-def _record_of(started: Attempt) -> tuple[dict[str, Any] | None, int]:
-    """Takes ``mark_started``'s record columns out of its answer: the record as locked (None for
-    none) and how many of the rows sent with it were appended."""
+def _record_of(started: Attempt) -> dict[str, Any] | None:
+    """Takes ``mark_started``'s own columns out of its answer: the record as locked (None for none)."""
     record = {column: started.pop(f"record_{column}") for column in _RECORD}
-    written = int(started.pop("ledger_written"))
-    return (record if record["attempt_id"] is not None else None), written
+    del started["as_expected"]
+    return record if record["attempt_id"] is not None else None
 
 
 def _decided(attempt: Attempt, evidence: Evidence) -> Decision:

@@ -106,7 +106,11 @@ SELECT attempt.*, EXISTS (SELECT FROM record) AS record_inserted FROM attempt;
 -- row, effects/queries.sql lock_record's fields, `record_`-prefixed). The ledger rows the caller
 -- computed from the record it expects (`entries`, as append_ledger takes them) are appended only
 -- if the record is exactly that one (`expected_sequence`, `expected_state`, `expected_digest`,
--- `expected_key`; NULLs expect nothing): `ledger_written` says how many were.
+-- `expected_key`; NULLs expect nothing). Expecting a record, the statement also expects the
+-- attempt's stored request to be the one those rows were computed from (`provider_account`,
+-- `endpoint`, `api_version`, `idempotency_key`, `request_body`) and every row appended; anything
+-- else refuses the statement (`paygate_refuse`), so its transaction commits nothing and its
+-- answer may be read after its COMMIT (Attempts.mark_started).
 WITH payable AS (
     SELECT order_id FROM orders
      WHERE order_id = %(order_id)s AND state = 'Open'
@@ -143,7 +147,14 @@ SELECT started.*, (SELECT event_id FROM intent) AS intent_event_id,
        record.attempt_id AS record_attempt_id, record.attempt_kind AS record_attempt_kind,
        record.effect_digest AS record_effect_digest, record.idempotency_key AS record_idempotency_key,
        record.sequence AS record_sequence, record.protocol_state AS record_protocol_state,
-       (SELECT count(*) FROM ledger) AS ledger_written
+       CASE WHEN %(expected_key)s::text IS NULL
+              OR ((SELECT count(*) FROM ledger) = jsonb_array_length(%(entries)s::jsonb)
+                  AND started.provider_account = %(provider_account)s AND started.endpoint = %(endpoint)s
+                  AND started.api_version = %(api_version)s AND started.idempotency_key = %(idempotency_key)s
+                  AND started.request_body = %(request_body)s)
+            THEN true
+            ELSE paygate_refuse('mark_started: the effect record or the stored request is not the one expected')
+       END AS as_expected
   FROM started LEFT JOIN record ON true;
 
 -- name: write_evidence

@@ -202,6 +202,16 @@ async def fetch_all(conn: Connection, sql: Statement, params: Params | None = No
     return await (await conn.execute(sql, params)).fetchall()
 
 
+# The SQLSTATE of a statement that refused itself (schema.sql ``paygate_refuse``): it and its
+# transaction committed nothing because what it was computed for did not hold.
+REFUSED = "PGR01"
+
+
+def refused(error: BaseException) -> bool:
+    """Whether ``error`` is a statement's refusal of itself (:data:`REFUSED`)."""
+    return isinstance(error, psycopg.Error) and error.sqlstate == REFUSED
+
+
 def constraint_of(error: BaseException) -> str | None:
     """The constraint (or index) a psycopg integrity error names, if any."""
     if isinstance(error, psycopg.errors.IntegrityError):

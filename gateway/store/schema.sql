@@ -323,6 +323,16 @@ BEGIN
 END;
 $$;
 
+-- A statement's way to refuse itself (gateway/payments/queries.sql mark_started): called from a
+-- CASE branch when what the statement was computed for does not hold, it raises SQLSTATE PGR01, so
+-- the statement and its transaction commit nothing (gateway/store/db.py REFUSED).
+CREATE OR REPLACE FUNCTION paygate_refuse(reason text) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    RAISE EXCEPTION '%', reason USING ERRCODE = 'PGR01';
+END;
+$$;
+
 CREATE OR REPLACE TRIGGER payment_attempt_events_append_only
     BEFORE UPDATE OR DELETE ON payment_attempt_events
     FOR EACH ROW EXECUTE FUNCTION paygate_reject_history_change();
