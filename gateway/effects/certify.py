@@ -74,13 +74,15 @@ class Certifier:
                           "public_key": base64.b64encode(key.public_bytes).decode("ascii")} for key in self.keys]}
 
     async def issue(self, conn: Connection, record: dict[str, Any], subject: Subject, now: datetime, *,
-                    actor: str) -> dict[str, Any] | None:
+                    actor: str, before: Jsonb | None = None) -> dict[str, Any] | None:
         """Sign and store the certificate of ``record``'s confirmed effect (locked by the caller, in
         EFFECT_CONFIRMED) with its CERTIFIED ledger row, in one statement whose answer nothing waits
-        for; the record as it stands after (CERTIFIED), or None without an active key.
-        A certificate already issued is not rewritten and no row is appended (queries.sql); under
-        the record's lock in EFFECT_CONFIRMED there is none, since a certificate always commits with
-        its CERTIFIED row."""
+        for; the record as it stands after (CERTIFIED), or None without an active key (nothing sent).
+        ``before``: the ledger rows that bring the record to EFFECT_CONFIRMED, not sent yet (as
+        ``append_ledger``'s ``entries``), appended by the same statement.
+        A certificate already issued is not rewritten and no CERTIFIED row is appended
+        (queries.sql); under the record's lock in EFFECT_CONFIRMED there is none, since a
+        certificate always commits with its CERTIFIED row."""
         key = self.active
         if key is None:
             log.warning("effect_not_certified", attempt_id=str(record["attempt_id"]), why="no active certificate key")
@@ -106,7 +108,7 @@ class Certifier:
         entry, certified = next_entry(record, ProtocolState.CERTIFIED, {"key_id": key.key_id}, actor, now)
         await conn.execute(_SQL["insert_certificate"], {
             **entry, "certificate": Jsonb(certificate), "key_id": key.key_id,
-            "signature": signed["signature"]["value"]})
+            "signature": signed["signature"]["value"], "before": before if before is not None else Jsonb([])})
         return certified
 
 

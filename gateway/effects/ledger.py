@@ -199,10 +199,16 @@ async def advance_record(conn: Connection, attempt_id: uuid.UUID, attempt_state:
         log.error("effect_protocol_refused", attempt_id=str(attempt_id), attempt_state=attempt_state,
                   protocol_state=current.value, reason=str(refused))
         return record
-    record = await _append(conn, record, [(state, {"attempt_state": attempt_state}) for state in states], actor, now,
-                           held)
-    if record["protocol_state"] == ProtocolState.EFFECT_CONFIRMED and certifier is not None and subject is not None:
-        record = await certifier.issue(conn, record, subject, now, actor=actor) or record
+    steps = [(state, {"attempt_state": attempt_state}) for state in states]
+    if certifier is None or subject is None:
+        return await _append(conn, record, steps, actor, now, held)
+    entries, record = _entries(record, steps, actor, now)
+    if record["protocol_state"] == ProtocolState.EFFECT_CONFIRMED:
+        # The rows up to EFFECT_CONFIRMED travel in the certificate's statement (one, not two).
+        certified = await certifier.issue(conn, record, subject, now, actor=actor, before=_rows(entries))
+        if certified is not None:
+            return certified
+    await _send(conn, entries)
     return record
 
 

@@ -80,8 +80,16 @@ SELECT r.attempt_id, r.effect_digest, r.idempotency_key, l.to_state AS protocol_
 
 -- name: insert_certificate
 -- The certificate and its CERTIFIED ledger row together, or neither: a certificate already issued
--- is not rewritten and appends no row. One statement, read by nobody before COMMIT.
-WITH certificate AS (
+-- is not rewritten and appends no CERTIFIED row. The rows that bring the record to
+-- EFFECT_CONFIRMED (`before`, as append_ledger's `entries`) are appended by the same statement
+-- either way. One statement, read by nobody before COMMIT.
+WITH before AS (
+    INSERT INTO effect_ledger (attempt_id, sequence, from_state, to_state, effect_digest, idempotency_key,
+                               occurred_at, actor, detail)
+    SELECT %(attempt_id)s, s.sequence, s.from_state, s.to_state, %(effect_digest)s, %(idempotency_key)s,
+           %(now)s, %(actor)s, s.detail
+      FROM jsonb_to_recordset(%(before)s::jsonb) AS s(sequence int, from_state text, to_state text, detail jsonb)
+), certificate AS (
     INSERT INTO effect_certificates (attempt_id, certificate, key_id, signature, issued_at)
     VALUES (%(attempt_id)s, %(certificate)s, %(key_id)s, %(signature)s, %(now)s)
     ON CONFLICT (attempt_id) DO NOTHING
