@@ -16,9 +16,12 @@ production (a signing key is configured).
 - **round trips / statements per checkout** as PostgreSQL sees them (bench/support.py WireCounter:
   checkouts one at a time through a counting proxy);
 - **gateway CPU per checkout against its CPU per unique notification** (``checkout_cpu_ratio``): the
-  same gateway process takes, one at a time after its checkouts, as many verified CardCo
-  notifications (bench/notifications.py's signed ``payment.succeeded`` for Started attempts), each
-  recording its event and resolving its attempt; both CPU figures come from ``/proc/<pid>/stat``;
+  gateway process of the loaded runs takes, before them and one request at a time, checkouts and
+  verified CardCo notifications (bench/notifications.py's signed ``payment.succeeded`` for Started
+  attempts, each recording its event and resolving its attempt) in ``CPU_BLOCKS`` alternating
+  blocks of ``CPU_BLOCK`` each, after ``CPU_WARM_UP`` of each unmeasured; both CPU figures come
+  from ``/proc/<pid>/stat`` and are the sums over their blocks, so a drift of the machine weighs on
+  both alike (``checkout_cpu_ratio_blocks``: each pair of blocks' own ratio, the spread);
 - **ratio** to pgbench running the same three transactions (bench/pgbench_scripts.py ``checkout``,
   generated from the product's named SQL) with the same
   clients on the same database in the same run. 1.0 would mean the gateway adds nothing.
@@ -67,6 +70,9 @@ API_KEY = "ck_bench"
 PEPPER = "bench"
 MAX_DURATION_S = 20
 WIRE_COUNT = 300  # checkouts sent one at a time through the wire counter
+CPU_WARM_UP = 30  # checkouts and notifications sent before the CPU blocks, each
+CPU_BLOCKS = 4  # alternating blocks of checkouts and of notifications, each kind
+CPU_BLOCK = 150  # requests per block
 CARDCO_SAMPLES = 1000  # CardCo payment calls timed one after another
 
 
@@ -119,32 +125,60 @@ def cardco_p50_ms(cardco: str) -> float:
 
 
 def wire_trips(url: str, cardco: str, token: str) -> dict[str, float]:
-    """Round trips and statements per checkout as PostgreSQL sees them, and the gateway's CPU per
-    checkout, ``WIRE_COUNT`` checkouts one at a time; then, in the same process, its CPU per unique
-    verified notification, ``WIRE_COUNT`` of them one at a time, and the ratio of the two."""
+    """Round trips and statements per checkout as PostgreSQL sees them, ``WIRE_COUNT`` checkouts one
+    at a time through the wire counter."""
     insert_orders(url, "W-", WIRE_COUNT)
-    notifications.prepare_attempts(url, "WN-", WIRE_COUNT)
-    signed = [line.split("\t") for line in notifications.signed_lines("WN-", WIRE_COUNT, False)]
     with WireCounter(url) as counter, uvicorn(["--factory", "gateway.app:app_from_environment"],
                                               gateway_env(counter.url, cardco)) as base, \
             httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:
         http.post("/v1/orders/W-1/payment").raise_for_status()
         trips, statements = counter.count()
-        cpu_before = cpu_seconds(SERVER_PIDS[base])
         for n in range(2, WIRE_COUNT + 1):
             http.post(f"/v1/orders/W-{n}/payment").raise_for_status()
         after_trips, after_statements = counter.count()
-        count = WIRE_COUNT - 1
-        checkout_cpu_us = (cpu_seconds(SERVER_PIDS[base]) - cpu_before) * 1e6 / count
-        cpu_before = cpu_seconds(SERVER_PIDS[base])
-        for path, msg_id, timestamp, signature, body in signed:
+    count = WIRE_COUNT - 1
+    return {"round_trips": (after_trips - trips) / count, "statements": (after_statements - statements) / count}
+
+
+def prepare_cpu_blocks(url: str) -> list[list[str]]:
+    """The Open orders ``C-<n>`` and the Started attempts ``CN-<n>`` of :func:`cpu_blocks`, and the
+    signed notifications for the attempts."""
+    count = CPU_WARM_UP + CPU_BLOCKS * CPU_BLOCK
+    insert_orders(url, "C-", count)
+    notifications.prepare_attempts(url, "CN-", count)
+    return [line.split("\t") for line in notifications.signed_lines("CN-", count, False)]
+
+
+def cpu_blocks(base: str, token: str, signed: list[list[str]]) -> dict[str, Any]:
+    """The gateway's CPU per checkout and per unique verified notification at one client, in
+    alternating blocks (the module's docstring), and their ratio."""
+    pid = SERVER_PIDS[base]
+    orders = iter(range(1, len(signed) + 1))
+    notes = iter(signed)
+    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:
+        def checkout() -> None:
+            http.post(f"/v1/orders/C-{next(orders)}/payment").raise_for_status()
+
+        def notification() -> None:
+            path, msg_id, timestamp, signature, body = next(notes)
             http.post(path, content=body, headers={
                 "content-type": "application/json", "webhook-id": msg_id, "webhook-timestamp": timestamp,
                 "webhook-signature": signature}).raise_for_status()
-        notification_cpu_us = (cpu_seconds(SERVER_PIDS[base]) - cpu_before) * 1e6 / len(signed)
-        return {"round_trips": (after_trips - trips) / count, "statements": (after_statements - statements) / count,
-                "cpu_us_one_client": checkout_cpu_us, "notification_cpu_us_one_client": notification_cpu_us,
-                "checkout_cpu_ratio": checkout_cpu_us / notification_cpu_us}
+
+        def block(send: Any, count: int) -> float:
+            before = cpu_seconds(pid)
+            for _ in range(count):
+                send()
+            return cpu_seconds(pid) - before
+
+        block(checkout, CPU_WARM_UP)
+        block(notification, CPU_WARM_UP)
+        pairs = [(block(checkout, CPU_BLOCK), block(notification, CPU_BLOCK)) for _ in range(CPU_BLOCKS)]
+    checkouts, notified = sum(c for c, _ in pairs), sum(n for _, n in pairs)
+    requests = CPU_BLOCKS * CPU_BLOCK
+    return {"cpu_us_one_client": checkouts * 1e6 / requests,
+            "notification_cpu_us_one_client": notified * 1e6 / requests, "checkout_cpu_ratio": checkouts / notified,
+            "checkout_cpu_ratio_blocks": [round(c / n, 2) for c, n in pairs]}
 
 
 def main() -> None:
@@ -167,7 +201,10 @@ def main() -> None:
             provider_p50 = cardco_p50_ms(cardco)
             progress("counting round trips on the wire")
             wire = wire_trips(url, cardco, token)
+            signed = prepare_cpu_blocks(url)
             with uvicorn(["--factory", "gateway.app:app_from_environment"], gateway_env(url, cardco)) as base:
+                progress(f"CPU per checkout and per notification, {CPU_BLOCKS} blocks of {CPU_BLOCK} each")
+                cpu = cpu_blocks(base, token, signed)
                 progress("1 client")
                 one = wrk(base, token, "ONE-", args.orders, 1, duration)
                 progress(f"{args.connections} clients")
@@ -184,7 +221,7 @@ def main() -> None:
                "pgbench_tps": ceiling, "ratio_pgbench": loaded["rate"] / ceiling,
                "one_client_rate": one["rate"], "one_client_p50_ms": one["p50_ms"], "cardco_p50_ms": provider_p50,
                "non_2xx": loaded["non_2xx"] + one["non_2xx"], "exhausted": loaded["exhausted"] + one["exhausted"],
-               "gateway_cpu_us": cpu_us, **wire}
+               "gateway_cpu_us": cpu_us, **wire, **cpu}
     report(figures, duration)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1) + "\n")
@@ -202,7 +239,8 @@ def report(f: dict[str, Any], duration: int) -> None:
     print(f"  gateway CPU per checkout  {f['gateway_cpu_us']:>9.0f} us loaded, {f['cpu_us_one_client']:.0f} us "
           "at 1 client")
     print(f"  ... per notification      {f['notification_cpu_us_one_client']:>9.0f} us at 1 client (a unique verified "
-          f"one, same process): checkout / notification {f['checkout_cpu_ratio']:.2f}")
+          f"one, same process): checkout / notification {f['checkout_cpu_ratio']:.2f} "
+          f"(blocks {', '.join(f'{r:.2f}' for r in f['checkout_cpu_ratio_blocks'])})")
     print(f"  pgbench, 3 txns           {f['pgbench_tps']:>9.0f} tps  "
           "(bench/pgbench_scripts.py checkout, same clients)")
     print(f"  ratio                     {f['ratio_pgbench']:>9.2f}")
