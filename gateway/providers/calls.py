@@ -100,24 +100,23 @@ class ProviderCalls:
 
     async def answered(self, operation: str, call: Awaitable[Answer],
                        budget_s: float | None = None) -> Answer | Unanswered:
-        """The complete answer to ``call``, or why there is none (see the module docstring)."""
+        """The complete answer to ``call``, or why there is none (see the module docstring). Of the
+        two budgets only the one that runs out first is set: the caller's when it is shorter than the
+        ceiling, else the ceiling (which also names a tie)."""
+        caller_first = budget_s is not None and budget_s < self.ceiling_s
         try:
-            async with self.clock.budget(self.ceiling_s):
-                try:
-                    async with self.clock.budget(budget_s):
-                        # The default send reads the whole body, so truncation surfaces now, not later.
-                        answered = await answer(provider_call(call, kind=self.kind, operation=operation,
-                                                              account=self.account.id))
-                        if isinstance(answered, Answer):
-                            # A support ticket names the request by the provider's id (Stripe's Request-Id).
-                            log.info("provider_answered", kind=self.kind, operation=operation,
-                                     provider_account=self.account.id, http_status=answered.status_code,
-                                     request_id=answered.headers.get("request-id"))
-                        return answered
-                except TimeoutError:
-                    return Unanswered("timeout", CALLER)
+            async with self.clock.budget(budget_s if caller_first else self.ceiling_s):
+                # The default send reads the whole body, so truncation surfaces now, not later.
+                answered = await answer(provider_call(call, kind=self.kind, operation=operation,
+                                                      account=self.account.id))
+                if isinstance(answered, Answer):
+                    # A support ticket names the request by the provider's id (Stripe's Request-Id).
+                    log.info("provider_answered", kind=self.kind, operation=operation,
+                             provider_account=self.account.id, http_status=answered.status_code,
+                             request_id=answered.headers.get("request-id"))
+                return answered
         except TimeoutError:
-            return Unanswered("timeout", CEILING)
+            return Unanswered("timeout", CALLER if caller_first else CEILING)
 
     async def create(self, path: str, body: bytes, idempotency_key: str, key: str,
                      budget_s: float | None = None) -> Observation:
