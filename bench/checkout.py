@@ -17,11 +17,15 @@ production (a signing key is configured).
   checkouts one at a time through a counting proxy);
 - **gateway CPU per checkout against its CPU per unique notification** (``checkout_cpu_ratio``): the
   gateway process of the loaded runs takes, before them and one request at a time, checkouts and
-  verified CardCo notifications (bench/notifications.py's signed ``payment.succeeded`` for Started
-  attempts, each recording its event and resolving its attempt) in ``CPU_BLOCKS`` alternating
-  blocks of ``CPU_BLOCK`` each, after ``CPU_WARM_UP`` of each unmeasured; both CPU figures come
-  from ``/proc/<pid>/stat`` and are the sums over their blocks, so a drift of the machine weighs on
-  both alike (``checkout_cpu_ratio_blocks``: each pair of blocks' own ratio, the spread);
+  verified CardCo notifications (bench/notifications.py's signed ``payment.succeeded``, each
+  recording its event and resolving its attempt) in ``CPU_BLOCKS`` rounds of alternating blocks of
+  ``CPU_BLOCK`` each, after ``CPU_WARM_UP`` of each unmeasured; the CPU figures come from
+  ``/proc/<pid>/stat`` and are the sums over their blocks, so a drift of the machine weighs on all
+  alike (``checkout_cpu_ratio_blocks``: each round's own ratio, the spread). The notifications are
+  for attempts the product itself started, so each also writes its effect record's ledger rows and
+  certificate, as every notification for a checkout's attempt does; a third block per round
+  notifies attempts inserted without an effect record, as bench/notifications.py's are
+  (``notification_cpu_us_without_record``, ``checkout_cpu_ratio_without_record``);
 - **ratio** to pgbench running the same three transactions (bench/pgbench_scripts.py ``checkout``,
   generated from the product's named SQL) with the same
   clients on the same database in the same run. 1.0 would mean the gateway adds nothing.
@@ -63,6 +67,8 @@ from bench.support import (  # noqa: E402
 )
 from gateway.auth.tokens import Tokens  # noqa: E402
 from gateway.clock import SystemClock  # noqa: E402
+from gateway.payments.attempts import Attempts  # noqa: E402
+from gateway.settings import load_settings  # noqa: E402
 from gateway.store.db import Database  # noqa: E402
 from paygate_local.servers import free_port  # noqa: E402
 
@@ -140,30 +146,54 @@ def wire_trips(url: str, cardco: str, token: str) -> dict[str, float]:
     return {"round_trips": (after_trips - trips) / count, "statements": (after_statements - statements) / count}
 
 
-def prepare_cpu_blocks(url: str) -> list[list[str]]:
-    """The Open orders ``C-<n>`` and the Started attempts ``CN-<n>`` of :func:`cpu_blocks`, and the
-    signed notifications for the attempts."""
+async def started_attempts(url: str, cardco: str, prefix: str, count: int) -> None:
+    """Attempts of the Open orders ``<prefix>1`` .. ``<prefix><count>`` made and started by the
+    product's own code (``Attempts.get_or_create_live`` and ``mark_started``, as a checkout does
+    before its provider call): each with its effect record and ledger through AUTHORIZATION_ISSUED
+    (seed 001), so a notification of its success does what a real one does, the record's rows up
+    to CERTIFIED and its certificate included (a signing key is configured)."""
+    settings = load_settings(gateway_env(url, cardco))
+    db = await Database.open(url, size=1)
+    try:
+        attempts = Attempts(db, SystemClock(), settings)
+        for n in range(1, count + 1):
+            await attempts.mark_started(await attempts.get_or_create_live(f"{prefix}{n}", "cus_bench"))
+    finally:
+        await db.close()
+
+
+def prepare_cpu_blocks(url: str, cardco: str) -> dict[str, list[list[str]]]:
+    """The requests of :func:`cpu_blocks`: Open orders ``C-<n>`` to pay, and signed notifications of
+    success for attempts ``CR-<n>`` (started by the product, :func:`started_attempts`) and ``CN-<n>``
+    (bench/notifications.py's, inserted without an effect record)."""
     count = CPU_WARM_UP + CPU_BLOCKS * CPU_BLOCK
     insert_orders(url, "C-", count)
+    insert_orders(url, "CR-", count)
+    asyncio.run(started_attempts(url, cardco, "CR-", count))
     notifications.prepare_attempts(url, "CN-", count)
-    return [line.split("\t") for line in notifications.signed_lines("CN-", count, False)]
+    return {prefix: [line.split("\t") for line in notifications.signed_lines(prefix, count, False)]
+            for prefix in ("CR-", "CN-")}
 
 
-def cpu_blocks(base: str, token: str, signed: list[list[str]]) -> dict[str, Any]:
+def cpu_blocks(base: str, token: str, signed: dict[str, list[list[str]]]) -> dict[str, Any]:
     """The gateway's CPU per checkout and per unique verified notification at one client, in
-    alternating blocks (the module's docstring), and their ratio."""
+    alternating blocks (the module's docstring), and their ratio: a notification for an attempt the
+    product started (its effect record's rows and certificate written), and, as a second figure,
+    one for an attempt without an effect record, as bench/notifications.py's attempts are."""
     pid = SERVER_PIDS[base]
-    orders = iter(range(1, len(signed) + 1))
-    notes = iter(signed)
+    orders = iter(range(1, CPU_WARM_UP + CPU_BLOCKS * CPU_BLOCK + 1))
+    notes = {prefix: iter(lines) for prefix, lines in signed.items()}
     with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:
         def checkout() -> None:
             http.post(f"/v1/orders/C-{next(orders)}/payment").raise_for_status()
 
-        def notification() -> None:
-            path, msg_id, timestamp, signature, body = next(notes)
-            http.post(path, content=body, headers={
-                "content-type": "application/json", "webhook-id": msg_id, "webhook-timestamp": timestamp,
-                "webhook-signature": signature}).raise_for_status()
+        def notification(prefix: str) -> Any:
+            def send() -> None:
+                path, msg_id, timestamp, signature, body = next(notes[prefix])
+                http.post(path, content=body, headers={
+                    "content-type": "application/json", "webhook-id": msg_id, "webhook-timestamp": timestamp,
+                    "webhook-signature": signature}).raise_for_status()
+            return send
 
         def block(send: Any, count: int) -> float:
             before = cpu_seconds(pid)
@@ -171,14 +201,17 @@ def cpu_blocks(base: str, token: str, signed: list[list[str]]) -> dict[str, Any]
                 send()
             return cpu_seconds(pid) - before
 
-        block(checkout, CPU_WARM_UP)
-        block(notification, CPU_WARM_UP)
-        pairs = [(block(checkout, CPU_BLOCK), block(notification, CPU_BLOCK)) for _ in range(CPU_BLOCKS)]
-    checkouts, notified = sum(c for c, _ in pairs), sum(n for _, n in pairs)
+        kinds = (checkout, notification("CR-"), notification("CN-"))
+        for send in kinds:
+            block(send, CPU_WARM_UP)
+        rounds = [[block(send, CPU_BLOCK) for send in kinds] for _ in range(CPU_BLOCKS)]
+    checkouts, notified, bare = (sum(column) for column in zip(*rounds, strict=True))
     requests = CPU_BLOCKS * CPU_BLOCK
     return {"cpu_us_one_client": checkouts * 1e6 / requests,
             "notification_cpu_us_one_client": notified * 1e6 / requests, "checkout_cpu_ratio": checkouts / notified,
-            "checkout_cpu_ratio_blocks": [round(c / n, 2) for c, n in pairs]}
+            "checkout_cpu_ratio_blocks": [round(c / n, 2) for c, n, _ in rounds],
+            "notification_cpu_us_without_record": bare * 1e6 / requests,
+            "checkout_cpu_ratio_without_record": checkouts / bare}
 
 
 def main() -> None:
@@ -201,7 +234,7 @@ def main() -> None:
             provider_p50 = cardco_p50_ms(cardco)
             progress("counting round trips on the wire")
             wire = wire_trips(url, cardco, token)
-            signed = prepare_cpu_blocks(url)
+            signed = prepare_cpu_blocks(url, cardco)
             with uvicorn(["--factory", "gateway.app:app_from_environment"], gateway_env(url, cardco)) as base:
                 progress(f"CPU per checkout and per notification, {CPU_BLOCKS} blocks of {CPU_BLOCK} each")
                 cpu = cpu_blocks(base, token, signed)
@@ -239,8 +272,11 @@ def report(f: dict[str, Any], duration: int) -> None:
     print(f"  gateway CPU per checkout  {f['gateway_cpu_us']:>9.0f} us loaded, {f['cpu_us_one_client']:.0f} us "
           "at 1 client")
     print(f"  ... per notification      {f['notification_cpu_us_one_client']:>9.0f} us at 1 client (a unique verified "
-          f"one, same process): checkout / notification {f['checkout_cpu_ratio']:.2f} "
+          f"one, same process, its effect certified): checkout / notification {f['checkout_cpu_ratio']:.2f} "
           f"(blocks {', '.join(f'{r:.2f}' for r in f['checkout_cpu_ratio_blocks'])})")
+    print(f"  ... per notification      {f['notification_cpu_us_without_record']:>9.0f} us for an attempt without an "
+          f"effect record (as bench/notifications.py's): checkout / notification "
+          f"{f['checkout_cpu_ratio_without_record']:.2f}")
     print(f"  pgbench, 3 txns           {f['pgbench_tps']:>9.0f} tps  "
           "(bench/pgbench_scripts.py checkout, same clients)")
     print(f"  ratio                     {f['ratio_pgbench']:>9.2f}")
