@@ -67,8 +67,6 @@ from bench.support import (  # noqa: E402
 )
 from gateway.auth.tokens import Tokens  # noqa: E402
 from gateway.clock import SystemClock  # noqa: E402
-from gateway.payments.attempts import Attempts  # noqa: E402
-from gateway.settings import load_settings  # noqa: E402
 from gateway.store.db import Database  # noqa: E402
 from paygate_local.servers import free_port  # noqa: E402
 
@@ -146,30 +144,13 @@ def wire_trips(url: str, cardco: str, token: str) -> dict[str, float]:
     return {"round_trips": (after_trips - trips) / count, "statements": (after_statements - statements) / count}
 
 
-async def started_attempts(url: str, cardco: str, prefix: str, count: int) -> None:
-    """Attempts of the Open orders ``<prefix>1`` .. ``<prefix><count>`` made and started by the
-    product's own code (``Attempts.get_or_create_live`` and ``mark_started``, as a checkout does
-    before its provider call): each with its effect record and ledger through AUTHORIZATION_ISSUED
-    (seed 001), so a notification of its success does what a real one does, the record's rows up
-    to CERTIFIED and its certificate included (a signing key is configured)."""
-    settings = load_settings(gateway_env(url, cardco))
-    db = await Database.open(url, size=1)
-    try:
-        attempts = Attempts(db, SystemClock(), settings)
-        for n in range(1, count + 1):
-            await attempts.mark_started(await attempts.get_or_create_live(f"{prefix}{n}", "cus_bench"))
-    finally:
-        await db.close()
-
-
-def prepare_cpu_blocks(url: str, cardco: str) -> dict[str, list[list[str]]]:
+def prepare_cpu_blocks(url: str) -> dict[str, list[list[str]]]:
     """The requests of :func:`cpu_blocks`: Open orders ``C-<n>`` to pay, and signed notifications of
-    success for attempts ``CR-<n>`` (started by the product, :func:`started_attempts`) and ``CN-<n>``
-    (bench/notifications.py's, inserted without an effect record)."""
+    success for attempts ``CR-<n>`` (started by the product, bench/notifications.py
+    ``start_attempts``) and ``CN-<n>`` (inserted by SQL without an effect record)."""
     count = CPU_WARM_UP + CPU_BLOCKS * CPU_BLOCK
     insert_orders(url, "C-", count)
-    insert_orders(url, "CR-", count)
-    asyncio.run(started_attempts(url, cardco, "CR-", count))
+    notifications.prepare_attempts(url, "CR-", count, certified=True)
     notifications.prepare_attempts(url, "CN-", count)
     return {prefix: [line.split("\t") for line in notifications.signed_lines(prefix, count, False)]
             for prefix in ("CR-", "CN-")}
@@ -234,7 +215,7 @@ def main() -> None:
             provider_p50 = cardco_p50_ms(cardco)
             progress("counting round trips on the wire")
             wire = wire_trips(url, cardco, token)
-            signed = prepare_cpu_blocks(url, cardco)
+            signed = prepare_cpu_blocks(url)
             with uvicorn(["--factory", "gateway.app:app_from_environment"], gateway_env(url, cardco)) as base:
                 progress(f"CPU per checkout and per notification, {CPU_BLOCKS} blocks of {CPU_BLOCK} each")
                 cpu = cpu_blocks(base, token, signed)

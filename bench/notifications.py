@@ -28,10 +28,13 @@ py-spy during each load run.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import base64
 import functools
 import json
 import os
 import re
+import secrets
 import subprocess
 import sys
 import time
@@ -59,6 +62,10 @@ from bench.support import (  # noqa: E402
     web,
     worker_connections,
 )
+from gateway.clock import SystemClock  # noqa: E402
+from gateway.payments.attempts import Attempts  # noqa: E402
+from gateway.settings import load_settings  # noqa: E402
+from gateway.store.db import Database  # noqa: E402
 from paygate_local.servers import free_port  # noqa: E402
 from provider_fake.signing import sign_v1  # noqa: E402
 
@@ -83,18 +90,43 @@ SELECT gen_random_uuid(), %(prefix)s || g, 'cus_bench', 1, %(account)s, 'http://
 """
 
 
-def prepare_attempts(url: str, prefix: str, count: int, *, with_payment_id: bool = False) -> None:
-    """``count`` Started attempts ``<prefix><n>`` with their Open orders, then the two tables
-    analysed, as autovacuum keeps a production database's statistics: without it a load run starts
-    on a run's rows the planner has not seen (the table several times what its statistics say), and
-    the gateway and pgbench run on plans made for the smaller table (bench/README.md, "Ingest on
-    analysed tables")."""
+def prepare_attempts(url: str, prefix: str, count: int, *, with_payment_id: bool = False,
+                     certified: bool = False) -> None:
+    """``count`` Started attempts ``<prefix><n>`` with their Open orders, then the tables analysed,
+    as autovacuum keeps a production database's statistics: without it a load run starts on a
+    run's rows the planner has not seen (the table several times what its statistics say), and the
+    gateway and pgbench run on plans made for the smaller table (bench/README.md, "Ingest on
+    analysed tables"). Inserted by SQL, without an effect record, so a notification of their success
+    writes no ledger row and no certificate; ``certified``: made and started by the product itself
+    (:func:`start_attempts`), each with its effect record, as a checkout's attempts are."""
     insert_orders(url, prefix, count)
-    with psycopg.connect(url) as conn:
-        conn.execute(_ATTEMPTS, {"account": ACCOUNT, "prefix": prefix, "count": count,
-                                 "with_payment_id": with_payment_id})
+    if certified:
+        asyncio.run(start_attempts(url, prefix, count))
+    else:
+        with psycopg.connect(url) as conn:
+            conn.execute(_ATTEMPTS, {"account": ACCOUNT, "prefix": prefix, "count": count,
+                                     "with_payment_id": with_payment_id})
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("VACUUM ANALYZE orders, payment_attempts")
+        conn.execute("VACUUM ANALYZE orders, payment_attempts, effect_records, effect_ledger")
+
+
+async def start_attempts(url: str, prefix: str, count: int, *, writers: int = 4) -> None:
+    """Attempts of the Open orders ``<prefix>1`` .. ``<prefix><count>`` made and started by the
+    product's own code (``Attempts.get_or_create_live`` and ``mark_started``, as a checkout does
+    before its provider call), ``writers`` at a time: each with its effect record and ledger through
+    AUTHORIZATION_ISSUED (seed 001), so a notification of its success does what a real one does, the
+    record's rows up to CERTIFIED and, with a signing key, its certificate."""
+    db = await Database.open(url, size=writers)
+    try:
+        attempts = Attempts(db, SystemClock(), load_settings(gateway_env(url)))
+
+        async def start(first: int) -> None:
+            for n in range(first, count + 1, writers):
+                await attempts.mark_started(await attempts.get_or_create_live(f"{prefix}{n}", "cus_bench"))
+
+        await asyncio.gather(*(start(first) for first in range(1, writers + 1)))
+    finally:
+        await db.close()
 
 
 def signed_lines(prefix: str, count: int, duplicate_mix: bool) -> list[str]:
@@ -149,23 +181,28 @@ def prime(base: str, lines: list[str]) -> None:
                 "webhook-signature": signature}).raise_for_status()
 
 
-def gateway_env(url: str) -> dict[str, str]:
+def gateway_env(url: str, *, signing: bool = False) -> dict[str, str]:
+    """The gateway's environment; ``signing``: with a certificate signing key, as in production."""
     account = {"id": ACCOUNT, "base_url": "http://cardco.test", "api_key": "ck_bench", "webhook_endpoint_id": ENDPOINT,
                "webhook_secrets": [SECRET]}
-    return {"DATABASE_URL": url, "REDIS_URL": f"redis://127.0.0.1:{free_port()}/0", "PAYGATE_TOKEN_PEPPER": "bench",
-            "PAYGATE_LOG_LEVEL": "warning", "PAYGATE_PROVIDER_ACCOUNTS": json.dumps([account])}
+    env = {"DATABASE_URL": url, "REDIS_URL": f"redis://127.0.0.1:{free_port()}/0", "PAYGATE_TOKEN_PEPPER": "bench",
+           "PAYGATE_LOG_LEVEL": "warning", "PAYGATE_PROVIDER_ACCOUNTS": json.dumps([account])}
+    if signing:
+        key = {"key_id": "bench-1", "active": True, "private_key": base64.b64encode(secrets.token_bytes(32)).decode()}
+        env["PAYGATE_CERTIFICATE_KEYS"] = json.dumps([key])
+    return env
 
 
-def wire_trips(url: str, count: int, workers: int) -> dict[str, float]:
+def wire_trips(url: str, count: int, workers: int, certified: bool = False) -> dict[str, float]:
     """Round trips and statements per notification as PostgreSQL sees them (bench/support.py
     WireCounter): a gateway whose database connection runs through the counting proxy takes
     ``count`` unique notifications one at a time, then the same ones again as duplicates."""
     prefix = "W-"
-    prepare_attempts(url, prefix, count)
+    prepare_attempts(url, prefix, count, certified=certified)
     lines = [line.split("\t") for line in signed_lines(prefix, count, False)]
     figures: dict[str, float] = {}
     with WireCounter(url) as counter, \
-            web(gateway_env(counter.url), workers) as base, \
+            web(gateway_env(counter.url, signing=certified), workers) as base, \
             httpx.Client(base_url=base) as client:
         pid = SERVER_PIDS[base]
         for mix in ("unique", "duplicates"):
@@ -192,6 +229,8 @@ def main() -> None:
                         help="pre-signed requests per gateway run: more than it sends, else it wraps (NOT CLEAN)")
     parser.add_argument("--web-workers", type=int, default=1,
                         help="the gateway's web_workers (worker processes of its web process; docs/decisions/0084)")
+    parser.add_argument("--certified", action="store_true",
+                        help="notify attempts the product started (effect records; a signing key), as in production")
     parser.add_argument("--profile", type=Path, help="directory for py-spy profiles of the gateway's runs")
     parser.add_argument("--json", type=Path, help="write the figures to this file (bench/README.md)")
     args = parser.parse_args()
@@ -199,10 +238,10 @@ def main() -> None:
     with embedded_database() as (url, work):
         prepare_attempts(url, "PGB-", PGBENCH_ATTEMPTS, with_payment_id=True)
         progress("counting round trips on the wire")
-        trips = wire_trips(url, WIRE_COUNT, args.web_workers)
+        trips = wire_trips(url, WIRE_COUNT, args.web_workers, args.certified)
         runs = []
         with uvicorn(["bench.bare_app:app"], {}, args.web_workers) as bare_base, \
-                web(gateway_env(url), args.web_workers) as gateway_base:
+                web(gateway_env(url, signing=args.certified), args.web_workers) as gateway_base:
             for connections in args.connections:
                 ceiling_db = pgbench_scripts.ceiling(url, "notification", work, connections, duration,
                                                      PGBENCH_ATTEMPTS)
@@ -210,7 +249,9 @@ def main() -> None:
                     prefix = f"B{connections}{mix[0]}-"
                     requests_file = work / f"{prefix}requests.tsv"
                     events = REDELIVERED if mix == "redeliveries" else args.events
-                    prepare_attempts(url, prefix, events)
+                    if args.certified:
+                        progress(f"starting {events} attempts with the product's code")
+                    prepare_attempts(url, prefix, events, certified=args.certified)
                     lines = signed_lines(prefix, events, mix == "duplicates")
                     requests_file.write_text("\n".join(lines) + "\n")
                     if mix == "redeliveries":
@@ -236,7 +277,8 @@ def main() -> None:
                                  "round_trips": trips[f"{wired}_trips"], "statements": trips[f"{wired}_statements"],
                                  "gateway_cpu_us": cpu_us,
                                  "gateway_cpu_us_one_client": trips[f"{wired}_cpu_us"],
-                                 "web_workers": args.web_workers, "worker_connections": split[0] if split else []})
+                                 "web_workers": args.web_workers, "worker_connections": split[0] if split else [],
+                                 "certified": args.certified})
     report(runs, duration, args.web_workers)
     if args.json:
         args.json.write_text(json.dumps({"runs": runs}, indent=1) + "\n")
