@@ -310,6 +310,7 @@ LEFT_OUT = {
     "notification": {
         "gateway/effects/queries.sql append_ledger": _EFFECTS,
         "gateway/effects/queries.sql lock_record": _EFFECTS,
+        "gateway/effects/queries.sql lock_record_with_evidence": _EFFECTS,
         "gateway/payments/queries.sql effect_evidence": _EFFECTS,
         "gateway/effects/queries.sql insert_certificate": _EFFECTS,
     },
@@ -318,6 +319,7 @@ LEFT_OUT = {
         "gateway/ratelimits/queries.sql return_tokens": "the unspent lookup tokens, given back once per sweep",
         "gateway/effects/queries.sql append_ledger": _EFFECTS,
         "gateway/effects/queries.sql lock_record": _EFFECTS,
+        "gateway/effects/queries.sql lock_record_with_evidence": _EFFECTS,
         "gateway/payments/queries.sql effect_evidence": _EFFECTS,
         "gateway/effects/queries.sql insert_certificate": _EFFECTS,
     },

@@ -49,7 +49,7 @@ from gateway.store.queries import load_queries
 _SQL = load_queries("gateway.payments")
 _INSERT = with_ledger_of_record(_SQL["insert"], prefix="record_")
 _MARK_STARTED = with_ledger_of_record(_SQL["mark_started"])
-# The record's lock with a checkout effect's evidence, for a success certified with it (_write ``ahead``).
+# The record's lock with a checkout effect's evidence, for a success certified with it (Attempts._write).
 LOCK_RECORD_WITH_EVIDENCE = lock_record_with(_SQL["effect_evidence"])
 
 Attempt = dict[str, Any]
@@ -365,7 +365,7 @@ class Attempts:
         async with pipelined(conn):
             lock = await conn.execute(LOCK_FOR_EVIDENCE, {"attempt_id": attempt_id,
                                                           "evidence_payment_id": evidence.provider_id})
-            written = await self._write(conn, expected, decision, evidence, actor, kind, now, None, ahead=True)
+            written = await self._write(conn, expected, decision, evidence, actor, kind, now, None)
         locked = await lock.fetchone()
         if locked is None or any(column not in expected or expected[column] != value
                                  for column, value in locked.items()):
@@ -373,8 +373,7 @@ class Attempts:
         return written
 
     async def _write(self, conn: Connection, attempt: Attempt, decision: Decision, evidence: Evidence,
-                     actor: str, kind: str | None, now: datetime, lease: Lease | None, *,
-                     ahead: bool = False) -> Written:
+                     actor: str, kind: str | None, now: datetime, lease: Lease | None) -> Written:
         """Every write the decision implies as ONE statement (queries.sql ``write_evidence``,
         docs/decisions/0048), each part switched by a parameter and hanging on the conditional
         update, so one that missed writes none of it (VersionConflict): the update (a recorded
@@ -385,9 +384,10 @@ class Attempts:
         when it ``resolves``; and a recovery lease, if still this worker's, released
         (``lease_mode`` 'release') or also scheduled (``finish``: unexpired only), in the same
         update since one statement may not update a row twice. The effect record's lock, the
-        last one taken, travels in the same pipeline; ``ahead``, a success's lock also reads its
-        certificate's evidence (``effect_evidence`` in ``lock_record_with_evidence``, after the
-        writes: it sees their event)."""
+        last one taken, travels in the same pipeline; a success's lock also reads its certificate's
+        evidence (``effect_evidence`` in ``lock_record_with_evidence``, after the writes: it sees
+        their event), whoever brought the evidence (the endpoint, a notification, recovery), so
+        the certificate reads nothing itself."""
         attempt_id = attempt["attempt_id"]
         state = AttemptState(decision.new_state or attempt["state"])
         payment_id = attempt["provider_payment_id"] or (evidence.provider_id if decision.record_provider_id else None)
@@ -425,7 +425,7 @@ class Attempts:
                 "resolves": decision.resolves, "note": f"attempt {state.value}",
                 **_lease_params(lease, decision, now)})
             locks = follows and not owes_refund
-            certifying = locks and ahead and state is AttemptState.SUCCEEDED
+            certifying = locks and state is AttemptState.SUCCEEDED
             record = await conn.execute(LOCK_RECORD_WITH_EVIDENCE, {"attempt_id": attempt_id}) if certifying \
                 else await lock_record(conn, attempt_id) if locks else None
         return functools.partial(self._written, conn, attempt, decision, evidence, actor, now, state, applied, record,
