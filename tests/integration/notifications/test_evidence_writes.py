@@ -13,6 +13,8 @@ import psycopg
 import pytest
 
 from gateway.domain.attempts import Evidence, decide
+from gateway.domain.certificates import verify
+from gateway.effects.certify import Certifier, certificate_of
 from gateway.notifications.repository import _SQL as _NOTIFICATION_SQL
 from gateway.notifications.repository import IDENTIFY_AND_RECORD
 from gateway.payments.attempts import VersionConflict, facts
@@ -174,3 +176,21 @@ async def test_a_rejection_closes_the_attempt_only_when_it_answered_its_only_sen
     for attempt, state in ((only, "NotApplied"), (resent, "Unknown")):
         applied = await services.attempts.apply_evidence(attempt["attempt_id"], rejected, actor="test", kind="lookup")
         assert applied["state"] == state
+
+
+async def test_a_notifications_certificate_names_the_evidence_its_transaction_recorded(
+        webhooks: Webhooks, services: Services) -> None:
+    """Seed 001: a confirmed effect's certificate names the evidence its confirming transaction
+    recorded. A notification's lock on the effect record reads that evidence in the pipeline of its
+    writes (Attempts._write), after them: the notification's own event is among it, and the
+    certificate reads nothing itself."""
+    attempt = await webhooks.attempt()
+    assert (await webhooks.deliver(webhooks.payment_event(attempt))).status_code == 204
+    async with services.db.transaction() as conn:
+        document = await certificate_of(conn, attempt["attempt_id"])
+        events = await (await conn.execute(
+            "SELECT event_id FROM payment_attempt_events WHERE attempt_id = %(a)s AND kind = 'notification'",
+            {"a": attempt["attempt_id"]})).fetchall()
+    assert document is not None and events
+    assert set(document["certificate"]["evidence_event_ids"]) >= {row["event_id"] for row in events}
+    assert verify(document, Certifier.of(services.settings).public_keys())
