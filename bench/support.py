@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import psutil
 import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -243,39 +244,40 @@ def _run(work: Work, args: tuple[Any, ...], barrier: Any, results: Any) -> None:
 
 
 class WireCounter:
-    """Round trips counted on the wire: a proxy between the gateway and PostgreSQL's unix socket
-    that reads the protocol. A round trip is a turn: the client asks for an answer (Sync, Flush or a
-    simple Query) after the server last spoke, then waits; statements are Execute and simple Query
-    messages. It sees what the server sees, whatever the driver batches or pipelines (a count of
-    driver calls does not).
+    """Round trips counted on the wire: a proxy between the gateway and PostgreSQL (its unix socket,
+    or its TCP port when ``url`` names a host) that reads the protocol. A round trip is a turn: the
+    client asks for an answer (Sync, Flush or a simple Query) after the server last spoke, then
+    waits; statements are Execute and simple Query messages. It sees what the server sees, whatever
+    the driver batches or pipelines (a count of driver calls does not).
     Use it with one client at a time: ``count()`` before and after N requests."""
 
     def __init__(self, url: str) -> None:
-        match = re.search(r"host=([^&]+)", url)
-        if match is None:
-            raise ValueError(f"not a unix-socket URL: {url}")
-        self._target_dir = match.group(1)
+        parts = conninfo_to_dict(url)
+        host = str(parts.get("host") or "")
+        self._unix = host.startswith("/")
+        self._target = (host, int(parts.get("port") or 5432))
         self._dir = tempfile.mkdtemp(prefix="paygate-wire-")
-        self.url = url.replace(f"host={self._target_dir}", f"host={self._dir}")
+        # A unix socket's proxy sits in its own directory under the server's socket name; a TCP
+        # server's on a free loopback port.
+        self._port = self._target[1] if self._unix else free_port()
+        self.url = url.replace(f"host={host}", f"host={self._dir}") if self._unix else \
+            make_conninfo(url, host="127.0.0.1", port=str(self._port))
         self.turns = 0
         self.statements = 0
         self._loop = asyncio.new_event_loop()
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> WireCounter:
-        ready = threading.Event()
-
         async def serve() -> None:
-            sockets = [name for name in os.listdir(self._target_dir) if name.startswith(".s.PGSQL.")
-                       and not name.endswith(".lock")]
-            self._socket = sockets[0]
-            self._server = await asyncio.start_unix_server(self._connection, os.path.join(self._dir, self._socket))
-            ready.set()
+            if self._unix:
+                self._server = await asyncio.start_unix_server(
+                    self._connection, os.path.join(self._dir, f".s.PGSQL.{self._port}"))
+            else:
+                self._server = await asyncio.start_server(self._connection, "127.0.0.1", self._port)
 
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
         asyncio.run_coroutine_threadsafe(serve(), self._loop).result(10)
-        ready.wait(10)
         return self
 
     def __exit__(self, *_: Any) -> None:
@@ -298,7 +300,9 @@ class WireCounter:
         return self.turns, self.statements
 
     async def _connection(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
-        server_r, server_w = await asyncio.open_unix_connection(os.path.join(self._target_dir, self._socket))
+        host, port = self._target
+        server_r, server_w = await (asyncio.open_unix_connection(os.path.join(host, f".s.PGSQL.{port}"))
+                                    if self._unix else asyncio.open_connection(host, port))
         state = {"server_spoke": True}  # the first client message starts a turn
 
         async def client_to_server() -> None:

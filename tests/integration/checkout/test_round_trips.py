@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from psycopg.conninfo import conninfo_to_dict
 
 from bench.support import WireCounter
 from gateway.clock import ManualClock
@@ -18,13 +17,8 @@ from tests.integration.checkout.conftest import Shop
 
 @pytest.fixture
 def wire(database_url: str) -> Iterator[WireCounter]:
-    """A counting proxy in front of the test's database (on a unix socket, as the embedded server is)."""
-    parts = conninfo_to_dict(database_url)
-    host = str(parts.get("host", ""))
-    if not host.startswith("/"):
-        pytest.skip("the wire counter proxies a unix socket; DATABASE_URL names a TCP server")
-    with WireCounter(f"postgresql:///{parts['dbname']}?host={host}&port={parts.get('port', 5432)}"
-                     f"&user={parts.get('user', '')}") as counter:
+    """A counting proxy in front of the test's database."""
+    with WireCounter(database_url) as counter:
         yield counter
 
 
