@@ -16,7 +16,9 @@ answers from the keys it saw committed, docs/decisions/0064; ``wrapped`` is larg
 load runs ``--duration`` seconds (at most 20). Ceilings measured
 in the same run, on the same database, with the same connection counts:
 - pgbench running the notification transaction's statements (bench/pgbench_scripts.py
-  ``notification``, generated from the product's named SQL);
+  ``notification``, generated from the product's named SQL); with ``--certified``, those of a
+  certified notification (``notification_certified``: the certificate's too, each row used once),
+  the record-less one's kept as ``pgbench_tps_without_record``;
 - a bare Starlette POST (bench/bare_app.py) under uvicorn with as many workers and the same wrk script.
 Before the load runs, round trips and statements per notification are counted on the wire
 (bench/support.py WireCounter) and the gateway's CPU per request (all its worker processes) is read
@@ -43,6 +45,7 @@ from typing import Any
 
 import httpx
 import psycopg
+from psycopg.types.json import Jsonb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -56,6 +59,7 @@ from bench.support import (  # noqa: E402
     insert_orders,
     profiled,
     progress,
+    run_sql,
     sampled_midway,
     tree_cpu_seconds,
     uvicorn,
@@ -72,6 +76,9 @@ from provider_fake.signing import sign_v1  # noqa: E402
 ENDPOINT = "cardco-test"
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 PGBENCH_ATTEMPTS = 10_000
+# The certified ceiling's rows per second of --duration: each serves one transaction (pgbench -t),
+# so a run takes about --duration where that ceiling runs ~3,000/s (on 2 cores; bench/README.md).
+CERTIFIED_ROWS_PER_S = 3_000
 MAX_DURATION_S = 20
 WIRE_COUNT = 500  # notifications sent one at a time through the wire counter
 REDELIVERED = 2_000  # notifications recorded before the redeliveries run, then replayed over and over
@@ -85,20 +92,38 @@ INSERT INTO payment_attempts (attempt_id, order_id, customer_id, attempt_number,
 SELECT gen_random_uuid(), %(prefix)s || g, 'cus_bench', 1, %(account)s, 'http://cardco.test/v1/payments',
        '2026-11-01', %(prefix)s || g || '-a1', gen_random_uuid()::text, '{}', 4250, 'EUR', 'Started', now(),
        now(), now() + interval '1 day', now() + interval '1 day',
-       CASE WHEN %(with_payment_id)s THEN 'pay_pgb_' || g END
+       CASE WHEN %(with_payment_id)s THEN 'pay_' || lower(rtrim(%(prefix)s, '-')) || '_' || g END
   FROM generate_series(1, %(count)s) g
+"""
+# Each attempt's effect record and its ledger through EXECUTING, as a checkout's send gate leaves
+# them (bench/pgbench_scripts.py executing_record, executing_rows).
+_RECORDS = """
+INSERT INTO effect_records (attempt_id, attempt_kind, rail, provider_account, idempotency_key, effect_digest,
+                            policy_digest, approval_set_digest, manifest, created_at)
+SELECT attempt_id, 'payment', split_part(provider_account, ':', 1), provider_account, idempotency_key,
+       sha256(idempotency_key::bytea), NULL, NULL, %(manifest)s, now()
+  FROM payment_attempts WHERE order_id LIKE %(prefix)s || '%%';
+INSERT INTO effect_ledger (attempt_id, sequence, from_state, to_state, effect_digest, idempotency_key, occurred_at,
+                           actor, detail)
+SELECT r.attempt_id, s.sequence, s.from_state, s.to_state, r.effect_digest, r.idempotency_key, now(), 'endpoint',
+       s.detail
+  FROM payment_attempts a JOIN effect_records r USING (attempt_id),
+       jsonb_to_recordset(%(entries)s::jsonb) AS s(sequence int, from_state text, to_state text, detail jsonb)
+ WHERE a.order_id LIKE %(prefix)s || '%%'
 """
 
 
 def prepare_attempts(url: str, prefix: str, count: int, *, with_payment_id: bool = False,
-                     certified: bool = False) -> None:
+                     certified: bool = False, with_record: bool = False) -> None:
     """``count`` Started attempts ``<prefix><n>`` with their Open orders, then the tables analysed,
     as autovacuum keeps a production database's statistics: without it a load run starts on a
     run's rows the planner has not seen (the table several times what its statistics say), and the
     gateway and pgbench run on plans made for the smaller table (bench/README.md, "Ingest on
     analysed tables"). Inserted by SQL, without an effect record, so a notification of their success
-    writes no ledger row and no certificate; ``certified``: made and started by the product itself
-    (:func:`start_attempts`), each with its effect record, as a checkout's attempts are."""
+    writes no ledger row and no certificate; ``with_record``: by SQL with their effect records at
+    EXECUTING (the ``notification_certified`` ceiling's rows); ``certified``: made and started by
+    the product itself (:func:`start_attempts`), each with its effect record, as a checkout's
+    attempts are."""
     insert_orders(url, prefix, count)
     if certified:
         asyncio.run(start_attempts(url, prefix, count))
@@ -106,6 +131,9 @@ def prepare_attempts(url: str, prefix: str, count: int, *, with_payment_id: bool
         with psycopg.connect(url) as conn:
             conn.execute(_ATTEMPTS, {"account": ACCOUNT, "prefix": prefix, "count": count,
                                      "with_payment_id": with_payment_id})
+    if with_record:
+        run_sql(url, _RECORDS, {"prefix": prefix, "manifest": Jsonb(pgbench_scripts.executing_record()["manifest"]),
+                                "entries": Jsonb(pgbench_scripts.executing_rows())})
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE orders, payment_attempts, effect_records, effect_ledger")
 
@@ -240,11 +268,19 @@ def main() -> None:
         progress("counting round trips on the wire")
         trips = wire_trips(url, WIRE_COUNT, args.web_workers, args.certified)
         runs = []
+        rows = [CERTIFIED_ROWS_PER_S * duration // connections * connections for connections in args.connections]
+        if args.certified:
+            progress(f"preparing {sum(rows)} attempts with effect records for the certified ceiling")
+            prepare_attempts(url, "PGC-", sum(rows), with_payment_id=True, with_record=True)
         with uvicorn(["bench.bare_app:app"], {}, args.web_workers) as bare_base, \
                 web(gateway_env(url, signing=args.certified), args.web_workers) as gateway_base:
-            for connections in args.connections:
-                ceiling_db = pgbench_scripts.ceiling(url, "notification", work, connections, duration,
+            for index, connections in enumerate(args.connections):
+                recordless = pgbench_scripts.ceiling(url, "notification", work, connections, duration,
                                                      PGBENCH_ATTEMPTS)
+                # The ceiling runs the SQL the gateway runs: a certified notification's with --certified.
+                ceiling_db = pgbench_scripts.ceiling_once(
+                    url, "notification_certified", work, connections, rows[index],
+                    first=1 + sum(rows[:index])) if args.certified else recordless
                 for mix in args.mixes:
                     prefix = f"B{connections}{mix[0]}-"
                     requests_file = work / f"{prefix}requests.tsv"
@@ -278,7 +314,8 @@ def main() -> None:
                                  "gateway_cpu_us": cpu_us,
                                  "gateway_cpu_us_one_client": trips[f"{wired}_cpu_us"],
                                  "web_workers": args.web_workers, "worker_connections": split[0] if split else [],
-                                 "certified": args.certified})
+                                 "certified": args.certified, "pgbench_tps_without_record": recordless,
+                                 "ratio_pgbench_without_record": result["rps"] / recordless})
     report(runs, duration, args.web_workers)
     if args.json:
         args.json.write_text(json.dumps({"runs": runs}, indent=1) + "\n")

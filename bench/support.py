@@ -198,9 +198,11 @@ def pgbench_command(url: str, script: Path, clients: int, duration: int, variabl
             *length, *defines, "-f", str(script), url]
 
 
-def pgbench(url: str, script: Path, clients: int, duration: int, variables: dict[str, Any]) -> float:
-    """Transactions per second of ``script`` over ``duration`` seconds."""
-    output = subprocess.run(pgbench_command(url, script, clients, duration, variables),
+def pgbench(url: str, script: Path, clients: int, duration: int, variables: dict[str, Any], *,
+            transactions: int | None = None) -> float:
+    """Transactions per second of ``script`` over ``duration`` seconds or, given, ``transactions``
+    per client."""
+    output = subprocess.run(pgbench_command(url, script, clients, duration, variables, transactions=transactions),
                             capture_output=True, text=True, check=False)
     if output.returncode != 0:
         raise RuntimeError(f"pgbench failed: {output.stderr[-2000:]}")

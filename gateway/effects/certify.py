@@ -87,29 +87,34 @@ class Certifier:
         if key is None:
             log.warning("effect_not_certified", attempt_id=str(record["attempt_id"]), why="no active certificate key")
             return None
-        kind = record["attempt_kind"]
         evidence = subject.evidence_event_ids if subject.evidence_event_ids is not None else [
             row["event_id"] for row in await fetch_all(conn, subject.evidence, {"attempt_id": record["attempt_id"]})]
-        manifest = record["manifest"]
-        certificate = {
-            "certificate_version": CERTIFICATE_VERSION, "attempt_kind": kind, "operation": manifest["operation"],
-            "attempt_id": str(record["attempt_id"]), subject.field: subject.value,
-            "rail": record["rail"], "provider_account": record["provider_account"],
-            "idempotency_key": record["idempotency_key"], "client_reference": manifest["client_reference"],
-            "amount_minor": manifest["amount_minor"], "currency": manifest["currency"],
-            "effect_digest": bytes(record["effect_digest"]).hex(),
-            "policy_digest": _hex(record["policy_digest"]), "approval_set_digest": _hex(record["approval_set_digest"]),
-            "outcome": "EFFECT_CONFIRMED", "provider_reference": subject.provider_reference,
-            "provider_status": subject.provider_status,
-            "evidence_event_ids": [int(event_id) for event_id in evidence],
-            "issued_at": rfc3339(now), "statement": STATEMENT,
-        }
+        certificate = document(record, subject, evidence, now)
         signed = sign(certificate, key_id=key.key_id, private_seed=key.private_bytes)
         entry, certified = next_entry(record, ProtocolState.CERTIFIED, {"key_id": key.key_id}, actor, now)
         await conn.execute(_SQL["insert_certificate"], {
             **entry, "certificate": Jsonb(certificate), "key_id": key.key_id,
             "signature": signed["signature"]["value"], "before": before if before is not None else Jsonb([])})
         return certified
+
+
+def document(record: dict[str, Any], subject: Subject, evidence: list[int], now: datetime) -> dict[str, Any]:
+    """The certificate of ``record``'s confirmed effect, unsigned (API.md "Shapes"; seed 001):
+    what its manifest and the confirming area's ``subject`` say, and the ``evidence`` event ids."""
+    manifest = record["manifest"]
+    return {
+        "certificate_version": CERTIFICATE_VERSION, "attempt_kind": record["attempt_kind"],
+        "operation": manifest["operation"], "attempt_id": str(record["attempt_id"]), subject.field: subject.value,
+        "rail": record["rail"], "provider_account": record["provider_account"],
+        "idempotency_key": record["idempotency_key"], "client_reference": manifest["client_reference"],
+        "amount_minor": manifest["amount_minor"], "currency": manifest["currency"],
+        "effect_digest": bytes(record["effect_digest"]).hex(),
+        "policy_digest": _hex(record["policy_digest"]), "approval_set_digest": _hex(record["approval_set_digest"]),
+        "outcome": "EFFECT_CONFIRMED", "provider_reference": subject.provider_reference,
+        "provider_status": subject.provider_status,
+        "evidence_event_ids": [int(event_id) for event_id in evidence],
+        "issued_at": rfc3339(now), "statement": STATEMENT,
+    }
 
 
 def _hex(value: bytes | None) -> str | None:

@@ -1,7 +1,7 @@
 """The notification ceiling runs the product's statements (bench/pgbench_scripts.py,
 bench/README.md): what the gateway runs for a ``payment.succeeded`` that names a Started attempt,
-recorded statement by statement, is the ceiling's script in the same order, savepoint included,
-but for the statements it names as left out (seed 001's effect records)."""
+recorded statement by statement, is the certified ceiling's script in the same order, and the
+record-less ceiling's but for the statements it names as left out (seed 001's certificate)."""
 
 from __future__ import annotations
 
@@ -21,3 +21,4 @@ async def test_the_notification_ceiling_runs_the_statements_of_a_matched_notific
     assert response.status_code == 204, response.text
     assert (await webhooks.reload(attempt))["state"] == "Succeeded"
     assert product_names(recorded, "notification") == script_names("notification")
+    assert product_names(recorded, "notification_certified") == script_names("notification_certified")

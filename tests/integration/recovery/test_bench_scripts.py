@@ -1,7 +1,8 @@
 """The checkout and recovery ceilings run the product's statements (bench/pgbench_scripts.py,
 bench/README.md): what the gateway runs for one checkout answered ``succeeded`` and for one
 recovery pass that finds the payment, recorded statement by statement, is the ceiling's script in
-the same order, but for the statements it names as left out (seed 001's effect records among them)."""
+the same order, but for the statements it names as left out (the checkout: the cached bearer
+token's lookup; the recovery pass: the lookup tokens and seed 001's certificate)."""
 
 from __future__ import annotations
 
