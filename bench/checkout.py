@@ -58,6 +58,7 @@ from bench.support import (  # noqa: E402
     BENCH,
     SERVER_PIDS,
     WireCounter,
+    checkpoint_cycle,
     cpu_seconds,
     embedded_database,
     insert_orders,
@@ -225,17 +226,19 @@ def main() -> None:
                 pid = SERVER_PIDS[base]
                 cpu_before = cpu_seconds(pid)
                 profile = args.profile / "checkout.txt" if args.profile else None
-                with profiled(pid, profile):
+                with checkpoint_cycle(url) as cycle, profiled(pid, profile):
                     loaded = wrk(base, token, "ORD-", args.orders, args.connections, duration)
                 cpu_us = (cpu_seconds(pid) - cpu_before) * 1e6 / max(loaded["requests"], 1)
         progress(f"pgbench, {args.connections} clients")
-        ceiling = pgbench_scripts.ceiling(url, "checkout", work, args.connections, duration, args.orders)
+        with checkpoint_cycle(url) as ceiling_cycle:
+            ceiling = pgbench_scripts.ceiling(url, "checkout", work, args.connections, duration, args.orders)
     figures = {"clients": args.connections, "rate": loaded["rate"], "p50_ms": loaded["p50_ms"],
                "p99_ms": loaded["p99_ms"], "gateway_p50_ms": one["p50_ms"] - provider_p50,
                "pgbench_tps": ceiling, "ratio_pgbench": loaded["rate"] / ceiling,
                "one_client_rate": one["rate"], "one_client_p50_ms": one["p50_ms"], "cardco_p50_ms": provider_p50,
                "non_2xx": loaded["non_2xx"] + one["non_2xx"], "exhausted": loaded["exhausted"] + one["exhausted"],
-               "gateway_cpu_us": cpu_us, **wire, **cpu}
+               "gateway_cpu_us": cpu_us, "checkpoints_in_run": cycle["checkpoints"],
+               "checkpoints_in_ceiling": ceiling_cycle["checkpoints"], **wire, **cpu}
     report(figures, duration)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1) + "\n")

@@ -55,6 +55,7 @@ from bench.support import (  # noqa: E402
     BENCH,
     SERVER_PIDS,
     WireCounter,
+    checkpoint_cycle,
     embedded_database,
     insert_orders,
     profiled,
@@ -275,12 +276,14 @@ def main() -> None:
         with uvicorn(["bench.bare_app:app"], {}, args.web_workers) as bare_base, \
                 web(gateway_env(url, signing=args.certified), args.web_workers) as gateway_base:
             for index, connections in enumerate(args.connections):
-                recordless = pgbench_scripts.ceiling(url, "notification", work, connections, duration,
-                                                     PGBENCH_ATTEMPTS)
-                # The ceiling runs the SQL the gateway runs: a certified notification's with --certified.
-                ceiling_db = pgbench_scripts.ceiling_once(
-                    url, "notification_certified", work, connections, rows[index],
-                    first=1 + sum(rows[:index])) if args.certified else recordless
+                with checkpoint_cycle(url) as recordless_cycle:
+                    recordless = pgbench_scripts.ceiling(url, "notification", work, connections, duration,
+                                                         PGBENCH_ATTEMPTS)
+                ceiling_db, ceiling_cycle = recordless, recordless_cycle
+                if args.certified:  # the ceiling runs the SQL the gateway runs: a certified notification's
+                    with checkpoint_cycle(url) as ceiling_cycle:
+                        ceiling_db = pgbench_scripts.ceiling_once(url, "notification_certified", work, connections,
+                                                                  rows[index], first=1 + sum(rows[:index]))
                 for mix in args.mixes:
                     prefix = f"B{connections}{mix[0]}-"
                     requests_file = work / f"{prefix}requests.tsv"
@@ -299,7 +302,7 @@ def main() -> None:
                     pid = SERVER_PIDS[gateway_base]
                     cpu_before = tree_cpu_seconds(pid)
                     port = int(gateway_base.rsplit(":", 1)[1])
-                    with profiled(pid, profile), \
+                    with checkpoint_cycle(url) as cycle, profiled(pid, profile), \
                             sampled_midway(duration / 2, functools.partial(worker_connections, pid, port)) as split:
                         result = wrk(gateway_base, requests_file, connections, duration)
                     cpu_us = (tree_cpu_seconds(pid) - cpu_before) * 1e6 / max(result["rps"] * duration, 1)
@@ -315,7 +318,9 @@ def main() -> None:
                                  "gateway_cpu_us_one_client": trips[f"{wired}_cpu_us"],
                                  "web_workers": args.web_workers, "worker_connections": split[0] if split else [],
                                  "certified": args.certified, "pgbench_tps_without_record": recordless,
-                                 "ratio_pgbench_without_record": result["rps"] / recordless})
+                                 "ratio_pgbench_without_record": result["rps"] / recordless,
+                                 "checkpoints_in_run": cycle["checkpoints"],
+                                 "checkpoints_in_ceiling": ceiling_cycle["checkpoints"]})
     report(runs, duration, args.web_workers)
     if args.json:
         args.json.write_text(json.dumps({"runs": runs}, indent=1) + "\n")

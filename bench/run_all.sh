@@ -12,6 +12,8 @@ mkdir -p "$OUT"
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 { date -u; uptime; nproc; } | tee "$OUT/machine.txt"
 "$PY" bench/notifications.py --duration 20 --json "$OUT/notifications.json" | tee "$OUT/notifications.txt"
+"$PY" bench/notifications.py --certified --mixes unique --events 60000 --duration 20 \
+    --json "$OUT/notifications_certified.json" | tee "$OUT/notifications_certified.txt"
 "$PY" bench/checkout.py --duration 20 --json "$OUT/checkout.json" | tee "$OUT/checkout.txt"
 "$PY" bench/recovery.py --json "$OUT/recovery.json" | tee "$OUT/recovery.txt"
 "$PY" bench/outbox.py --json "$OUT/outbox.json" | tee "$OUT/outbox.txt"

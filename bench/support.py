@@ -100,6 +100,33 @@ def write_wal_segments(conn: psycopg.Connection[Any], count: int) -> None:
         conn.execute("SELECT pg_logical_emit_message(false, 'bench', 'wal'), pg_switch_wal()")
 
 
+_CHECKPOINTS = {True: "SELECT num_timed + num_requested FROM pg_stat_checkpointer",
+                False: "SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter"}
+
+
+def checkpoints(url: str) -> int:
+    """Checkpoints the server has started (timed or requested) since its statistics were reset."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        version = int(conn.execute("SHOW server_version_num").fetchone()[0])  # type: ignore[index]
+        return int(conn.execute(_CHECKPOINTS[version >= 170000]).fetchone()[0])  # type: ignore[index]
+
+
+@contextmanager
+def checkpoint_cycle(url: str) -> Iterator[dict[str, int]]:
+    """A measured run at the start of a checkpoint cycle: CHECKPOINT first, then the run. A
+    checkpoint that starts during a run (its writes, then a full-page image for every page first
+    changed after it) slows the pgbench ceiling or the gateway by up to a third, and which run met
+    one was chance: ``max_wal_size`` requests one every ~500 MB of WAL, and the bench's own
+    preparation writes that much. The yielded dict holds, after, ``checkpoints``: how many started
+    during the run anyway (0 unless the run wrote ~500 MB itself)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+    before = checkpoints(url)
+    figures: dict[str, int] = {}
+    yield figures
+    figures["checkpoints"] = checkpoints(url) - before
+
+
 def run_sql(url: str, script: str, params: dict[str, Any]) -> None:
     """Run the ``;``-separated statements of a trusted constant ``script`` with ``params``."""
     with psycopg.connect(url) as conn:

@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from bench.support import ready_wal, write_wal_segments
+from bench.support import checkpoint_cycle, ready_wal, write_wal_segments
 from paygate_local.servers import EmbeddedPostgres
 from tests.server_dirs import server_dir
 
@@ -60,3 +60,17 @@ def test_a_fresh_cluster_makes_a_new_segment_for_each_one_it_fills(cluster: tupl
     _write(url, READY - 2)
     # The first switch may stay in the segment initdb left: every one after makes a file.
     assert len(_segments(pgdata) - before) >= READY - 3
+
+
+def test_a_measured_run_starts_a_checkpoint_cycle_and_counts_the_checkpoints_within_it(
+        cluster: tuple[str, Path]) -> None:
+    """bench/support.py ``checkpoint_cycle``: the CHECKPOINT that opens the cycle is not the run's,
+    and one that starts during the run is counted (the figure a benchmark reports beside its rates)."""
+    url, _ = cluster
+    with checkpoint_cycle(url) as quiet:
+        with psycopg.connect(url) as conn:
+            conn.execute("SELECT 1")
+    with checkpoint_cycle(url) as busy:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CHECKPOINT")
+    assert (quiet, busy) == ({"checkpoints": 0}, {"checkpoints": 1})
