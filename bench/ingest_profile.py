@@ -3,13 +3,14 @@ process (bench/README.md "Where the time goes"): no HTTP server, no load generat
 client sharing the cores.
 
     python bench/ingest_profile.py [--count 2000] [--profile /tmp/ingest.pstats] [--profile-mix duplicates] [--top 40]
-                                   [--concurrency 8]
+                                   [--concurrency 8] [--certified]
 
 An embedded PostgreSQL holds Started attempts (as bench/notifications.py prepares them); the
 gateway's ASGI app (create_app with its real services) is called directly with each pre-signed
 CardCo ``payment.succeeded`` request, then with the same requests again (duplicates); one at a
 time, or ``--concurrency`` at once (more than the lanes in flight: pipelined group-commit batches,
-docs/decisions/0080). Printed: CPU
+docs/decisions/0080); with ``--certified``, for attempts the product started, each success
+certified with a signing key, as production does (bench/notifications.py ``--certified``). Printed: CPU
 microseconds per request of this process (``time.process_time``: the app, psycopg and the event
 loop, not PostgreSQL), and with ``--profile`` a cProfile (CPU timer) of the unique requests (or,
 with ``--profile-mix duplicates``, of their duplicates), written as pstats and summarised by
@@ -58,8 +59,9 @@ async def call(app: Any, path: str, headers: list[tuple[bytes, bytes]], body: by
     return status
 
 
-async def run(url: str, count: int, profile: Path | None, profiled_mix: str, top: int, concurrency: int) -> None:
-    os.environ.update(gateway_env(url))
+async def run(url: str, count: int, profile: Path | None, profiled_mix: str, top: int, concurrency: int,
+              certified: bool) -> None:
+    os.environ.update(gateway_env(url, signing=certified))
     from gateway.app import create_app
     from gateway.logs import configure_logging
     from gateway.services import Services
@@ -109,13 +111,15 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--concurrency", type=int, default=1,
                         help="requests in flight at once (above the lanes, deliveries go in group-commit batches)")
+    parser.add_argument("--certified", action="store_true",
+                        help="notify attempts the product started (effect records; a signing key), as in production")
     args = parser.parse_args()
     with embedded_database() as (url, _work):
-        prepare_attempts(url, "P-", args.count)
+        prepare_attempts(url, "P-", args.count, certified=args.certified)
         progress(f"{args.count} Started attempts prepared")
         import uvloop
 
-        uvloop.run(run(url, args.count, args.profile, args.profile_mix, args.top, args.concurrency))
+        uvloop.run(run(url, args.count, args.profile, args.profile_mix, args.top, args.concurrency, args.certified))
 
 
 if __name__ == "__main__":
