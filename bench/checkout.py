@@ -151,7 +151,7 @@ def prepare_cpu_blocks(url: str) -> dict[str, list[list[str]]]:
     ``start_attempts``) and ``CN-<n>`` (inserted by SQL without an effect record)."""
     count = CPU_WARM_UP + CPU_BLOCKS * CPU_BLOCK
     insert_orders(url, "C-", count)
-    notifications.prepare_attempts(url, "CR-", count, certified=True)
+    notifications.prepare_attempts(url, "CR-", count, records="by_product")
     notifications.prepare_attempts(url, "CN-", count)
     return {prefix: [line.split("\t") for line in notifications.signed_lines(prefix, count, False)]
             for prefix in ("CR-", "CN-")}

@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.notifications import gateway_env, prepare_attempts, signed_lines  # noqa: E402
+from bench.notifications import gateway_env, prepare_attempts, records_for, signed_lines  # noqa: E402
 from bench.support import embedded_database, progress  # noqa: E402
 
 
@@ -115,7 +115,7 @@ def main() -> None:
                         help="notify attempts the product started (effect records; a signing key), as in production")
     args = parser.parse_args()
     with embedded_database() as (url, _work):
-        prepare_attempts(url, "P-", args.count, certified=args.certified)
+        prepare_attempts(url, "P-", args.count, records=records_for(args.certified))
         progress(f"{args.count} Started attempts prepared")
         import uvloop
 

@@ -41,7 +41,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import psycopg
@@ -85,6 +85,9 @@ WIRE_COUNT = 500  # notifications sent one at a time through the wire counter
 REDELIVERED = 2_000  # notifications recorded before the redeliveries run, then replayed over and over
 MIXES = ("unique", "duplicates", "redeliveries")
 
+# How a benchmark's Started attempts get their effect records (prepare_attempts).
+Records = Literal["none", "by_sql", "by_product"]
+
 _ATTEMPTS = """
 INSERT INTO payment_attempts (attempt_id, order_id, customer_id, attempt_number, provider_account, endpoint,
                               api_version, client_reference, idempotency_key, request_body, amount_minor, currency,
@@ -115,28 +118,33 @@ SELECT r.attempt_id, s.sequence, s.from_state, s.to_state, r.effect_digest, r.id
 
 
 def prepare_attempts(url: str, prefix: str, count: int, *, with_payment_id: bool = False,
-                     certified: bool = False, with_record: bool = False) -> None:
+                     records: Records = "none") -> None:
     """``count`` Started attempts ``<prefix><n>`` with their Open orders, then the tables analysed,
     as autovacuum keeps a production database's statistics: without it a load run starts on a
     run's rows the planner has not seen (the table several times what its statistics say), and the
     gateway and pgbench run on plans made for the smaller table (bench/README.md, "Ingest on
-    analysed tables"). Inserted by SQL, without an effect record, so a notification of their success
-    writes no ledger row and no certificate; ``with_record``: by SQL with their effect records at
-    EXECUTING (the ``notification_certified`` ceiling's rows); ``certified``: made and started by
-    the product itself (:func:`start_attempts`), each with its effect record, as a checkout's
-    attempts are."""
+    analysed tables"). ``records``: "none", inserted by SQL without an effect record, so a
+    notification of their success writes no ledger row and no certificate; "by_sql", with their
+    effect records at EXECUTING, also by SQL (the ``notification_certified`` ceiling's rows);
+    "by_product", made and started by the product itself (:func:`start_attempts`), each with its
+    effect record, as a checkout's attempts are."""
     insert_orders(url, prefix, count)
-    if certified:
+    if records == "by_product":
         asyncio.run(start_attempts(url, prefix, count))
     else:
         with psycopg.connect(url) as conn:
             conn.execute(_ATTEMPTS, {"account": ACCOUNT, "prefix": prefix, "count": count,
                                      "with_payment_id": with_payment_id})
-    if with_record:
+    if records == "by_sql":
         run_sql(url, _RECORDS, {"prefix": prefix, "manifest": Jsonb(pgbench_scripts.executing_record()["manifest"]),
                                 "entries": Jsonb(pgbench_scripts.executing_rows())})
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE orders, payment_attempts, effect_records, effect_ledger")
+
+
+def records_for(certified: bool) -> Records:
+    """``--certified``: attempts the product started, as production's are; else record-less."""
+    return "by_product" if certified else "none"
 
 
 async def start_attempts(url: str, prefix: str, count: int, *, writers: int = 4) -> None:
@@ -227,7 +235,7 @@ def wire_trips(url: str, count: int, workers: int, certified: bool = False) -> d
     WireCounter): a gateway whose database connection runs through the counting proxy takes
     ``count`` unique notifications one at a time, then the same ones again as duplicates."""
     prefix = "W-"
-    prepare_attempts(url, prefix, count, certified=certified)
+    prepare_attempts(url, prefix, count, records=records_for(certified))
     lines = [line.split("\t") for line in signed_lines(prefix, count, False)]
     figures: dict[str, float] = {}
     with WireCounter(url) as counter, \
@@ -272,7 +280,7 @@ def main() -> None:
         rows = [CERTIFIED_ROWS_PER_S * duration // connections * connections for connections in args.connections]
         if args.certified:
             progress(f"preparing {sum(rows)} attempts with effect records for the certified ceiling")
-            prepare_attempts(url, "PGC-", sum(rows), with_payment_id=True, with_record=True)
+            prepare_attempts(url, "PGC-", sum(rows), with_payment_id=True, records="by_sql")
         with uvicorn(["bench.bare_app:app"], {}, args.web_workers) as bare_base, \
                 web(gateway_env(url, signing=args.certified), args.web_workers) as gateway_base:
             for index, connections in enumerate(args.connections):
@@ -290,7 +298,7 @@ def main() -> None:
                     events = REDELIVERED if mix == "redeliveries" else args.events
                     if args.certified:
                         progress(f"starting {events} attempts with the product's code")
-                    prepare_attempts(url, prefix, events, certified=args.certified)
+                    prepare_attempts(url, prefix, events, records=records_for(args.certified))
                     lines = signed_lines(prefix, events, mix == "duplicates")
                     requests_file.write_text("\n".join(lines) + "\n")
                     if mix == "redeliveries":

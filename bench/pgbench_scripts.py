@@ -49,7 +49,14 @@ from gateway.domain.certificates import sign  # noqa: E402
 from gateway.domain.effect_manifest import Transport  # noqa: E402
 from gateway.domain.effect_protocol import ProtocolState, follow  # noqa: E402
 from gateway.effects.certify import Subject, document  # noqa: E402
-from gateway.effects.ledger import Intent, next_entry, record_parameters, with_ledger_of_record  # noqa: E402
+from gateway.effects.ledger import (  # noqa: E402
+    Intent,
+    entries_of,
+    next_entry,
+    record_parameters,
+    rows_of,
+    with_ledger_of_record,
+)
 from gateway.notifications.repository import IDENTIFY_AND_RECORD  # noqa: E402
 from gateway.payments.attempts import LOCK_RECORD_WITH_EVIDENCE  # noqa: E402
 from gateway.payments.client import StoredRequest  # noqa: E402
@@ -180,11 +187,6 @@ _NOW = datetime(2026, 1, 1, tzinfo=UTC)
 KEY_ID = "bench-1"
 
 
-def _rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"sequence": e["sequence"], "from_state": e["from_state"], "to_state": e["to_state"],
-             "detail": e["detail"].obj} for e in entries]
-
-
 def record_rows() -> list[dict[str, Any]]:
     """The effect record's first four ledger rows as the gateway writes them with the attempt's
     insert (PROPOSED .. INTENT_PERSISTED), its ids placeholders."""
@@ -201,10 +203,9 @@ def _started() -> tuple[list[dict[str, Any]], dict[str, Any]]:
     ``mark_started``), and the record as they leave it (its digest a placeholder)."""
     record: dict[str, Any] = {"attempt_id": uuid.UUID(int=0), "sequence": 4, "protocol_state": "INTENT_PERSISTED",
                               "effect_digest": b"", "idempotency_key": "key"}
-    issued, record = next_entry(record, ProtocolState.AUTHORIZATION_ISSUED, {"attempt_state": "Started"}, "endpoint",
-                                _NOW)
-    executing, record = next_entry(record, ProtocolState.EXECUTING, {"effect_digest": "00"}, "endpoint", _NOW)
-    return _rows([issued, executing]), record
+    entries, record = entries_of(record, [(ProtocolState.AUTHORIZATION_ISSUED, {"attempt_state": "Started"}),
+                                          (ProtocolState.EXECUTING, {"effect_digest": "00"})], "endpoint", _NOW)
+    return rows_of(entries).obj, record
 
 
 def executing_record() -> dict[str, Any]:
@@ -224,14 +225,6 @@ def executing_rows() -> list[dict[str, Any]]:
     return record_rows() + _started()[0]
 
 
-def record_entries() -> str:
-    return literal(record_rows())
-
-
-def started_entries() -> str:
-    return literal(_started()[0])
-
-
 def certified(actor: str, payment_id: str) -> list[Step]:
     """A success's certificate (gateway/payments/attempts.py ``_write``, gateway/effects/ledger.py
     ``advance_record``, gateway/effects/certify.py ``Certifier.issue``): the record locked with its
@@ -240,10 +233,8 @@ def certified(actor: str, payment_id: str) -> list[Step]:
     signature and the rows are what the gateway sends for :func:`executing_record` (literals: the
     gateway builds them), the record's digest and key as the lock read them."""
     record = executing_record()
-    before = []
-    for state in follow("payment", ProtocolState(record["protocol_state"]), "Succeeded"):
-        entry, record = next_entry(record, state, {"attempt_state": "Succeeded"}, actor, _NOW)
-        before.append(entry)
+    before, record = entries_of(record, [(state, {"attempt_state": "Succeeded"}) for state in follow(
+        "payment", ProtocolState(record["protocol_state"]), "Succeeded")], actor, _NOW)
     entry, _ = next_entry(record, ProtocolState.CERTIFIED, {"key_id": KEY_ID}, actor, _NOW)
     subject = Subject("order_id", "PGB-1", "pay_pgb_1", "succeeded", "", [1])
     certificate = document(record, subject, [1], _NOW)
@@ -254,7 +245,7 @@ def certified(actor: str, payment_id: str) -> list[Step]:
         Statement("gateway/effects/queries.sql insert_certificate", EFFECTS["insert_certificate"], {
             "attempt_id": "(:attempt_id)::uuid", "effect_digest": "(:effect_digest)::bytea",
             "idempotency_key": "(:idempotency_key)::text", "now": NOW, "actor": f"'{actor}'",
-            "before": literal(_rows(before)),
+            "before": literal(rows_of(before).obj),
             "certificate": literal(certificate), "key_id": f"'{KEY_ID}'", "signature": f"'{signature}'",
             "sequence": str(entry["sequence"]), "from_state": f"'{entry['from_state']}'",
             "to_state": f"'{entry['to_state']}'", "detail": literal(entry["detail"].obj)}),
@@ -287,7 +278,7 @@ def checkout() -> list[Step]:
             "record_provider_account": ":provider_account", "record_idempotency_key": "gen_random_uuid()::text",
             "record_effect_digest": "sha256(gen_random_uuid()::text::bytea)", "record_policy_digest": "NULL::bytea",
             "record_approval_set_digest": "NULL::bytea", "record_manifest": "'{}'::jsonb", "record_now": NOW,
-            "record_actor": "'endpoint'", "record_entries": record_entries()}, gset=True),
+            "record_actor": "'endpoint'", "record_entries": literal(record_rows())}, gset=True),
         Control("COMMIT"),
         Control("BEGIN"),
         Statement("gateway/payments/queries.sql mark_started", MARK_STARTED, {
@@ -295,7 +286,7 @@ def checkout() -> list[Step]:
             "actor": "'endpoint'", "escalation_deadline": "now() + interval '23 hours'",
             "next_check_at": "now() + interval '30 s'",
             # The ledger rows it appends for the record as the insert wrote it (docs/decisions/0054).
-            "entries": started_entries(), "expected_sequence": "4", "expected_state": "'INTENT_PERSISTED'",
+            "entries": literal(_started()[0]), "expected_sequence": "4", "expected_state": "'INTENT_PERSISTED'",
             # The stored request it expects unchanged, as the insert answered it.
             "provider_account": ":provider_account", "endpoint": ":endpoint", "api_version": ":api_version",
             "idempotency_key": ":idempotency_key", "request_body": ":request_body",

@@ -104,11 +104,9 @@ _CHECKPOINTS = {True: "SELECT num_timed + num_requested FROM pg_stat_checkpointe
                 False: "SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter"}
 
 
-def checkpoints(url: str) -> int:
+def checkpoints(conn: psycopg.Connection[Any]) -> int:
     """Checkpoints the server has started (timed or requested) since its statistics were reset."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        version = int(conn.execute("SHOW server_version_num").fetchone()[0])  # type: ignore[index]
-        return int(conn.execute(_CHECKPOINTS[version >= 170000]).fetchone()[0])  # type: ignore[index]
+    return int(conn.execute(_CHECKPOINTS[conn.info.server_version >= 170000]).fetchone()[0])  # type: ignore[index]
 
 
 @contextmanager
@@ -121,10 +119,11 @@ def checkpoint_cycle(url: str) -> Iterator[dict[str, int]]:
     during the run anyway (0 unless the run wrote ~500 MB itself)."""
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CHECKPOINT")
-    before = checkpoints(url)
+        before = checkpoints(conn)
     figures: dict[str, int] = {}
     yield figures
-    figures["checkpoints"] = checkpoints(url) - before
+    with psycopg.connect(url, autocommit=True) as conn:
+        figures["checkpoints"] = checkpoints(conn) - before
 
 
 def run_sql(url: str, script: str, params: dict[str, Any]) -> None:
@@ -289,8 +288,7 @@ class WireCounter:
         # A unix socket's proxy sits in its own directory under the server's socket name; a TCP
         # server's on a free loopback port.
         self._port = self._target[1] if self._unix else free_port()
-        self.url = url.replace(f"host={host}", f"host={self._dir}") if self._unix else \
-            make_conninfo(url, host="127.0.0.1", port=str(self._port))
+        self.url = make_conninfo(url, host=self._dir if self._unix else "127.0.0.1", port=str(self._port))
         self.turns = 0
         self.statements = 0
         self._loop = asyncio.new_event_loop()

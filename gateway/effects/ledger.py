@@ -113,7 +113,7 @@ def record_parameters(intent: Intent, prelude: Sequence[Step], actor: str, now: 
             "provider_account": intent.transport.provider_account, "idempotency_key": intent.transport.idempotency_key,
             "effect_digest": digest, "policy_digest": intent.policy_digest,
             "approval_set_digest": intent.approval_set_digest, "manifest": Jsonb(intent.manifest), "now": now,
-            "actor": actor, "entries": _rows(entries)}
+            "actor": actor, "entries": rows_of(entries)}
 
 
 def persisted(intent: Intent, prelude: Sequence[Step], actor: str, now: datetime) -> dict[str, Any]:
@@ -127,7 +127,7 @@ def persisted(intent: Intent, prelude: Sequence[Step], actor: str, now: datetime
 def _persisted(intent: Intent, prelude: Sequence[Step], actor: str,
                now: datetime) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     steps = [*prelude, (ProtocolState.INTENT_PERSISTED, {"idempotency_key": intent.transport.idempotency_key})]
-    return _entries({"attempt_id": intent.attempt_id, "sequence": None, "protocol_state": None,
+    return entries_of({"attempt_id": intent.attempt_id, "sequence": None, "protocol_state": None,
                      "effect_digest": intent.digest, "idempotency_key": intent.transport.idempotency_key},
                     steps, actor, now)
 
@@ -202,10 +202,10 @@ async def advance_record(conn: Connection, attempt_id: uuid.UUID, attempt_state:
     steps = [(state, {"attempt_state": attempt_state}) for state in states]
     if certifier is None or subject is None:
         return await _append(conn, record, steps, actor, now, held)
-    entries, record = _entries(record, steps, actor, now)
+    entries, record = entries_of(record, steps, actor, now)
     if record["protocol_state"] == ProtocolState.EFFECT_CONFIRMED:
         # The rows up to EFFECT_CONFIRMED travel in the certificate's statement (one, not two).
-        certified = await certifier.issue(conn, record, subject, now, actor=actor, before=_rows(entries))
+        certified = await certifier.issue(conn, record, subject, now, actor=actor, before=rows_of(entries))
         if certified is not None:
             return certified
     await _send(conn, entries)
@@ -244,7 +244,7 @@ class Held:
 
     def rows(self) -> Jsonb:
         """The rows held, as ``append_ledger``'s ``entries``, for a statement that appends them itself."""
-        return _rows(self.entries)
+        return rows_of(self.entries)
 
 
 def next_entry(record: dict[str, Any], state: ProtocolState, detail: dict[str, Any], actor: str,
@@ -260,7 +260,7 @@ def next_entry(record: dict[str, Any], state: ProtocolState, detail: dict[str, A
             "actor": actor, "detail": Jsonb(detail)}, {**record, "sequence": sequence, "protocol_state": state.value}
 
 
-def _entries(record: dict[str, Any], steps: Sequence[Step], actor: str,
+def entries_of(record: dict[str, Any], steps: Sequence[Step], actor: str,
              now: datetime) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The ledger rows ``steps`` append to ``record`` (:func:`next_entry`, in order), and the record
     as it stands after them."""
@@ -271,7 +271,7 @@ def _entries(record: dict[str, Any], steps: Sequence[Step], actor: str,
     return entries, record
 
 
-def _rows(entries: Sequence[dict[str, Any]]) -> Jsonb:
+def rows_of(entries: Sequence[dict[str, Any]]) -> Jsonb:
     """``append_ledger``'s ``entries``: each row's own columns, as one JSON array."""
     return Jsonb([{"sequence": entry["sequence"], "from_state": entry["from_state"], "to_state": entry["to_state"],
                    "detail": entry["detail"].obj} for entry in entries])
@@ -281,13 +281,13 @@ async def _send(conn: Connection, entries: Sequence[dict[str, Any]]) -> None:
     """Consecutive rows of one record as one statement that reads nothing back (queries.sql
     ``append_ledger``)."""
     if entries:
-        await conn.execute(_SQL["append_ledger"], {**entries[0], "entries": _rows(entries)})
+        await conn.execute(_SQL["append_ledger"], {**entries[0], "entries": rows_of(entries)})
 
 
 async def _append(conn: Connection, record: dict[str, Any], steps: Sequence[Step], actor: str,
                   now: datetime, held: Held | None = None) -> dict[str, Any]:
     """``steps`` as one statement (:func:`_send`), or added to ``held`` to go with later ones."""
-    entries, record = _entries(record, steps, actor, now)
+    entries, record = entries_of(record, steps, actor, now)
     if held is not None:
         held.entries.extend(entries)
     else:

@@ -67,7 +67,7 @@ def test_the_certified_notification_ceiling_certifies_each_of_its_attempts_once(
         database_url: str, tmp_path: Path) -> None:
     """Seed 001 on the production path: each transaction resolves its own attempt, whose effect
     record the bench made at EXECUTING, and certifies it; no row is used twice (pgbench ``-t``)."""
-    prepare_attempts(database_url, "PGC-", CLIENTS * TRANSACTIONS, with_payment_id=True, with_record=True)
+    prepare_attempts(database_url, "PGC-", CLIENTS * TRANSACTIONS, with_payment_id=True, records="by_sql")
     run(database_url, "notification_certified", tmp_path, rows=CLIENTS * TRANSACTIONS)
     done = CLIENTS * TRANSACTIONS
     assert counts(database_url, EVENTS) == [("notification", done), ("transition", done)]
