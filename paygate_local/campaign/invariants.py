@@ -23,6 +23,8 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 from urllib.parse import parse_qs
 
+from gateway.domain.certificates import verify
+
 Row = dict[str, Any]
 
 PAID_PAYMENT = frozenset({"succeeded", "refunded"})
@@ -81,6 +83,10 @@ class Snapshot:
     # the campaign's clerk: when each payout's grant may first be valid, from the release time the
     # clerk asked for less the configured grant lead (seed 000: ``not_before = release_at - lead``)
     payout_windows_open: Mapping[str, datetime] = field(default_factory=dict)
+    # seed 001: every effect record with its ledger's rows (count, last sequence, states in order)
+    # and its certificate, if any; and the keys the gateway publishes (GET /v1/keys/certificates)
+    effects: list[Row] = field(default_factory=list)
+    certificate_keys: Mapping[str, bytes] = field(default_factory=dict)
     # what the run saw: what was still moving when the settle reached its deadline (empty when it
     # settled), processes not alive or not ready at the end, the scenarios asked for and those
     # that reached an outcome, steps of the run that failed (a fault-rule install, a disruption,
@@ -323,6 +329,49 @@ def ledger_payouts_agree(s: Snapshot) -> list[str]:
                          f"{mine[0]['status']}")
         found += [f"payout {payout['payout_id']}: CardCo paid {e['amount_minor']} {e['currency']}, the payout is "
                   f"{payout['amount_minor']} {payout['currency']}" for e in mine if not _same_money(e, payout)]
+    return found
+
+
+def effects_certified(s: Snapshot) -> list[str]:
+    """Seed 001, "The defensible claim": every Succeeded attempt's effect is certified. Its ledger
+    runs unbroken (one row per sequence) through EFFECT_CONFIRMED to CERTIFIED, and its certificate
+    verifies under a key the gateway publishes. It names CardCo's object for that attempt, with
+    CardCo's amount and currency: evidence the gateway does not write."""
+    effects = {effect["attempt_id"]: effect for effect in s.effects}
+    took = {(e["account"], e["client_reference"]): e
+            for kind, ledger in (("payment", s.ledger_payments), ("refund", s.ledger_refunds),
+                                 ("payout", s.ledger_payouts), ("recall", s.ledger_recalls))
+            for e in ledger if e["status"] in TOOK_EFFECT[kind]}
+    found = []
+    for attempt in (*s.payment_attempts, *s.refund_attempts, *s.payout_attempts, *s.recall_attempts):
+        if attempt["state"] != "Succeeded":
+            continue
+        what = f"attempt {attempt['client_reference']} (Succeeded)"
+        effect = effects.get(attempt["attempt_id"])
+        if effect is None:
+            found.append(f"{what}: no effect record")
+            continue
+        states = list(effect["states"] or [])
+        unbroken = effect["rows"] == effect["last_sequence"]
+        if not unbroken or states[-1:] != ["CERTIFIED"] or "EFFECT_CONFIRMED" not in states:
+            found.append(f"{what}: its ledger is {states} over {effect['rows']} rows to sequence "
+                         f"{effect['last_sequence']}, not unbroken through EFFECT_CONFIRMED to CERTIFIED")
+        if effect["certificate"] is None:
+            found.append(f"{what}: no certificate")
+            continue
+        document = {"certificate": effect["certificate"],
+                    "signature": {"alg": "Ed25519", "key_id": effect["key_id"], "value": effect["signature"]}}
+        verdict = verify(document, s.certificate_keys)
+        if not verdict:
+            found.append(f"{what}: its certificate does not verify ({verdict.reason})")
+        entry = took.get((attempt["provider_account"], attempt["client_reference"]))
+        claimed = effect["certificate"]
+        if entry is not None and (claimed.get("provider_reference") != entry["id"] or str(
+                claimed.get("amount_minor")) != str(entry["amount_minor"]) or str(
+                claimed.get("currency", "")).upper() != entry["currency"].upper()):
+            found.append(f"{what}: its certificate claims {claimed.get('provider_reference')} "
+                         f"{claimed.get('amount_minor')} {claimed.get('currency')}, CardCo holds {entry['id']} "
+                         f"{entry['amount_minor']} {entry['currency']}")
     return found
 
 
@@ -597,6 +646,7 @@ CHECKS: dict[str, Callable[[Snapshot], list[str]]] = {
     "ledger-payouts-agree": ledger_payouts_agree,
     "ledger-recalls-agree": ledger_recalls_agree,
     "orders-agree-with-ledger": orders_match_ledger,
+    "effects-certified": effects_certified,
     "cancellation-respected": cancellations_respected,
     "no-send-after-cancellation": no_send_after_cancellation,
     "no-payout-before-its-grant": no_payout_before_its_grant,

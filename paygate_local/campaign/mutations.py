@@ -61,6 +61,12 @@ MUTATIONS: tuple[Mutation, ...] = (
              "    SELECT order_id FROM orders\n     WHERE order_id = %(order_id)s "
              "AND state IN ('Open', 'CancelRequested')\n       FOR NO KEY UPDATE\n), started AS (",
              "seed 004 Cancellation: a committed cancellation prevents the send"),
+    Mutation("certificate-without-its-ledger-rows", "checkout", "gateway/effects/queries.sql",
+             "      FROM jsonb_to_recordset(%(before)s::jsonb) AS s(sequence int, from_state text, to_state text, "
+             "detail jsonb)\n), certificate AS (",
+             "      FROM jsonb_to_recordset(%(before)s::jsonb) AS s(sequence int, from_state text, to_state text, "
+             "detail jsonb) WHERE false\n), certificate AS (",
+             "seed 001: a certified effect's ledger runs unbroken through EFFECT_CONFIRMED to CERTIFIED"),
     Mutation("new-key-per-payment-send", "checkout", "gateway/payments/client.py",
              "        observation = await calls.create(path, body, stored.idempotency_key, ",
              '        observation = await calls.create(path, body, __import__("uuid").uuid4().hex, ',

@@ -7,6 +7,7 @@ still moving?
 
 from __future__ import annotations
 
+import base64
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,6 +54,13 @@ QUERIES = {
           FROM payment_attempt_events e
           LEFT JOIN notification_applications a ON a.notification_event_id = e.event_id
          WHERE e.kind = 'notification'""",
+    "effects": """
+        SELECT r.attempt_id, l.rows, l.last_sequence, l.states, c.certificate, c.key_id, c.signature
+          FROM effect_records r
+          LEFT JOIN effect_certificates c USING (attempt_id)
+          CROSS JOIN LATERAL (SELECT count(*) AS rows, max(sequence) AS last_sequence,
+                                     array_agg(to_state ORDER BY sequence) AS states
+                                FROM effect_ledger e WHERE e.attempt_id = r.attempt_id) l""",
     "outbox": """
         SELECT message_id, dedup_key, ordering_key, kind, dispatched_at, dead_lettered_at, next_attempt_at
           FROM outbox_messages""",
@@ -128,9 +136,11 @@ async def read(http: httpx.AsyncClient, document: dict[str, Any], database_url: 
     # The sinks after the rows: a row is marked dispatched only after its sink answered, so every
     # dispatched row read above is at its sink now (reminders keep being dispatched after the settle).
     sink = (await http.get(document["merchant_sink_url"])).json()["messages"]
+    keys = (await http.get(f"{document['gateway_url']}/v1/keys/certificates")).json()["keys"]
     alerts = (await http.get(document["alert_sink_url"])).json()["messages"]
     return Snapshot(now=now, ledger_payments=ledger["payments"], ledger_payouts=ledger["payouts"],
                     ledger_refunds=ledger["refunds"], ledger_recalls=ledger["recalls"], requests=requests,
                     deliveries=deliveries, sink=sink, alerts=alerts, logged_dead_letters=logged_dead_letters(logs),
                     cancelled_orders=frozenset(cancelled), cancellations_committed=cancelled,
-                    payout_windows_open=windows_open, **rows)
+                    payout_windows_open=windows_open,
+                    certificate_keys={key["key_id"]: base64.b64decode(key["public_key"]) for key in keys}, **rows)

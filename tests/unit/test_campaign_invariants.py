@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from gateway.domain.certificates import CERTIFICATE_VERSION, public_key_of, sign
 from paygate_local.campaign import invariants
 from paygate_local.campaign.invariants import Snapshot
 
@@ -215,6 +217,53 @@ def test_every_create_was_recorded_before_cardco_received_it_under_the_attempts_
         "cardco payment create PO-1-a1 at 14:00:00.000000: no gateway attempt of that kind has this reference",
         "cardco payout create PO-9-a1 at 14:00:00.000000: no gateway attempt of that kind has this reference",
         "stripe payment create ORD-2-a1 at 14:00:00.000000: key other, the attempt's key is key-ORD-2-a1"]
+
+
+SEED = bytes(range(32))
+
+
+def _effect(attempt_id: str, *, states: list[str] | None = None, rows: int | None = None,
+            certified: dict[str, Any] | None = None, key_id: str = "k1") -> dict[str, Any]:
+    """An effect record as the snapshot reads it, its certificate signed with ``SEED`` under ``key_id``."""
+    states = states or ["PROPOSED", "POLICY_EVALUATED", "APPROVED", "INTENT_PERSISTED", "AUTHORIZATION_ISSUED",
+                        "EXECUTING", "EFFECT_CONFIRMED", "CERTIFIED"]
+    certificate = {"certificate_version": CERTIFICATE_VERSION, "attempt_id": attempt_id, "provider_reference": "pay_1",
+                   "amount_minor": "500", "currency": "EUR",
+                   **(certified or {})}
+    signed = sign(certificate, key_id=key_id, private_seed=SEED)
+    return {"attempt_id": attempt_id, "rows": len(states) if rows is None else rows, "last_sequence": len(states),
+            "states": states, "certificate": certificate, "key_id": key_id, "signature": signed["signature"]["value"]}
+
+
+def test_every_succeeded_attempts_effect_is_certified_unbroken_verifiable_and_as_cardco_holds_it() -> None:
+    """Seed 001, "The defensible claim": a Succeeded attempt's effect is certified, its ledger
+    unbroken through EFFECT_CONFIRMED to CERTIFIED, its certificate verifying under a published key
+    and naming CardCo's object, amount and currency for that attempt."""
+    attempts = [_attempt("ORD-1-a1", "Succeeded"), _attempt("ORD-2-a1", "Failed")]
+    keys = {"k1": public_key_of(SEED)}
+    clean = Snapshot(NOW, ledger_payments=[_payment("ORD-1-a1")], payment_attempts=attempts,
+                     effects=[_effect("att-ORD-1-a1")], certificate_keys=keys)
+    assert invariants.effects_certified(clean) == []
+    uncertified = {**_effect("att-ORD-1-a1", states=["EXECUTING", "EFFECT_CONFIRMED"]), "certificate": None}
+    gap = _effect("att-ORD-1-a1", rows=7)
+    assert invariants.effects_certified(replace(clean, effects=[uncertified])) == [
+        "attempt ORD-1-a1 (Succeeded): its ledger is ['EXECUTING', 'EFFECT_CONFIRMED'] over 2 rows to sequence 2, "
+        "not unbroken through EFFECT_CONFIRMED to CERTIFIED",
+        "attempt ORD-1-a1 (Succeeded): no certificate"]
+    assert invariants.effects_certified(replace(clean, effects=[gap])) == [
+        "attempt ORD-1-a1 (Succeeded): its ledger is " + str(gap["states"]) + " over 7 rows to sequence 8, "
+        "not unbroken through EFFECT_CONFIRMED to CERTIFIED"]
+    assert invariants.effects_certified(replace(clean, effects=[])) == ["attempt ORD-1-a1 (Succeeded): no effect record"]
+    unknown_key = _effect("att-ORD-1-a1", key_id="k2")
+    assert invariants.effects_certified(replace(clean, effects=[unknown_key])) == [
+        "attempt ORD-1-a1 (Succeeded): its certificate does not verify (unknown signing key 'k2')"]
+    tampered = _effect("att-ORD-1-a1")
+    tampered["certificate"] = {**tampered["certificate"], "amount_minor": "5000"}
+    assert invariants.effects_certified(replace(clean, effects=[tampered]))[0].startswith(
+        "attempt ORD-1-a1 (Succeeded): its certificate does not verify")
+    other = _effect("att-ORD-1-a1", certified={"provider_reference": "pay_9", "amount_minor": "501"})
+    assert invariants.effects_certified(replace(clean, effects=[other])) == [
+        "attempt ORD-1-a1 (Succeeded): its certificate claims pay_9 501 EUR, CardCo holds pay_1 500 EUR"]
 
 
 def test_a_succeeded_payment_needs_a_paid_order_and_a_paid_order_needs_its_payment() -> None:
