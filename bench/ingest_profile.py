@@ -62,7 +62,7 @@ async def call(app: Any, path: str, headers: list[tuple[bytes, bytes]], body: by
 async def run(url: str, count: int, profile: Path | None, profiled_mix: str, top: int, concurrency: int,
               certified: bool) -> None:
     os.environ.update(gateway_env(url, signing=certified))
-    from gateway.app import create_app
+    from gateway.app import create_app, settle_collector
     from gateway.logs import configure_logging
     from gateway.services import Services
     from gateway.settings import load_settings
@@ -71,6 +71,7 @@ async def run(url: str, count: int, profile: Path | None, profiled_mix: str, top
     configure_logging(settings.log_format, settings.log_level)
     services = await Services.open(settings)
     app = create_app(settings, services=services)
+    settle_collector()  # as the web process does (gateway.app.app_from_environment)
     requests = []
     for line in signed_lines("P-", count, False):
         path, msg_id, timestamp, signature, body = line.split("\t")

@@ -107,14 +107,29 @@ def create_app(settings: Settings, *, clock: Clock | None = None, services: Serv
     return app
 
 
+# Tracked objects allocated and not yet freed before a young collection (CPython's default: 700).
+YOUNG_COLLECTION_THRESHOLD = 10_000
+
+
 def app_from_environment() -> Starlette:
-    """Build settings from the environment and the app from them (the ``web`` process). Every object
-    alive once the app is built (modules, classes, compiled queries: ~90,000 tracked by the garbage
-    collector) is moved out of its reach (``gc.freeze``): a full collection no longer walks them all,
-    which took 30-100 ms of one worker's event loop, every request in it waiting (the ingest's p99,
-    docs/decisions/0080). Nothing built here is garbage, so nothing is kept that would be freed."""
+    """Build settings from the environment and the app from them (the ``web`` process), then
+    :func:`settle_collector`."""
     settings = load_settings()
     configure_logging(settings.log_format, settings.log_level)
     app = create_app(settings)
-    gc.freeze()
+    settle_collector()
     return app
+
+
+def settle_collector() -> None:
+    """The garbage collector of a process whose app is built. Every object alive now (modules,
+    classes, compiled queries: ~90,000 tracked by the garbage collector) is moved out of its reach
+    (``gc.freeze``): a full collection no longer walks them all, which took 30-100 ms of one
+    worker's event loop, every request in it waiting (the ingest's p99, docs/decisions/0080).
+    Nothing built by then is garbage, so nothing is kept that would be freed. A request's objects
+    are freed by their reference counts, not by the collector; at CPython's default threshold a
+    young collection ran every other notification or so and cost ~15% of the web process's CPU per
+    notification, so it runs once ``YOUNG_COLLECTION_THRESHOLD`` objects are outstanding
+    (docs/decisions/0086): cyclic garbage is still collected, at most that many objects later."""
+    gc.freeze()
+    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *gc.get_threshold()[1:])
