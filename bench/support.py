@@ -189,6 +189,7 @@ def profiled(pid: int, output: Path | None) -> Iterator[None]:
     if output is None:
         yield
         return
+    output.parent.mkdir(parents=True, exist_ok=True)
     spy = subprocess.Popen([shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy"), "record",
                             "--pid", str(pid), "--rate", "200", "--format", "raw", "--output", str(output),
                             "--nonblocking", "--subprocesses"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
