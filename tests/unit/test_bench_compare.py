@@ -93,3 +93,14 @@ def test_the_table_prints_both_figures_and_their_ratio() -> None:
     assert lines[1].split() == ["rate", "200.00", "650.00", "3.25"]
     assert lines[2].split() == ["zero", "0.00", "2.00", "-"]
     assert len(lines) == 3
+
+
+def test_a_certified_run_shows_its_ceiling_and_its_ratio_to_the_record_less_one() -> None:
+    """docs/decisions/0087: the ingest row is read against the certified ceiling of the same run;
+    the record-less ceiling's ratio stays beside it."""
+    certified = {"runs": [{**NOTIFICATIONS["runs"][0], "certified": True, "pgbench_tps": 2500.0,
+                           "pgbench_tps_without_record": 3500.0, "ratio_pgbench_without_record": 0.14}]}
+    got = figures("notifications", certified)
+    assert got["16s unique pgbench_tps"] == 2500.0
+    assert got["16s unique ratio_pgbench_without_record"] == 0.14
+    assert "16s unique pgbench_tps_without_record" not in got
