@@ -12,7 +12,7 @@ mkdir -p "$OUT"
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 { date -u; uptime; nproc; } | tee "$OUT/machine.txt"
 "$PY" bench/notifications.py --duration 20 --json "$OUT/notifications.json" | tee "$OUT/notifications.txt"
-# Issue 27's ingest and checkout rows: the median of five runs, each against its own ceiling, every
+# The ingest and checkout targets: the median of five runs, each against its own ceiling, every
 # run kept (docs/decisions/0087); the ingest row on the path production takes (--certified). The
 # first run's own JSON keeps the file name a single run had.
 "$PY" bench/runs.py --runs 5 --keep "$OUT/notifications_certified_runs" --json "$OUT/notifications_certified_runs.json" -- --certified \

@@ -4,8 +4,8 @@
     python bench/runs.py [--bench notifications|checkout|outbox|recovery] [--runs 5] [--json PATH]
                          [--keep DIR] [-- BENCH ARGS...]
 
-On this shared machine a ratio's two sides both move between runs, so one run is a sample: a row of
-issue 27 is read at the median of at least five runs, each against the ceiling measured in it, and
+On this shared machine a ratio's two sides both move between runs, so one run is a sample: a target
+is read at the median of at least five runs, each against the ceiling measured in it, and
 a latency bound must hold in every run. The benchmark runs ``--runs`` times one after the other,
 each with ``--json`` and the arguments after ``--`` (e.g. ``-- --certified --mixes unique
 --connections 16 --duration 15``). Printed: every figure (named as bench/compare.py names them) in
