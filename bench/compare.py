@@ -62,13 +62,18 @@ class Args:
     same_bench: bool = False
 
 
+def split_passed(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """A command line's own arguments and those after ``--``, which go to the benchmark unchanged."""
+    argv = list(argv)
+    if "--" not in argv:
+        return argv, []
+    cut = argv.index("--")
+    return argv[:cut], argv[cut + 1:]
+
+
 def parse_args(argv: Sequence[str]) -> Args:
     """The command line; everything after ``--`` goes to the benchmark unchanged."""
-    argv = list(argv)
-    passed: list[str] = []
-    if "--" in argv:
-        cut = argv.index("--")
-        argv, passed = argv[:cut], argv[cut + 1:]
+    argv, passed = split_passed(argv)
     parser = argparse.ArgumentParser(prog="bench/compare.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("rev_a", help="the baseline revision (e.g. main)")

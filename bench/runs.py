@@ -26,18 +26,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.compare import BENCHES, figures  # noqa: E402
+from bench.compare import BENCHES, figures, split_passed  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     """The command line; everything after ``--`` goes to the benchmark unchanged."""
-    argv = list(argv)
-    passed: list[str] = []
-    if "--" in argv:
-        cut = argv.index("--")
-        argv, passed = argv[:cut], argv[cut + 1:]
+    argv, passed = split_passed(argv)
     parser = argparse.ArgumentParser(prog="bench/runs.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bench", choices=BENCHES, default="notifications")
