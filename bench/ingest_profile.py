@@ -62,7 +62,8 @@ async def call(app: Any, path: str, headers: list[tuple[bytes, bytes]], body: by
 async def run(url: str, count: int, profile: Path | None, profiled_mix: str, top: int, concurrency: int,
               certified: bool) -> None:
     os.environ.update(gateway_env(url, signing=certified))
-    from gateway.app import create_app, settle_collector
+    from gateway.app import create_app
+    from gateway.collector import settle_collector
     from gateway.logs import configure_logging
     from gateway.services import Services
     from gateway.settings import load_settings

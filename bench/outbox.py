@@ -47,6 +47,7 @@ from bench.support import (  # noqa: E402
     uvicorn,
 )
 from gateway.clock import SystemClock  # noqa: E402
+from gateway.collector import settle_collector  # noqa: E402
 from gateway.logs import configure_logging  # noqa: E402
 from gateway.outbox.dispatcher import BATCH_SIZE, IDLE_GRACE_S, dispatch_due  # noqa: E402
 from gateway.outbox.sinks import sink_transport  # noqa: E402
@@ -99,6 +100,7 @@ async def dispatch(index: int, url: str, sink: str, profile: Path | None, start:
     settings = settings_for(url, sink)
     clock = SystemClock()
     db = await Database.open(url, size=2, name=f"bench-outbox-{index}")
+    settle_collector()  # as the worker process does (jobs.runtime.RuntimeLifecycle)
     claimed = 0
     profiler = cProfile.Profile(time.process_time) if profile and index == 0 else None
     async with sink_transport() as sinks:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -18,6 +17,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Route
 
 from gateway.clock import Clock
+from gateway.collector import settle_collector
 from gateway.domain.errors import PaygateError
 from gateway.http import (
     certificates,
@@ -107,10 +107,6 @@ def create_app(settings: Settings, *, clock: Clock | None = None, services: Serv
     return app
 
 
-# Tracked objects allocated and not yet freed before a young collection (CPython's default: 700).
-YOUNG_COLLECTION_THRESHOLD = 10_000
-
-
 def app_from_environment() -> Starlette:
     """Build settings from the environment and the app from them (the ``web`` process), then
     :func:`settle_collector`."""
@@ -119,17 +115,3 @@ def app_from_environment() -> Starlette:
     app = create_app(settings)
     settle_collector()
     return app
-
-
-def settle_collector() -> None:
-    """The garbage collector of a process whose app is built. Every object alive now (modules,
-    classes, compiled queries: ~90,000 tracked by the garbage collector) is moved out of its reach
-    (``gc.freeze``): a full collection no longer walks them all, which took 30-100 ms of one
-    worker's event loop, every request in it waiting (the ingest's p99, docs/decisions/0080).
-    Nothing built by then is garbage, so nothing is kept that would be freed. A request's objects
-    are freed by their reference counts, not by the collector; at CPython's default threshold a
-    young collection ran every other notification or so and cost ~15% of the web process's CPU per
-    notification, so it runs once ``YOUNG_COLLECTION_THRESHOLD`` objects are outstanding
-    (docs/decisions/0086): cyclic garbage is still collected, at most that many objects later."""
-    gc.freeze()
-    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *gc.get_threshold()[1:])

@@ -21,6 +21,7 @@ from dramatiq.asyncio import get_event_loop_thread
 from dramatiq.broker import MessageProxy
 
 from gateway.clock import Clock, SystemClock
+from gateway.collector import settle_collector
 from gateway.outbound import outbound_client
 from gateway.outbox.sinks import sink_transport
 from gateway.providers.registry import check_accounts
@@ -94,8 +95,12 @@ async def _flush() -> None:
 
 
 class RuntimeLifecycle(dramatiq.Middleware):
-    """Flushes what each message counted, and closes the runtime's pool on the worker's event
-    loop before the worker shuts it down."""
+    """Settles the worker process's garbage collector once its actors are loaded
+    (:func:`gateway.collector.settle_collector`), flushes what each message counted, and closes
+    the runtime's pool on the worker's event loop before the worker shuts it down."""
+
+    def after_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        settle_collector()
 
     def after_process_message(self, broker: dramatiq.Broker, message: MessageProxy, *,
                               result: Any = None, exception: BaseException | None = None) -> None:
