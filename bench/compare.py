@@ -157,11 +157,16 @@ def _checkout(rev: str, commit: str, where: Path) -> Path:
     return python
 
 
+def run_bench(python: Path, tree: Path, bench: str, bench_args: Sequence[str], out: Path) -> dict[str, float]:
+    """One run of ``bench/<bench>.py`` of ``tree`` under ``python``, its --json written to ``out``;
+    the figures compared (:func:`figures`)."""
+    subprocess.run([str(python), f"bench/{bench}.py", *bench_args, "--json", str(out)], cwd=tree, check=True)
+    return figures(bench, json.loads(out.read_text()))
+
+
 def _run(rev: str, tree: Path, python: Path, args: Args, out: Path) -> dict[str, float]:
     _progress(f"{args.bench} on {rev}")
-    subprocess.run([str(python), f"bench/{args.bench}.py", *args.bench_args, "--json", str(out)], cwd=tree,
-                   check=True)
-    return figures(args.bench, json.loads(out.read_text()))
+    return run_bench(python, tree, args.bench, args.bench_args, out)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -17,18 +17,14 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.compare import BENCHES, figures, split_passed  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
+from bench.compare import BENCHES, ROOT, run_bench, split_passed  # noqa: E402
 
 
 def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
@@ -70,13 +66,6 @@ def render(runs: Sequence[dict[str, float]], summarised: dict[str, dict[str, flo
     return "\n".join(lines)
 
 
-def run_once(bench: str, bench_args: Sequence[str], out: Path) -> dict[str, Any]:
-    """One run of ``bench/<bench>.py`` in this tree with this interpreter; its --json."""
-    subprocess.run([sys.executable, f"bench/{bench}.py", *bench_args, "--json", str(out)], cwd=ROOT, check=True)
-    result: dict[str, Any] = json.loads(out.read_text())
-    return result
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     args, passed = parse_args(sys.argv[1:] if argv is None else argv)
     runs: list[dict[str, float]] = []
@@ -85,7 +74,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         kept.mkdir(parents=True, exist_ok=True)
         for index in range(args.runs):
             print(f"[runs] {args.bench}, run {index + 1} of {args.runs}", file=sys.stderr, flush=True)
-            runs.append(figures(args.bench, run_once(args.bench, passed, kept / f"{args.bench}-{index + 1}.json")))
+            runs.append(run_bench(Path(sys.executable), ROOT, args.bench, passed,
+                                  kept / f"{args.bench}-{index + 1}.json"))
     summarised = summary(runs)
     print(f"\n{args.bench}: {args.runs} run(s) one after the other"
           + (f", bench args: {' '.join(passed)}" if passed else "") + "\n")
